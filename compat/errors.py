@@ -1,0 +1,39 @@
+"""Exit codes and the errors that map to them.
+
+Every command uses the same codes so CI scripts can tell "your setup is wrong" from
+"the tool could not get the engine source" from "a check failed".
+"""
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1  # a check failed (doctor), or a patch/convert refused the input
+EXIT_USAGE = 2  # bad command line (argparse uses 2 as well)
+EXIT_SOURCE = 3  # the engine source could not be obtained (no such release, offline, not a tree)
+EXIT_REFUSED = 4  # patch/convert refused to touch something (file not as expected, DST exists)
+
+
+class CompatError(Exception):
+    """An error with a message meant for the user; `exit_code` says which kind."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base}\n  fix: {self.hint}" if self.hint else base
+
+
+class UsageError(CompatError):
+    exit_code = EXIT_USAGE
+
+
+class SourceError(CompatError):
+    """The engine source (installed, released or a path) cannot be obtained."""
+
+    exit_code = EXIT_SOURCE
+
+
+class RefusedError(CompatError):
+    exit_code = EXIT_REFUSED

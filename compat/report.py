@@ -1,0 +1,123 @@
+"""sources -> probes -> report: run every probe of an engine on a tree, then show the result.
+
+`build_report` gives the JSON of `compat probe --json` (keys are the probes' keys, see
+probes/); `render` prints the same facts for people, a section per probe, each fact with
+the file and line it came from.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from compat.probes import all_probes
+from compat.tree import EngineTree, UnparseableFile
+
+
+def build_report(tree: EngineTree) -> dict[str, Any]:
+    started = time.perf_counter()
+    report: dict[str, Any] = {
+        "engine": tree.engine,
+        "version": tree.version,
+        "source": tree.source.to_json(),
+    }
+    errors = []
+    for probe in all_probes(tree.engine):
+        try:
+            value = probe(tree)
+        except UnparseableFile as err:
+            # A file this Python cannot parse is a property of this release, not a crash.
+            value = {"present": False, "error": str(err)}
+        except Exception as err:  # noqa: BLE001 - one broken probe must not hide the others
+            value = {"present": False, "error": f"probe {probe.key} failed: {type(err).__name__}: {err}"}
+            errors.append(probe.key)
+        report[probe.key] = value
+    if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
+        report["version"] = report["version_in_source"].get("version")
+    report["probe_errors"] = errors
+    report["probe_seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+# -- rendering -----------------------------------------------------------------------------
+_SKIP = {"engine", "version", "source", "probe_errors", "probe_seconds"}
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    src = report["source"]
+    head = Text.assemble(
+        (f"{report['engine']} {report.get('version') or '(version unknown)'}", "bold"),
+        f"  {src['kind']}: {src['location']}",
+    )
+    console.print(Panel(head, title="compat probe", expand=False))
+    titles = {p.key: p.title for p in all_probes(report["engine"])}
+    for key, value in report.items():
+        if key in _SKIP:
+            continue
+        console.print()
+        console.rule(f"[bold]{escape(titles.get(key, key))}[/]  [dim]({key})[/]", align="left")
+        console.print(_render_value(value))
+    console.print(f"\n[dim]probed in {report['probe_seconds']:.2f} s, statically (the engine was not imported)[/]")
+
+
+def _render_value(value: Any):
+    if isinstance(value, dict):
+        return _render_dict(value)
+    if isinstance(value, list):
+        return _render_list(value)
+    return Text(str(value))
+
+
+def _render_dict(d: dict) -> Any:
+    if d.get("present") is False and ("reason" in d or "error" in d):
+        return Text("absent in this release: " + str(d.get("reason") or d.get("error")), style="yellow")
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="cyan", no_wrap=True)
+    table.add_column()
+    nested = []
+    for k, v in d.items():
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            nested.append((k, v))
+        elif isinstance(v, dict) and v and any(isinstance(x, (dict, list)) for x in v.values()):
+            nested.append((k, v))
+        else:
+            table.add_row(k, _short(v))
+    parts: list[Any] = [table]
+    for k, v in nested:
+        parts.append(Text(f"{k}:", style="cyan"))
+        parts.append(_render_value(v))
+    return Group(*parts)
+
+
+def _render_list(items: list) -> Any:
+    if not items:
+        return Text("(none)", style="dim")
+    if not all(isinstance(x, dict) for x in items):
+        return Text(", ".join(str(x) for x in items))
+    columns: list[str] = []
+    for item in items:
+        columns.extend(k for k in item if k not in columns)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for item in items:
+        table.add_row(*(_short(item.get(c)) for c in columns))
+    return table
+
+
+def _short(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_short(x) for x in v) if v else "(none)"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_short(x)}" for k, x in v.items())
+    return escape(str(v))

@@ -1,0 +1,96 @@
+"""Engine sources: where an engine's Python code comes from.
+
+Three kinds, one result (an `EngineTree`), shared by probe, patch, convert and doctor:
+- installed: `--engine vllm` (this interpreter) or with `--python PATH` (another one);
+- released:  `--engine vllm==0.11.0`, `--engine "sglang>=0.5.8,<0.6"`, `--engine vllm==latest`:
+             fetched from the package index into the user cache (see released.py);
+- path:      `--path DIR`, a checkout, an unpacked release or a hand-edited copy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from compat.errors import SourceError, UsageError
+from compat.sources.installed import find_installed, installed_tree
+from compat.tree import ENGINES, EngineTree, SourceInfo, find_package_root
+
+__all__ = ["EngineSpec", "parse_engine_spec", "open_tree", "open_path", "find_installed"]
+
+_SPEC = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_.-]*)\s*(?:@\s*(?P<at>\S+)|(?P<spec>[=<>!~].*))?\s*$")
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    engine: str  # vllm | sglang
+    specifier: str | None  # None: the installed one; "latest"; or a PEP 440 specifier like "==0.11.0"
+
+    @property
+    def released(self) -> bool:
+        return self.specifier is not None
+
+
+def parse_engine_spec(text: str) -> EngineSpec:
+    """`vllm` | `vllm==0.11.0` | `sglang>=0.5,<0.6` | `vllm==latest` | `vllm@latest`."""
+    m = _SPEC.match(text or "")
+    name = m and m.group("name").lower()
+    if not m or name not in ENGINES:
+        raise UsageError(
+            f"--engine {text!r}: expected vllm or sglang, optionally with a version",
+            hint="e.g. --engine vllm (installed), --engine vllm==0.11.0, --engine 'sglang>=0.5.8', --engine vllm==latest",
+        )
+    spec = m.group("at") or m.group("spec")
+    if spec:
+        spec = spec.strip()
+        if spec.lstrip("=").strip().lower() == "latest":
+            spec = "latest"
+        else:
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                raise UsageError(f"--engine {text!r}: {spec!r} is not a version specifier", hint="e.g. ==0.11.0 or '>=0.18,<0.20'") from None
+    return EngineSpec(name, spec or None)
+
+
+def open_path(directory: str | Path, engine: str | None = None) -> EngineTree:
+    directory = Path(directory).expanduser()
+    if not directory.is_dir():
+        raise SourceError(f"--path {directory}: no such directory")
+    try:
+        name, root = find_package_root(directory, engine)
+    except ValueError as err:
+        raise SourceError(str(err), hint="point --path at the folder that holds vllm/ or sglang/ (a checkout or an unpacked release)") from None
+    from compat.sources.version import version_from_source
+
+    version = version_from_source(root, name)
+    return EngineTree(name, root, version, SourceInfo("path", str(root.resolve())))
+
+
+def open_tree(
+    engine: str | None = None,
+    *,
+    path: str | Path | None = None,
+    python: str | None = None,
+    cache_dir: str | Path | None = None,
+    offline: bool = False,
+    progress: bool = True,
+) -> EngineTree:
+    """The one entry point: `--engine`/`--path`/`--python` as given on the command line."""
+    spec = parse_engine_spec(engine) if engine else None
+    if path is not None:
+        if spec and spec.released:
+            raise UsageError("give either --path or a released --engine version, not both")
+        return open_path(path, spec.engine if spec else None)
+    if spec is None:
+        raise UsageError("name an engine (--engine vllm, --engine vllm==0.11.0) or a source tree (--path DIR)")
+    if spec.released:
+        if python:
+            raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
+        from compat.sources.released import fetch_release
+
+        return fetch_release(spec.engine, spec.specifier, cache_dir=cache_dir, offline=offline, progress=progress)
+    return installed_tree(spec.engine, python)

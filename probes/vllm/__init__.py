@@ -1,0 +1,1 @@
+"""Probes of a vLLM release. One fact per module; see probes/__init__.py."""
