@@ -103,12 +103,35 @@ def _render_list(items: list) -> Any:
     columns: list[str] = []
     for item in items:
         columns.extend(k for k in item if k not in columns)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    for item in items:
-        table.add_row(*(_short(item.get(c)) for c in columns))
-    return table
+    # People read the name and where it is; secondary locations stay in --json.
+    columns = [c for c in columns if c == "location" or not c.endswith("_location")]
+    shared = {c: items[0].get(c) for c in columns if len(items) > 1 and c != "location"
+              and all(_short(x.get(c)) == _short(items[0].get(c)) for x in items)}
+    columns = [c for c in columns if c not in shared]
+    if "location" in columns:  # last, so names line up on the left
+        columns.remove("location")
+        columns.append("location")
+    if len(columns) <= 4:
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for col in columns:
+            table.add_column(col, overflow="fold", style="dim" if col == "location" else None)
+        for item in items:
+            table.add_row(*(_short(item.get(c)) for c in columns))
+    else:  # too wide for columns: one line per item, the name first and its location last
+        lines = []
+        for item in items:
+            line = Text(_short(item.get(columns[0])), style="bold")
+            for c in columns[1:-1] if columns[-1] == "location" else columns[1:]:
+                if item.get(c) not in (None, [], ""):
+                    line.append(f"  {c}: ", style="cyan").append(_short(item.get(c)))
+            if columns[-1] == "location":
+                line.append(f"  {_short(item.get('location'))}", style="dim")
+            lines.append(line)
+        table = Group(*lines)
+    if not shared:
+        return table
+    note = Text("same for all: " + "; ".join(f"{k}={_short(v)}" for k, v in shared.items()), style="dim")
+    return Group(note, table)
 
 
 def _short(v: Any) -> str:
