@@ -56,6 +56,10 @@ SGLANG_DEEPSEEK_EAGLE3_FROM = "0.5.4.post2"
 SGLANG_KIMI_K25_EAGLE3_FROM = "0.5.10"
 SGLANG_MLA_DRAFTER_FROM = "0.5.12"
 SGLANG_DEEPSEEK_CONDITIONAL_OFFSET_FROM = "0.5.13"
+# sglang-eagle3.md Key findings 5 and 7: drafter ids read from eagle_config from 0.4.9; the CUDA-graph
+# runner captures with the default ids before the drafter's are applied in 0.4.9 - 0.5.10 (fixed 0.5.11).
+SGLANG_CONFIG_IDS_FROM = "0.4.9"
+SGLANG_CUDA_GRAPH_QUIRK = ("0.4.9", "0.5.11")
 
 
 def value_at(table, version):

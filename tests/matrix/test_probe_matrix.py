@@ -7,7 +7,9 @@ independently in the research notes (research_facts.py cites the section).
 import pytest
 
 from research_facts import (
+    SGLANG_CONFIG_IDS_FROM,
     SGLANG_DEEPSEEK_CONDITIONAL_OFFSET_FROM,
+    SGLANG_CUDA_GRAPH_QUIRK,
     SGLANG_DEEPSEEK_EAGLE3_FROM,
     SGLANG_EAGLE3_FROM,
     SGLANG_KIMI_K25_EAGLE3_FROM,
@@ -135,7 +137,11 @@ def test_sglang_targets_and_offsets(sglang_report, sglang_version):
     if not since(sglang_version, SGLANG_EAGLE3_FROM):
         assert targets == {}
         return
-    assert targets["LlamaForCausalLM"]["layer_id_offset"] == 1  # always +1 on the Llama path
+    llama = targets["LlamaForCausalLM"]
+    if since(sglang_version, SGLANG_CONFIG_IDS_FROM):
+        assert llama["layer_id_offset"] == 1  # always +1 on the Llama path
+    else:  # the hook exists but takes no ids: the defaults are always used
+        assert llama["layer_id_offset"] is None and llama["accepts_layer_ids"] is False
     has_deepseek = since(sglang_version, SGLANG_DEEPSEEK_EAGLE3_FROM)
     for cls in ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"):
         assert (cls in targets) == has_deepseek, cls
@@ -147,6 +153,16 @@ def test_sglang_targets_and_offsets(sglang_report, sglang_version):
             assert offset == 1
     assert ("KimiK25ForConditionalGeneration" in targets) == since(sglang_version, SGLANG_KIMI_K25_EAGLE3_FROM)
     assert all(_has_location(t) for t in targets.values())
+
+
+def test_sglang_aux_layer_ids(sglang_report, sglang_version):
+    aux = sglang_report["aux_layer_ids"]
+    reads = since(sglang_version, SGLANG_CONFIG_IDS_FROM)
+    assert aux["read_from_config"] == reads
+    if reads:
+        assert {(k["key"], k["where"]) for k in aux["keys"]} >= {("eagle_aux_hidden_state_layer_ids", "eagle_config")}
+    assert aux.get("cuda_graph_defaults_quirk", False) == (
+        since(sglang_version, SGLANG_CUDA_GRAPH_QUIRK[0]) and not since(sglang_version, SGLANG_CUDA_GRAPH_QUIRK[1]))
 
 
 def test_sglang_drafters(sglang_report, sglang_version):
