@@ -142,7 +142,7 @@ def _rule_text(offset) -> str:
 def aux_layer_ids(tree: EngineTree) -> dict:
     targets = [t for t in eagle3_targets(tree) if t.registered]
     if not targets:
-        return {"present": False, "reason": f"no model class defines {CAPTURE_METHOD}: EAGLE-3 capture is not in this release"}
+        return {"present": False, "read_from_config": False, "reason": f"no model class defines {CAPTURE_METHOD}: EAGLE-3 capture is not in this release"}
     reads = _config_reads(tree)
     keys = [r for r in reads if r["key"] == KEY]
     other_keys = [r for r in reads if r["key"] != KEY]  # e.g. use_aux_hidden_state (0.5.8+): false turns capture off
