@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     console = Console(stderr=False, highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 120)
-    err_console = Console(stderr=True, highlight=False)
+    err_console = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         return args.func(args, console)
     except CompatError as err:
