@@ -1,4 +1,4 @@
-"""The `compat` command line: probe, patch, convert ckpt.
+"""The `compat` command line: probe, patch, convert ckpt, doctor.
 
 Every subcommand takes the same engine-source options (`add_source_arguments`) and the
 same exit codes (compat/errors.py), and `--json` where a machine may read the output.
@@ -21,7 +21,7 @@ EPILOG_CODES = """exit codes:
   1  a check failed
   2  usage error
   3  the engine source could not be obtained (no such release, offline with an empty cache, not a tree)
-  4  refused: a file is not what was expected, or the output exists (nothing was changed)
+  4  refused: an input or file is not what was expected, or the output exists (nothing was changed)
 """
 
 PROBE_EXAMPLES = """examples:
@@ -107,13 +107,6 @@ def cmd_convert(args, console: Console) -> int:
     return convert_main(rest[1:])
 
 
-# -- patch (implemented in compat/patching.py) ----------------------------------------------
-def cmd_patch(args, console: Console) -> int:
-    from compat.patching import run_patch_command
-
-    return run_patch_command(args, console)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="compat",
@@ -137,12 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON (stable keys, for CI)")
     p.set_defaults(func=cmd_probe)
 
-    try:
-        from compat.patching import add_patch_parser
-    except ImportError:
-        add_patch_parser = None
-    if add_patch_parser is not None:
-        add_patch_parser(sub, add_source_arguments, EPILOG_CODES)
+    from compat.doctor import add_doctor_parser
+    from compat.patching import add_patch_parser
+
+    add_patch_parser(sub, add_source_arguments, EPILOG_CODES)
+    add_doctor_parser(sub, add_source_arguments, EPILOG_CODES)
 
     c = sub.add_parser(
         "convert", help="rewrite a drafter checkpoint into the layout an engine release loads",

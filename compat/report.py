@@ -38,11 +38,19 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
             value = {"present": False, "error": f"probe {probe.key} failed: {type(err).__name__}: {err}"}
             errors.append(probe.key)
         report[probe.key] = value
+    report["compat_patches"] = _applied_patches(tree)
     if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
         report["version"] = report["version_in_source"].get("version")
     report["probe_errors"] = errors
     report["probe_seconds"] = round(time.perf_counter() - started, 3)
     return report
+
+
+def _applied_patches(tree: EngineTree) -> list[dict]:
+    """What `compat patch` changed in this tree (its record), so a probe never misleads about a patched engine."""
+    from compat.patching import applied_patches
+
+    return applied_patches(tree)
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -57,6 +65,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     )
     console.print(Panel(head, title="compat probe", expand=False))
     titles = {p.key: p.title for p in all_probes(report["engine"])}
+    titles["compat_patches"] = "Patches applied by compat patch (from its record)"
     for key, value in report.items():
         if key in _SKIP:
             continue

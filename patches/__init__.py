@@ -1,0 +1,141 @@
+"""Patches: one version-pinned source fix per file, applied by `compat patch`.
+
+A patch is a module under `patches/<engine>/` that defines, in plain sight:
+
+    ID           "vllm-eagle3-whitelist"  (what --select / --skip and the record use)
+    DESCRIPTION  one line
+    WHY          links: the upstream issue / PR, the research note
+    ENGINE       "vllm" | "sglang"
+    VERSIONS     SpecifierSet(">=0.10.1,<=0.17.1"): releases the patch is offered for
+    OPTIONS      {"model_types": (...)}: defaults, overridable from the command line
+    REQUIRES     ids of patches whose fix this one builds on (optional)
+
+    find_files(tree) -> {role: relpath}          located by content: files move between releases
+    has_fix(role, source, options) -> bool       the fix is there (applied by us or upstream)
+    transform(role, source, options) -> str      the libcst transform of one file
+
+`has_fix` and `transform` raise `FileNotAsExpected` when the file is neither the release's
+original nor fixed (edited by hand, a fork): `compat patch` then refuses unless --force.
+
+The registry fills itself: `all_patches(engine)` imports every module of the engine's folder
+(the pyupgrade `_plugins/` pattern), so adding a patch is adding a file. Modules whose name
+starts with `_` are helpers, not patches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from compat.errors import RefusedError
+from compat.tree import EngineTree
+
+
+class FileNotAsExpected(RefusedError):
+    """A file a patch edits does not look like the release's own (hand edit, fork, partial fix)."""
+
+    def __init__(self, relpath: str, reason: str):
+        self.relpath = relpath
+        self.reason = reason
+        super().__init__(
+            f"{relpath}: {reason}",
+            hint="the file is not what this patch expects (edited by hand? a fork?); nothing was changed. "
+            "Inspect it, reinstall the engine, or pass --force to apply where the patch still finds its anchors",
+        )
+
+
+@dataclass(frozen=True)
+class Patch:
+    id: str
+    description: str
+    why: tuple[str, ...]
+    engine: str
+    versions: SpecifierSet
+    options: dict[str, Any]
+    requires: tuple[str, ...]
+    module: ModuleType = field(repr=False, compare=False)
+
+    @classmethod
+    def from_module(cls, module: ModuleType) -> "Patch":
+        return cls(
+            id=module.ID,
+            description=module.DESCRIPTION,
+            why=tuple(module.WHY),
+            engine=module.ENGINE,
+            versions=module.VERSIONS,
+            options=dict(getattr(module, "OPTIONS", {})),
+            requires=tuple(getattr(module, "REQUIRES", ())),
+            module=module,
+        )
+
+    def applies_to(self, version: str | None) -> bool:
+        """Is `version` (a tree's version, maybe with a local label like +cpu) in VERSIONS?"""
+        if not version:
+            return False
+        try:
+            public = Version(version).public
+        except InvalidVersion:
+            return False
+        return self.versions.contains(public, prereleases=True)
+
+    def find_files(self, tree: EngineTree) -> dict[str, str]:
+        return self.module.find_files(tree)
+
+    def has_fix(self, role: str, source: str, options: dict[str, Any]) -> bool:
+        return self.module.has_fix(role, source, options)
+
+    def transform(self, role: str, source: str, options: dict[str, Any]) -> str:
+        return self.module.transform(role, source, options)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id, "description": self.description, "engine": self.engine,
+            "versions": str(self.versions), "why": list(self.why), "options": _jsonable(self.options),
+        }
+
+
+def _jsonable(value):
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+_REGISTRY: dict[str, Patch] = {}
+
+
+def _load(engine: str) -> None:
+    package = importlib.import_module(f"{__name__}.{engine}")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        patch = Patch.from_module(module)
+        known = _REGISTRY.get(patch.id)
+        if known is not None and known.module is not module:
+            raise RuntimeError(f"two patches claim the id {patch.id}: {known.module.__name__} and {module.__name__}")
+        if patch.engine != engine:
+            raise RuntimeError(f"{module.__name__} sits under patches/{engine}/ but says ENGINE = {patch.engine!r}")
+        _REGISTRY[patch.id] = patch
+
+
+def all_patches(engine: str) -> list[Patch]:
+    """Every patch of `engine`, in the order they apply (a patch after the ones it requires)."""
+    _load(engine)
+    ordered: list[Patch] = []
+    pending = sorted((p for p in _REGISTRY.values() if p.engine == engine), key=lambda p: getattr(p.module, "ORDER", 50))
+    while pending:
+        ids = {p.id for p in ordered}
+        ready = [p for p in pending if all(r in ids or r not in _REGISTRY for r in p.requires)]
+        if not ready:
+            raise RuntimeError(f"patches with circular REQUIRES: {[p.id for p in pending]}")
+        ordered.append(ready[0])
+        pending.remove(ready[0])
+    return ordered
