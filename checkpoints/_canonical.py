@@ -1,0 +1,369 @@
+"""The canonical drafter every layout reads into and writes from.
+
+Canonical tensor names are the vLLM / speculators spelling without any `model.` prefix:
+`layers.{k}.*` for decoder layer k, `fc.weight`, `norm.weight`, `lm_head.weight`,
+`embed_tokens.weight`, `d2t`, `t2d`, and the EAGLE-3.1 extras `fc_norm.{i}.weight`,
+`input_norm.weight`, `mask_hidden`.
+
+Layer ids are held as *capture-before* indices: the residual stream entering target decoder
+layer i, which is HF `hidden_states[i]`. A trainer that hooks the *output* of layer j saw
+capture-before j + 1 (research: checkpoint-formats.md section 4.1).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import Version
+
+from compat.errors import RefusedError, UsageError
+
+CAPTURE_BEFORE = "capture-before"
+OUTPUT_OF = "output-of"
+CONVENTIONS = (CAPTURE_BEFORE, OUTPUT_OF)
+
+# The sidecar file a conversion writes next to config.json: where the layer ids came from, which
+# engine release they were written for, and the checksums of the source tensors. Engines ignore it.
+RECORD_FILE = "compat_convert.json"
+RECORD_KEY = "_compat_record"  # the record, attached to the config dict handed to layouts
+
+LLAMA_LAYER0 = (
+    "input_layernorm.weight", "hidden_norm.weight", "post_attention_layernorm.weight",
+    "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+)
+MLA_LAYER0 = (
+    "input_layernorm.weight", "hidden_norm.weight", "post_attention_layernorm.weight",
+    "self_attn.q_a_proj.weight", "self_attn.q_a_layernorm.weight", "self_attn.q_b_proj.weight",
+    "self_attn.kv_a_proj_with_mqa.weight", "self_attn.kv_a_layernorm.weight", "self_attn.kv_b_proj.weight",
+    "self_attn.o_proj.weight",
+    "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+)
+REQUIRED_TOP = ("fc.weight", "norm.weight", "lm_head.weight")
+
+_CANONICAL = re.compile(
+    r"^(layers\.\d+\.(input_layernorm|hidden_norm|post_attention_layernorm)\.weight"
+    r"|layers\.\d+\.(self_attn|mlp)\.[a-z_]+\.(weight|bias)"
+    r"|fc\.(weight|bias)|norm\.weight|lm_head\.weight|embed_tokens\.weight|d2t|t2d"
+    r"|fc_norm\.\d+\.weight|input_norm\.weight|mask_hidden)$"
+)
+_LAYER = re.compile(r"^layers\.(\d+)\.")
+MLA_ARCHITECTURES = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
+# model_type of an MLA drafter: kimi_k2 maps to DeepseekV3Config in vLLM >= 0.18 and SGLang >= 0.5.12
+MLA_MODEL_TYPES = ("kimi_k2", "deepseek_v3", "deepseek_v2")
+
+
+def is_canonical(name: str) -> bool:
+    return bool(_CANONICAL.match(name))
+
+
+def layer_index(name: str) -> int | None:
+    match = _LAYER.match(name)
+    return int(match.group(1)) if match else None
+
+
+def strip_model_prefix(name: str) -> str:
+    """Some exporters prefix every key with `model.`; engines would prefix again (model.model.*)."""
+    return name[len("model."):] if name.startswith("model.") and not name.startswith("model.lm_head") else name
+
+
+def looks_mla(config: dict, tensor_names: set[str]) -> bool:
+    architectures = config.get("architectures") or []
+    return any(a in MLA_ARCHITECTURES for a in architectures) or any(".q_a_proj." in n for n in tensor_names)
+
+
+def record(config: dict) -> dict | None:
+    value = config.get(RECORD_KEY)
+    return value if isinstance(value, dict) else None
+
+
+def recorded_layout(config: dict) -> str | None:
+    rec = record(config)
+    return rec.get("layout") if rec else None
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TargetInfo:
+    """What the drafter must match in its target model (from --target or the drafter's record)."""
+
+    path: str
+    hidden_size: int | None
+    vocab_size: int | None
+    num_hidden_layers: int | None
+    model_type: str | None
+    architectures: list[str]
+    max_position_embeddings: int | None = None
+
+    @property
+    def family(self) -> str:
+        return target_family(self.model_type, self.architectures)
+
+
+def target_family(model_type: str | None, architectures: list[str] | None) -> str:
+    """`deepseek` for targets SGLang captures through DeepseekV2ForCausalLM (DeepSeek V2/V3,
+    Kimi-K2/K2.5, GLM-4 MoE Lite), else `llama` (every other aux-capturing target)."""
+    text = " ".join([model_type or "", *(architectures or [])]).lower()
+    return "deepseek" if any(key in text for key in ("deepseek", "kimi", "glm4_moe_lite", "glm4moelite")) else "llama"
+
+
+def read_target(path: Path) -> TargetInfo:
+    import json
+
+    path = Path(path)
+    config_path = path / "config.json" if path.is_dir() else path
+    try:
+        config = json.loads(config_path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"--target {path}: no config.json there", hint="pass the target model directory or its config.json") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RefusedError(f"--target {config_path}: not valid JSON ({exc})") from None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}  # Kimi-K2.5 wraps the LM
+
+    def pick(key):
+        return config.get(key) if config.get(key) is not None else text.get(key)
+
+    model_type = text.get("model_type") or config.get("model_type")
+    return TargetInfo(str(config_path), pick("hidden_size"), pick("vocab_size"), pick("num_hidden_layers"),
+                      model_type, list(config.get("architectures") or []) + list(text.get("architectures") or []),
+                      pick("max_position_embeddings"))
+
+
+def default_layer_ids(num_layers: int) -> list[int]:
+    """Both engines' default when a drafter declares nothing: low, middle, high (capture-before)."""
+    return [2, num_layers // 2, num_layers - 3]
+
+
+@dataclass
+class LayerIds:
+    """The aux hidden-state layers the drafter was trained on, and how we know."""
+
+    capture_before: list[int] | None  # None: not declared, engines use default_layer_ids(n)
+    origin: str  # where they came from, in words, for the plan and the record
+    declared: list[int] | None = None
+    declared_field: str | None = None
+    convention: str | None = None  # of `declared`
+
+    @classmethod
+    def undeclared(cls, why: str) -> "LayerIds":
+        return cls(None, why)
+
+
+def ids_from_declared(declared: list, convention: str, field_name: str, why: str) -> LayerIds:
+    ids = int_list(declared, field_name)
+    capture_before = [i + 1 for i in ids] if convention == OUTPUT_OF else list(ids)
+    return LayerIds(capture_before, f"{field_name} = {ids} read as {convention} ({why})", ids, field_name, convention)
+
+
+def int_list(value, field_name: str) -> list[int]:
+    if not (isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise RefusedError(f"config.json {field_name} = {value!r} is not a non-empty list of integers")
+    return list(value)
+
+
+def ambiguous(field_name: str, declared: list, why: str) -> RefusedError:
+    return RefusedError(
+        f"config.json {field_name} = {declared} does not say which convention it uses: {why}. "
+        "capture-before i = the residual stream entering target layer i (vLLM, speculators); "
+        "output-of j = the output of target layer j = capture-before j + 1 (SpecForge, AngelSlim, ModelOpt HF training)",
+        hint="pass --layer-ids-convention capture-before|output-of (the convention the drafter was trained with)",
+    )
+
+
+def to_output_of(capture_before: list[int], where: str) -> list[int]:
+    if any(i < 1 for i in capture_before):
+        raise RefusedError(f"{where}: capture-before layer ids {capture_before} include 0 (the embedding output), "
+                           "which has no output-of-layer spelling", hint="this destination cannot express these ids; pick another --to")
+    return [i - 1 for i in capture_before]
+
+
+@dataclass
+class DrafterConfig:
+    """The canonical config: the facts every layout reads and writes."""
+
+    family: str  # "llama" (Llama-style GQA layer) or "mla" (DeepSeek MLA layer)
+    hidden_size: int
+    vocab_size: int | None  # the target vocabulary (embed_tokens rows, t2d length)
+    draft_vocab_size: int | None  # lm_head rows, d2t length
+    target_hidden_size: int | None
+    num_hidden_layers: int
+    layer_ids: LayerIds
+    torch_dtype: str | None = None
+    norm_before_residual: bool | None = None
+    flags: dict = field(default_factory=dict)  # norm_before_fc, fc_norm, norm_output, num_aux_hidden_states ...
+    fields: dict = field(default_factory=dict)  # every other architecture field, carried through as is
+    eagle_config_extra: dict = field(default_factory=dict)  # ModelOpt flags inside eagle_config
+    verifier: dict | None = None  # {name_or_path, architectures} (speculators)
+    target_family: str | None = None  # known from the record or the verifier
+    model_type: str | None = None  # the source's, kept for MLA drafters (kimi_k2, deepseek_v3)
+
+    @property
+    def aux_count(self) -> int:
+        ids = self.layer_ids.capture_before
+        return len(ids) if ids else int(self.flags.get("num_aux_hidden_states") or 3)
+
+
+@dataclass
+class ReadContext:
+    convention: str | None = None  # --layer-ids-convention: overrides what the layout would infer
+    target: TargetInfo | None = None
+
+
+@dataclass
+class WriteContext:
+    engine_version: Version | None  # None: write what every release in the known range loads
+    target: TargetInfo | None
+    notes: list[str] = field(default_factory=list)  # the layout explains its choices here
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def family(self, drafter: DrafterConfig) -> str | None:
+        if self.target is not None:
+            return self.target.family
+        return drafter.target_family
+
+    def at_least(self, gate: Version) -> bool | None:
+        """True/False for a known release; None when no --engine-version was given."""
+        return None if self.engine_version is None else self.engine_version >= gate
+
+
+FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "num_aux_hidden_states", "use_aux_norm")
+# Keys every layout interprets itself; all other keys are architecture fields carried through.
+CONSUMED_KEYS = {
+    "architectures", "model_type", "hidden_size", "vocab_size", "draft_vocab_size", "target_hidden_size",
+    "num_hidden_layers", "torch_dtype", "dtype", "eagle_config", "eagle_aux_hidden_state_layer_ids",
+    "tie_word_embeddings", "norm_before_residual", "transformers_version", "_name_or_path", "auto_map",
+    RECORD_KEY, *FLAG_KEYS,
+}
+
+
+def common_fields(config: dict, extra_consumed: set[str] = frozenset()) -> dict:
+    return {k: v for k, v in config.items() if k not in CONSUMED_KEYS and k not in extra_consumed}
+
+
+def require_int(config: dict, key: str, where: str = "config.json") -> int:
+    value = config.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise RefusedError(f"{where}: {key} = {value!r}, expected a positive integer", hint=f"set {key} in {where}")
+    return value
+
+
+def optional_int(config: dict, key: str) -> int | None:
+    value = config.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset()) -> DrafterConfig:
+    """The fields every non-speculators layout spells the same way (a HF-style flat config)."""
+    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    flags = {k: config[k] for k in FLAG_KEYS if k in config}
+    flags.update({k: eagle_config[k] for k in ("norm_before_fc",) if k in eagle_config and k not in flags})
+    rec = record(config) or {}
+    return DrafterConfig(
+        family=family,
+        hidden_size=require_int(config, "hidden_size"),
+        vocab_size=optional_int(config, "vocab_size"),
+        draft_vocab_size=optional_int(config, "draft_vocab_size"),
+        target_hidden_size=optional_int(config, "target_hidden_size"),
+        num_hidden_layers=optional_int(config, "num_hidden_layers") or 1,
+        layer_ids=layer_ids,
+        torch_dtype=config.get("torch_dtype") or config.get("dtype"),
+        norm_before_residual=config.get("norm_before_residual"),
+        flags=flags,
+        fields=common_fields(config, extra_consumed),
+        eagle_config_extra={k: v for k, v in eagle_config.items()
+                            if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc")},
+        target_family=rec.get("target_family"),
+        model_type=config.get("model_type"),
+    )
+
+
+def hf_config(drafter: DrafterConfig, *, architecture: str, model_type: str) -> dict:
+    """The flat HF-style config both engines read, before layer-id fields are added."""
+    config = {
+        "architectures": [architecture],
+        "model_type": model_type,
+        **drafter.fields,
+        "hidden_size": drafter.hidden_size,
+        "num_hidden_layers": drafter.num_hidden_layers,
+        "vocab_size": drafter.vocab_size,
+        # vLLM 0.10.x requires draft_vocab_size; SGLang reads null as "borrow the target's head"
+        "draft_vocab_size": drafter.draft_vocab_size if drafter.draft_vocab_size is not None else drafter.vocab_size,
+        # a tied head with a reduced draft vocab makes SGLang alias lm_head to the full embedding
+        "tie_word_embeddings": False,
+    }
+    if drafter.target_hidden_size is not None:
+        config["target_hidden_size"] = drafter.target_hidden_size
+    if drafter.torch_dtype is not None:
+        config["torch_dtype"] = drafter.torch_dtype
+    config.update(drafter.flags)
+    # vLLM's speculators parser defaults a missing norm_before_residual to true, its plain parser
+    # to false: always write it (checkpoint-formats.md section 5, pitfall 14)
+    config["norm_before_residual"] = bool(drafter.norm_before_residual)
+    return config
+
+
+NESTED_IDS = "eagle_config.eagle_aux_hidden_state_layer_ids"
+TOP_IDS = "eagle_aux_hidden_state_layer_ids"
+# ModelOpt writes these into eagle_config; a ModelOpt id is output-of when the drafter was trained
+# on HF forward hooks and capture-before when trained on an offline vLLM dump (checkpoint-formats 2.5).
+MODELOPT_FLAGS = ("use_input_layernorm_in_first_layer", "use_last_layernorm", "use_mtp_layernorm",
+                  "next_layer_regular", "parallel_draft_step", "parallel_draft_heads_num_layers")
+
+
+def declared_ids(config: dict) -> tuple[list | None, list | None]:
+    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    return config.get(TOP_IDS), eagle_config.get("eagle_aux_hidden_state_layer_ids")
+
+
+def is_modelopt(config: dict) -> bool:
+    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    return any(flag in eagle_config for flag in MODELOPT_FLAGS)
+
+
+def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | None, nested_why: str,
+                      top_wins: bool) -> LayerIds:
+    """The common reading rule for HF-style configs.
+
+    - `--layer-ids-convention` overrides any inference (applied to the field that is present);
+    - top-level ids are vLLM's field: capture-before (vLLM never offsets EAGLE-3 ids);
+    - nested ids mean `nested_means` (None: this layout cannot tell, the user must say);
+    - both present: `top_wins` (the field the layout's engine reads), else they must agree as
+      top = nested + 1 (what `--to eagle` writes for both engines) or the convention is unknown.
+    """
+    top, nested = declared_ids(config)
+    if ctx.convention is not None:
+        if nested is not None and not top_wins:
+            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention")
+        if top is not None:
+            return ids_from_declared(top, ctx.convention, TOP_IDS, "--layer-ids-convention")
+        if nested is not None:
+            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention")
+    if top is not None and (nested is None or top_wins):
+        return ids_from_declared(top, CAPTURE_BEFORE, TOP_IDS, "the field vLLM reads, never offset")
+    if top is not None and nested is not None:
+        top_ids, nested_ids = int_list(top, TOP_IDS), int_list(nested, NESTED_IDS)
+        if top_ids == [i + 1 for i in nested_ids]:
+            ids = ids_from_declared(top, CAPTURE_BEFORE, TOP_IDS, f"agrees with {NESTED_IDS} = {nested_ids} read as output-of")
+            return ids
+        if top_ids == nested_ids:
+            raise ambiguous(f"{TOP_IDS} and {NESTED_IDS}", top_ids,
+                            "both fields hold the same ids; TorchSpec --vllm writes capture-before ids in both, "
+                            "SpecForge reads the nested field as output-of")
+        raise RefusedError(f"config.json declares {TOP_IDS} = {top_ids} but {NESTED_IDS} = {nested_ids}: "
+                           "they name neither the same layers (top = nested + 1) nor the same numbers",
+                           hint="pass --layer-ids with the layers the drafter was trained on, and --layer-ids-convention")
+    if nested is not None:
+        if nested_means is None:
+            raise ambiguous(NESTED_IDS, nested, nested_why)
+        return ids_from_declared(nested, nested_means, NESTED_IDS, nested_why)
+    return LayerIds.undeclared("not declared: the engines' default (2, n//2, n-3) capture-before applies")
+
+
+def mla_model_type(drafter: DrafterConfig) -> str:
+    return drafter.model_type if drafter.model_type in MLA_MODEL_TYPES else "kimi_k2"
