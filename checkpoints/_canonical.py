@@ -69,6 +69,18 @@ def strip_model_prefix(name: str) -> str:
     return name[len("model."):] if name.startswith("model.") and not name.startswith("model.lm_head") else name
 
 
+def canonical_name(name: str) -> str | None:
+    """A source tensor name in canonical form (`layers.0.*`), or None when no layout loads it.
+
+    Every trainer and engine spells the decoder layer `midlayer.` or `layers.0.`, with or without
+    a `model.` prefix, so reading is the same for all layouts; writing is what differs.
+    """
+    name = strip_model_prefix(name)
+    if name.startswith("midlayer."):
+        name = "layers.0." + name[len("midlayer."):]
+    return name if is_canonical(name) else None
+
+
 def looks_mla(config: dict, tensor_names: set[str]) -> bool:
     architectures = config.get("architectures") or []
     return any(a in MLA_ARCHITECTURES for a in architectures) or any(".q_a_proj." in n for n in tensor_names)

@@ -15,7 +15,8 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
-    NESTED_IDS, OUTPUT_OF, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config, is_canonical,
+    canonical_name,
+    NESTED_IDS, OUTPUT_OF, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config,
     is_modelopt, looks_mla, read_common, read_declared_ids, recorded_layout, strip_model_prefix, to_output_of,
 )
 
@@ -33,11 +34,7 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return any(strip_model_prefix(name).startswith("midlayer.") for name in tensor_names)
 
 
-def to_canonical(name: str) -> str | None:
-    name = strip_model_prefix(name)
-    if name.startswith("midlayer."):
-        name = "layers.0." + name[len("midlayer."):]
-    return name if is_canonical(name) else None
+to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
 def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str | None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
-    NESTED_IDS, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config, is_canonical, looks_mla,
-    mla_model_type, read_common, read_declared_ids, recorded_layout, strip_model_prefix, to_output_of,
+    canonical_name,
+    NESTED_IDS, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config, looks_mla,
+    mla_model_type, read_common, read_declared_ids, recorded_layout, to_output_of,
 )
 
 NAME = "mla"
@@ -33,11 +34,7 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return "speculators_model_type" not in config and looks_mla(config, tensor_names)
 
 
-def to_canonical(name: str) -> str | None:
-    name = strip_model_prefix(name)
-    if name.startswith("midlayer."):
-        name = "layers.0." + name[len("midlayer."):]
-    return name if is_canonical(name) else None
+to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
 def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str | None:

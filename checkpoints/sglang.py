@@ -23,9 +23,9 @@ from packaging.version import Version
 from compat.errors import RefusedError
 
 from ._canonical import (
+    canonical_name,
     CAPTURE_BEFORE, NESTED_IDS, OUTPUT_OF, DrafterConfig, LayerIds, ReadContext, WriteContext, declared_ids,
-    default_layer_ids, hf_config, ids_from_declared, is_canonical, read_common, record, recorded_layout,
-    strip_model_prefix, looks_mla, mla_model_type, int_list, ambiguous,
+    default_layer_ids, hf_config, ids_from_declared, read_common, record, recorded_layout, looks_mla, mla_model_type, int_list, ambiguous,
 )
 
 NAME = "sglang"
@@ -82,11 +82,7 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return recorded_layout(config) == NAME
 
 
-def to_canonical(name: str) -> str | None:
-    name = strip_model_prefix(name)
-    if name.startswith("midlayer."):
-        name = "layers.0." + name[len("midlayer."):]
-    return name if is_canonical(name) else None
+to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
 def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str | None:

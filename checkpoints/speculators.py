@@ -13,8 +13,8 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
-    CONSUMED_KEYS, FLAG_KEYS, TOP_IDS, DrafterConfig, LayerIds, ReadContext, WriteContext, ids_from_declared,
-    is_canonical, optional_int, recorded_layout, require_int, strip_model_prefix, target_family, CAPTURE_BEFORE,
+    canonical_name,
+    CONSUMED_KEYS, FLAG_KEYS, TOP_IDS, DrafterConfig, LayerIds, ReadContext, WriteContext, ids_from_declared, optional_int, recorded_layout, require_int, target_family, CAPTURE_BEFORE,
 )
 
 NAME = "speculators"
@@ -30,11 +30,7 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return config.get("speculators_model_type") is not None
 
 
-def to_canonical(name: str) -> str | None:
-    name = strip_model_prefix(name)
-    if name.startswith("midlayer."):
-        name = "layers.0." + name[len("midlayer."):]
-    return name if is_canonical(name) else None
+to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
 def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str | None:

@@ -14,7 +14,8 @@ from packaging.version import Version
 from compat.errors import RefusedError
 
 from ._canonical import (
-    TOP_IDS, DrafterConfig, ReadContext, WriteContext, default_layer_ids, hf_config, is_canonical, looks_mla,
+    canonical_name,
+    TOP_IDS, DrafterConfig, ReadContext, WriteContext, default_layer_ids, hf_config, looks_mla,
     mla_model_type, read_common, read_declared_ids, recorded_layout, strip_model_prefix,
 )
 
@@ -49,11 +50,7 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return any(strip_model_prefix(name).startswith("layers.") for name in tensor_names)
 
 
-def to_canonical(name: str) -> str | None:
-    name = strip_model_prefix(name)
-    if name.startswith("midlayer."):  # vLLM maps it itself, so a hand-made mix is still vLLM-loadable
-        name = "layers.0." + name[len("midlayer."):]
-    return name if is_canonical(name) else None
+to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
 def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str | None:

@@ -8,24 +8,16 @@ from compat.probes.sglang.cli_flags import cli_flags
 from compat.probes.sglang._server_args import _build_from_pieces
 from compat.probes.sglang.server_args import server_args
 from compat.report import build_report
-from compat.sources import open_path
+
+import probe_trees
 
 
 def write_tree(root, files: dict[str, str]):
     """A fake release: sglang/__init__.py plus the given files (relative to root)."""
-    (root / "sglang").mkdir(parents=True, exist_ok=True)
-    (root / "sglang" / "__init__.py").write_text("")
-    for relpath, text in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return open_path(root)
+    return probe_trees.write_tree(root, "sglang", files, strip_first_newline=True)
 
 
-def line(text: str, marker: str) -> int:
-    """1-based line of the first line containing `marker`, as write_tree lays the file out."""
-    lines = textwrap.dedent(text).lstrip("\n").splitlines()
-    return next(i for i, text_line in enumerate(lines, 1) if marker in text_line)
+line = probe_trees.line
 
 
 ADD_ARGUMENT_STYLE = '''

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from compat.probes.sglang.aux_layer_ids import aux_layer_ids
@@ -11,23 +9,17 @@ from compat.probes.sglang.eagle3_drafters import eagle3_drafter_classes, eagle3_
 from compat.probes.sglang.eagle3_targets import eagle3_targets_probe
 from compat.probes.sglang.eagle3_whitelist import eagle3_whitelist
 from compat.report import build_report
-from compat.sources import open_path
 from compat.tree import UnparseableFile
+
+import probe_trees
 
 
 def write_tree(root, files: dict[str, str]):
-    (root / "sglang").mkdir(parents=True, exist_ok=True)
-    (root / "sglang" / "__init__.py").write_text("")
-    for relpath, text in files.items():
-        path = root / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return open_path(root)
+    """A fake release: sglang/__init__.py plus the given files (relative to root)."""
+    return probe_trees.write_tree(root, "sglang", files, strip_first_newline=True)
 
 
-def line(text: str, marker: str) -> int:
-    lines = textwrap.dedent(text).lstrip("\n").splitlines()
-    return next(i for i, text_line in enumerate(lines, 1) if marker in text_line)
+line = probe_trees.line
 
 
 # Shaped like the real files: the capture method on the *ForCausalLM class, EntryClass at the bottom.

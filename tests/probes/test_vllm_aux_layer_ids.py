@@ -1,22 +1,15 @@
 """The `aux_layer_ids` probe: keys, nesting and offsets read from fake runner functions."""
 
-import textwrap
 
 from compat.probes.vllm.aux_layer_ids import aux_layer_ids
-from compat.sources import open_path
+from probe_trees import write_tree
 
 V1 = "vllm/v1/worker/gpu_model_runner.py"
 V2 = "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
 
 
 def make_tree(tmp_path, files):
-    (tmp_path / "vllm").mkdir()
-    (tmp_path / "vllm" / "__init__.py").write_text("")
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return open_path(tmp_path)
+    return write_tree(tmp_path, "vllm", files)
 
 
 DEFAULT_PROTOCOL = """

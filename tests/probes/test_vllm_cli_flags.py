@@ -1,21 +1,14 @@
 """The `cli_flags` probe: explicit and generated add_argument calls of EngineArgs.add_cli_args."""
 
-import textwrap
 
 from compat.probes.vllm.cli_flags import cli_flags
-from compat.sources import open_path
+from probe_trees import write_tree
 
 ARGS = "vllm/engine/arg_utils.py"
 
 
 def make_tree(tmp_path, files):
-    (tmp_path / "vllm").mkdir()
-    (tmp_path / "vllm" / "__init__.py").write_text("")
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return open_path(tmp_path)
+    return write_tree(tmp_path, "vllm", files)
 
 
 def test_explicit_json_flag_in_its_own_group(tmp_path):

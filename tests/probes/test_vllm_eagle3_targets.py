@@ -1,23 +1,16 @@
 """The `eagle3_targets`, `eagle3_drafters` and `eagle3_drafter_classes` probes on fake model trees."""
 
-import textwrap
 
 from compat.probes.vllm.eagle3_drafter_classes import eagle3_drafter_classes
 from compat.probes.vllm.eagle3_drafters import eagle3_drafters
 from compat.probes.vllm.eagle3_targets import eagle3_targets
-from compat.sources import open_path
+from probe_trees import write_tree
 
 MODELS = "vllm/model_executor/models"
 
 
 def make_tree(tmp_path, files):
-    (tmp_path / "vllm").mkdir()
-    (tmp_path / "vllm" / "__init__.py").write_text("")
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return open_path(tmp_path)
+    return write_tree(tmp_path, "vllm", files)
 
 
 INTERFACES = """

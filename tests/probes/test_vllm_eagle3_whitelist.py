@@ -1,19 +1,12 @@
 """The `eagle3_whitelist` probe: found by shape (renamed variable, inline form, moved file)."""
 
-import textwrap
 
 from compat.probes.vllm.eagle3_whitelist import eagle3_whitelist
-from compat.sources import open_path
+from probe_trees import write_tree
 
 
 def make_tree(tmp_path, files):
-    (tmp_path / "vllm").mkdir()
-    (tmp_path / "vllm" / "__init__.py").write_text("")
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return open_path(tmp_path)
+    return write_tree(tmp_path, "vllm", files)
 
 
 RENAMED = """
