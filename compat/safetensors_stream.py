@@ -1,9 +1,10 @@
 """Read and write safetensors files by their header, streaming tensor bytes.
 
 A safetensors file is `<u64 little-endian header length><JSON header><tensor bytes>`. Renaming
-tensors only rewrites the header, so conversion never decodes a tensor: it copies each byte range
-in chunks and hashes the bytes on the way, which keeps memory bounded whatever the checkpoint
-size. Dtype changes (only when asked for) decode one chunk at a time through numpy.
+tensors only rewrites the header, so conversion never decodes a tensor: the kernel copies each byte
+range in pieces and each piece is read back and compared byte for byte with the source, which keeps
+memory bounded whatever the checkpoint size. Dtype changes (only when asked for) decode one chunk at
+a time through numpy.
 
 Every structural check the format allows is made before a single byte is written, because a
 checkpoint may be truncated, hand-edited or hostile: header length vs file size, JSON, duplicate
@@ -21,7 +22,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 from compat.errors import RefusedError
 
@@ -40,10 +41,11 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024
 CHUNK_BYTES = 1024 * 1024  # userspace chunks stay in the CPU cache (8 MiB ones ran 1.7x slower here)
 COPY_CHUNK_BYTES = CHUNK_BYTES
 HASH_CHUNK_BYTES = 1024 * 1024
-# Per-tensor checksum comparing the written bytes with the source. crc32 (~4 GB/s) catches copy
-# corruption at little cost; sha256 (~1.7 GB/s with SHA-NI) gives digests worth publishing.
-CHECKSUMS = ("crc32", "sha256")
-CHECKSUM = "crc32"
+# Every written tensor is compared byte for byte with its source; a checksum is only a record. It is
+# computed over the verified bytes when asked for: crc32 (~4 GB/s) or sha256 (~1.7 GB/s with SHA-NI)
+# for digests worth publishing. Off by default: it would cost more CPU than the comparison itself.
+CHECKSUMS = ("none", "crc32", "sha256")
+CHECKSUM = "none"
 
 
 class CheckpointFormatError(RefusedError):
@@ -279,9 +281,8 @@ class WrittenTensor:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    source_digest: str  # checksum of the bytes read from the source
-    output_digest: str  # checksum of the bytes meant to be written (== source_digest unless converted)
-    readback_digest: str  # checksum of the bytes read back from the written file
+    mismatch: str | None  # where the bytes read back from the output first differ from the source; None: identical
+    digest: str | None = None  # checksum of the verified bytes, only when one was asked for (--checksum)
 
 
 def output_nbytes(tensor: OutputTensor) -> int:
@@ -317,68 +318,170 @@ class _Crc32:
         return f"{self._value:08x}"
 
 
-def new_checksum(algorithm: str = CHECKSUM):
+def new_checksum(algorithm: str = "crc32"):
     return _Crc32() if algorithm == "crc32" else hashlib.new(algorithm)
 
 
-def hash_range(path: Path, offset: int, nbytes: int, algorithm: str = CHECKSUM) -> str:
+def hash_range(path: Path, offset: int, nbytes: int, algorithm: str = "crc32") -> str:
     digest = new_checksum(algorithm)
     for chunk in read_range(path, offset, nbytes, HASH_CHUNK_BYTES):
         digest.update(chunk)
     return digest.hexdigest()
 
 
-def hash_tensor(info: TensorInfo, algorithm: str = CHECKSUM) -> str:
+def hash_tensor(info: TensorInfo, algorithm: str = "crc32") -> str:
     return hash_range(info.path, info.offset, info.nbytes, algorithm)
-
-
-def hash_tensors(infos: Iterable[TensorInfo], algorithm: str = CHECKSUM, workers: int = 2) -> dict[str, str]:
-    """Checksums of many tensors, `workers` at once, largest first (hashing releases the GIL)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    infos = sorted(infos, key=lambda i: -i.nbytes)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip((i.name for i in infos), pool.map(lambda i: hash_tensor(i, algorithm), infos)))
 
 
 def write_safetensors(path: Path, tensors: list[OutputTensor], metadata: dict[str, str] | None,
                       on_bytes: Callable[[int], None] = lambda n: None, checksum: str = CHECKSUM) -> list[WrittenTensor]:
-    """Write `tensors` in order to a new file at `path`.
+    """Write `tensors` in order to a new file at `path`, verify it byte for byte, fsync it.
 
     Tensor bytes that need no conversion are copied by the kernel (copy_file_range, as `cp` does)
-    while one worker thread checksums the source range and then reads back and checksums what was
-    written, so verification costs little more than the copy itself.
+    in COPY_RANGE_BYTES pieces. As each piece lands, one worker thread reads it back from the output
+    and compares it with the same range of the source (both in the page cache: memcmp speed), while
+    the main thread copies the next piece and the kernel starts writing the finished one to disk.
+    Verification therefore overlaps the copy, and the final fsync waits only for the last pieces.
     """
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor
 
     header = build_header(tensors, metadata)
-    results: list[tuple[Future | str, Future | str | None, Future]] = []
-    # two checksum threads (source ranges, read-back ranges) beside the kernel copy: 2 cores busy
-    with ThreadPoolExecutor(max_workers=2) as worker, open(path, "xb", buffering=0) as out:
-        _write_all(out, header)
-        position = len(header)
-        for tensor in tensors:
-            source = tensor.source
-            if tensor.dtype == source.dtype and source.file is not None:
-                source_digest = worker.submit(hash_range, source.file[0], source.file[1], source.nbytes, checksum)
-                _copy_range(source, out, on_bytes)
-                output_digest = None  # the same bytes
-            else:
-                source_digest, output_digest = _copy_tensor(out, tensor, on_bytes, checksum)
-            size = output_nbytes(tensor)
-            readback = worker.submit(hash_range, Path(path), position, size, checksum)
-            position += size
-            results.append((source_digest, output_digest, readback))
-        os.fsync(out.fileno())  # durable before the directory is renamed into place
-        written = []
-        for tensor, (source_digest, output_digest, readback) in zip(tensors, results):
-            source_digest = source_digest if isinstance(source_digest, str) else source_digest.result()
-            written.append(WrittenTensor(tensor.name, tensor.dtype, tensor.source.shape, source_digest,
-                                         output_digest or source_digest, readback.result()))
-    return written
+    buffers = (bytearray(VERIFY_CHUNK_BYTES), bytearray(VERIFY_CHUNK_BYTES))  # the worker's, shared by all tensors
+    checks = [_Check(t, checksum, buffers) for t in tensors]
+    pending = []
+    with open(path, "xb", buffering=0) as out, open(path, "rb", buffering=0) as readback:
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compat-verify")  # FIFO: pieces in order
+        try:
+            _write_all(out, header)
+            position = flushed = len(header)
+            for tensor, check in zip(tensors, checks):
+                check.start = position
+                source = tensor.source
+                if tensor.dtype == source.dtype and source.file is not None:
+                    copied = position
+
+                    def piece_done(n: int, check=check) -> None:  # verify, then start flushing, what just landed
+                        nonlocal copied, flushed
+                        pending.append(worker.submit(check.compare_file_range, readback.fileno(), copied, n))
+                        copied += n
+                        if WRITEBACK_BYTES and copied - flushed >= WRITEBACK_BYTES:
+                            pending.append(worker.submit(_start_writeback, out.fileno(), flushed, copied - flushed))
+                            flushed = copied
+                        on_bytes(n)
+
+                    _copy_range(source, out, piece_done)
+                else:
+                    _copy_tensor(out, tensor, on_bytes)
+                    pending.append(worker.submit(check.compare_generated, readback.fileno()))
+                position += output_nbytes(tensor)
+            os.fsync(out.fileno())  # durable before the directory is renamed into place; overlaps the last compares
+            for future in pending:
+                future.result()
+        finally:  # before the files close: a crash mid-copy waits for the running compare only, not the queue
+            worker.shutdown(wait=True, cancel_futures=True)
+    return [check.result() for check in checks]
 
 
-COPY_RANGE_BYTES = 256 * 1024 * 1024  # per copy_file_range call: progress updates, bounded kernel work
+COPY_RANGE_BYTES = 8 * 1024 * 1024  # per copy_file_range call: the unit of progress, verification and writeback (fits L3)
+WRITEBACK_BYTES = COPY_RANGE_BYTES  # start writing verified bytes to disk in batches this big; 0: leave it to fsync
+# Early writeback hides the final fsync (0.7 s of 4.4 GiB here) when the source is in the page cache. With a
+# cold source it looked slower in this VM (bench/bench_convert.py --cold), but cold runs there are dominated
+# by re-faulting memory dropped from the page cache: unresolved, see the bench notes.
+VERIFY_CHUNK_BYTES = 1024 * 1024  # compare buffers that stay in the CPU cache (8 MiB ones compared 2x slower here)
+
+
+class _Check:
+    """Byte-for-byte verification of one written tensor, piece by piece, in the worker thread."""
+
+    def __init__(self, tensor: OutputTensor, checksum: str, buffers: tuple[bytearray, bytearray]):
+        self.tensor = tensor
+        self.start = 0  # offset of the tensor's first byte in the output file
+        self.mismatch: str | None = None
+        self.digest = new_checksum(checksum) if checksum != "none" else None
+        self._source_buffer, self._readback_buffer = buffers
+
+    def result(self) -> WrittenTensor:
+        t = self.tensor
+        return WrittenTensor(t.name, t.dtype, t.source.shape, self.mismatch,
+                             self.digest.hexdigest() if self.digest is not None and self.mismatch is None else None)
+
+    def compare_file_range(self, readback_fd: int, position: int, nbytes: int) -> None:
+        """Compare output bytes [position, position + nbytes) with the matching source range."""
+        path, offset = self.tensor.source.file
+        with open(path, "rb", buffering=0) as source:
+            self._compare(readback_fd, position, _pread_chunks(source.fileno(), offset + position - self.start, nbytes,
+                                                               self._source_buffer, self.tensor.source.label))
+
+    def compare_generated(self, readback_fd: int) -> None:
+        """Regenerate the bytes written through userspace (from memory, or converted) and compare them."""
+        self._compare(readback_fd, self.start, _output_chunks(self.tensor))
+
+    def _compare(self, readback_fd: int, position: int, expected: Iterator[memoryview | bytes]) -> None:
+        if self.mismatch is not None:
+            return
+        readback = self._readback_buffer
+        for chunk in expected:
+            chunk = memoryview(chunk)
+            got = memoryview(readback)[: len(chunk)] if len(chunk) <= len(readback) else memoryview(bytearray(len(chunk)))
+            if os.preadv(readback_fd, [got], position) != len(chunk):
+                self.mismatch = f"the output ends early, at byte {position - self.start} of the tensor"
+                return
+            if not _same_bytes(chunk, got):
+                index = next(i for i in range(len(chunk)) if chunk[i] != got[i])
+                where = position - self.start + index
+                self.mismatch = (f"byte {where} of {output_nbytes(self.tensor)} read back from the output is "
+                                 f"0x{got[index]:02x}, the source has 0x{chunk[index]:02x}")
+                return
+            if self.digest is not None:
+                self.digest.update(got)
+            position += len(chunk)
+
+
+def _same_bytes(a: memoryview, b: memoryview) -> bool:
+    """memcmp when both views cover whole bytes/bytearray objects; memoryview == compares item by item (~0.4 GB/s)."""
+    if len(a) != len(b):
+        return False
+    if _whole(a) and _whole(b):
+        return b.obj == a.obj  # bytearray.__eq__ takes any buffer: memcmp
+    return a.tobytes() == b.tobytes()  # a tensor's ragged last chunk: one copy of < VERIFY_CHUNK_BYTES
+
+
+def _whole(view: memoryview) -> bool:
+    return isinstance(view.obj, (bytes, bytearray)) and len(view.obj) == view.nbytes and view.contiguous
+
+
+def _pread_chunks(fd: int, offset: int, nbytes: int, buffer: bytearray, label: str) -> Iterator[memoryview]:
+    view = memoryview(buffer)
+    while nbytes:
+        want = view[: min(len(view), nbytes)]
+        got = os.preadv(fd, [want], offset)
+        if not got:
+            raise CheckpointFormatError(f"{label}: the source ended {nbytes} bytes early while verifying",
+                                        hint="the source changed or was truncated during conversion")
+        yield want[:got]
+        offset += got
+        nbytes -= got
+
+
+_SYNC_FILE_RANGE_WRITE = 2
+_libc_sync_file_range = None
+
+
+def _start_writeback(fd: int, offset: int, nbytes: int) -> None:
+    """Ask the kernel to start writing these bytes to disk now (sync_file_range(SYNC_FILE_RANGE_WRITE),
+    which does not wait), so the final fsync waits only for the tail instead of the whole file."""
+    global _libc_sync_file_range
+    if _libc_sync_file_range is None:
+        try:
+            import ctypes
+
+            function = ctypes.CDLL(None, use_errno=True).sync_file_range
+            function.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
+            _libc_sync_file_range = function
+        except (OSError, AttributeError):  # not Linux / glibc: fsync alone does it
+            _libc_sync_file_range = False
+    if _libc_sync_file_range:
+        _libc_sync_file_range(fd, offset, nbytes, _SYNC_FILE_RANGE_WRITE)  # advisory: errors surface in fsync
 
 
 def _copy_range(source: TensorSource, out, on_bytes: Callable[[int], None]) -> None:
@@ -386,6 +489,8 @@ def _copy_range(source: TensorSource, out, on_bytes: Callable[[int], None]) -> N
     path, offset = source.file
     remaining = source.nbytes
     with open(path, "rb", buffering=0) as f:
+        if hasattr(os, "posix_fadvise"):  # as cp does: larger readahead when the source is not cached
+            os.posix_fadvise(f.fileno(), offset, remaining, os.POSIX_FADV_SEQUENTIAL)
         while remaining:
             try:
                 got = os.copy_file_range(f.fileno(), out.fileno(), min(remaining, COPY_RANGE_BYTES), offset)
@@ -414,29 +519,33 @@ def _copy_range_userspace(f, out, offset: int, nbytes: int) -> int:
     return done
 
 
-def _copy_tensor(out, tensor: OutputTensor, on_bytes: Callable[[int], None], checksum: str) -> tuple[str, str | None]:
-    """Bytes from memory, or a dtype conversion: through userspace, chunk by chunk."""
+def _output_chunks(tensor: OutputTensor) -> Iterator[memoryview | bytes]:
+    """The bytes to write for a tensor that goes through userspace: from memory, or converted chunk by chunk.
+
+    Deterministic, so verification regenerates them to compare with what was read back."""
     converted = tensor.dtype != tensor.source.dtype
     element = DTYPE_SIZES[tensor.source.dtype]
-    source_digest, output_digest = new_checksum(checksum), new_checksum(checksum)
     carry = b""
     copied = 0
     for chunk in tensor.source.chunks():
         copied += len(chunk)
-        source_digest.update(chunk)
         if converted:
             data = carry + bytes(chunk)
             usable = len(data) - len(data) % element
-            data, carry = convert_chunk(memoryview(data)[:usable], tensor.source.dtype, tensor.dtype), data[usable:]
-            output_digest.update(data)
+            yield convert_chunk(memoryview(data)[:usable], tensor.source.dtype, tensor.dtype)
+            carry = data[usable:]
         else:
-            data = chunk
-        _write_all(out, data)
-        on_bytes(len(chunk))
+            yield chunk
     if copied != tensor.source.nbytes or carry:
         raise CheckpointFormatError(f"{tensor.source.label}: read {copied} bytes, expected {tensor.source.nbytes}",
                                     hint="the source changed during conversion")
-    return source_digest.hexdigest(), output_digest.hexdigest() if converted else None
+
+
+def _copy_tensor(out, tensor: OutputTensor, on_bytes: Callable[[int], None]) -> None:
+    """Bytes from memory, or a dtype conversion: through userspace, chunk by chunk."""
+    for data in _output_chunks(tensor):
+        _write_all(out, data)
+        on_bytes(len(data))  # output bytes, as the progress total counts them
 
 
 def _write_all(out, data) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 import compat.safetensors_stream as stream
 from compat.convert import convert_main
+from compat.safetensors_stream import hash_tensor, read_header
 from ckpt_builders import DRAFT_VOCAB, TRAINED_ON, VOCAB, canonical_tensors, eagle_config, write_drafter, write_target
 
 
@@ -379,31 +380,43 @@ def test_crash_with_force_keeps_the_old_dst(tmp_path, drafter, monkeypatch):
     assert tree_digest(dst) == before and leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("checksum", ["crc32", "sha256"])
-def test_corrupted_write_fails_verification_and_writes_nothing(tmp_path, capsys, drafter, monkeypatch, checksum):
+@pytest.mark.parametrize("checksum", ["none", "crc32", "sha256"])
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_flipped_byte_fails_verification_and_writes_nothing(tmp_path, capsys, drafter, monkeypatch, checksum, kernel_copy):
     src = drafter("eagle")
     real = stream._copy_range
+    if not kernel_copy:
+        monkeypatch.setattr(stream.os, "copy_file_range", no_copy_file_range)
+    monkeypatch.setattr(stream, "COPY_RANGE_BYTES", 1000)  # fc.weight lands in several pieces, each verified on its own
 
-    def corrupting(source, out, on_bytes):  # the disk flips a bit in fc.weight as it is written
-        real(source, out, on_bytes)
-        if "fc.weight" in source.label:
-            position = out.tell() - 7
-            with open(out.name, "rb") as reader:
-                reader.seek(position)
-                byte = reader.read(1)
-            os.pwrite(out.fileno(), bytes([byte[0] ^ 1]), position)
+    def corrupting(source, out, on_bytes):  # the disk flips a bit in fc.weight's last piece as it is written
+        def flip_then_report(n):
+            if "fc.weight" in source.label and out.tell() == end:
+                position = out.tell() - 7
+                byte = os.pread(reader, 1, position)
+                os.pwrite(out.fileno(), bytes([byte[0] ^ 1]), position)
+            on_bytes(n)
+
+        end = out.tell() + source.nbytes
+        reader = os.open(out.name, os.O_RDONLY)
+        try:
+            real(source, out, flip_then_report)
+        finally:
+            os.close(reader)
 
     monkeypatch.setattr(stream, "_copy_range", corrupting)
     assert run(src, tmp_path / "out", "--to", "vllm", "--checksum", checksum) == 1
     err = capsys.readouterr().err
-    assert f"fc.weight: {checksum} of the bytes read back" in err and "verification" in err
+    nbytes = read_header(src / "model.safetensors").tensors["fc.weight"].nbytes
+    assert f"fc.weight: byte {nbytes - 7} of {nbytes} read back from the output is 0x" in err and "verification" in err
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
-def test_userspace_fallback_when_the_kernel_cannot_copy(tmp_path, drafter, monkeypatch):
-    def no_copy_file_range(*args, **kwargs):
-        raise OSError(18, "Invalid cross-device link")
+def no_copy_file_range(*args, **kwargs):
+    raise OSError(18, "Invalid cross-device link")
 
+
+def test_userspace_fallback_when_the_kernel_cannot_copy(tmp_path, drafter, monkeypatch):
     monkeypatch.setattr(stream.os, "copy_file_range", no_copy_file_range)
     src = drafter("eagle")
     assert run(src, tmp_path / "out", "--to", "vllm") == 0
@@ -417,7 +430,13 @@ def test_json_result(tmp_path, capsys, drafter):
     assert run(drafter("eagle"), tmp_path / "out", "--to", "vllm", "--json") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] and result["result"]["verified"]
-    assert len(result["result"]["tensors"]["fc.weight"]["checksum"]) == 8  # crc32 by default
+    assert result["result"]["tensors"]["fc.weight"]["checksum"] is None  # verified byte for byte; no checksum asked for
+    assert run(drafter("eagle"), tmp_path / "sums", "--to", "vllm", "--json", "--checksum", "crc32") == 0
+    result = json.loads(capsys.readouterr().out)
+    expected = hash_tensor(read_header(tmp_path / "sums" / "model.safetensors").tensors["fc.weight"], "crc32")
+    assert result["result"]["tensors"]["fc.weight"]["checksum"] == expected
+    record = json.loads((tmp_path / "sums" / "compat_convert.json").read_text())
+    assert record["checksum"] == "crc32" and record["tensors"]["fc.weight"]["checksum"] == expected
     assert run(drafter("eagle"), tmp_path / "out", "--to", "vllm", "--json") == 4
     failure = json.loads(capsys.readouterr().out)
     assert failure == {"ok": False, "error": failure["error"], "hint": failure["hint"], "exit_code": 4}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -77,21 +78,59 @@ def test_write_renames_and_copies_bytes_identically(tmp_path):
     loaded = load_file(str(tmp_path / "out.safetensors"))
     assert list(read_header(tmp_path / "out.safetensors").tensors) == ["renamed.y", "renamed.x"]
     assert loaded["renamed.x"].tobytes() == arrays["x"].tobytes() and loaded["renamed.y"].tobytes() == arrays["y"].tobytes()
-    out = read_header(tmp_path / "out.safetensors").tensors
-    for w in written:
-        assert w.source_digest == w.output_digest == w.readback_digest == hash_tensor(out[w.name])
-    assert written[0].source_digest == hash_tensor(header.tensors["y"])
+    assert [(w.name, w.mismatch, w.digest) for w in written] == [("renamed.y", None, None), ("renamed.x", None, None)]
+
+
+@pytest.mark.parametrize("algorithm", ["crc32", "sha256"])
+def test_checksum_recorded_only_when_asked_for(tmp_path, algorithm):
+    save_file({"x": np.arange(1000, dtype=np.float32)}, str(tmp_path / "in.safetensors"))
+    header = read_header(tmp_path / "in.safetensors")
+    [w] = write_safetensors(tmp_path / "out.safetensors", [OutputTensor("x", file_source(header.tensors["x"]), "F32")],
+                            None, checksum=algorithm)
+    assert w.mismatch is None
+    assert w.digest == hash_tensor(header.tensors["x"], algorithm) == hash_tensor(
+        read_header(tmp_path / "out.safetensors").tensors["x"], algorithm)
+
+
+def test_a_flipped_byte_is_found_in_any_piece(tmp_path, monkeypatch):
+    import compat.safetensors_stream as stream
+
+    monkeypatch.setattr(stream, "COPY_RANGE_BYTES", 1000)
+    monkeypatch.setattr(stream, "VERIFY_CHUNK_BYTES", 300)  # pieces split into several compared chunks, ragged ends
+    data = np.random.default_rng(3).integers(0, 255, size=5_555, dtype=np.uint8)
+    save_file({"t": data}, str(tmp_path / "in.safetensors"))
+    info = read_header(tmp_path / "in.safetensors").tensors["t"]
+    real = stream._copy_range
+
+    def corrupting(source, out, on_bytes):
+        def flip_then_report(n):
+            if copied[0] <= target < copied[0] + n:
+                position = out.tell() - (copied[0] + n - target)
+                os.pwrite(out.fileno(), bytes([data[target] ^ 0x80]), position)
+            copied[0] += n
+            on_bytes(n)
+
+        real(source, out, flip_then_report)
+
+    for target in (0, 999, 1000, 4321, 5554):
+        copied = [0]
+        monkeypatch.setattr(stream, "_copy_range", corrupting)
+        out = tmp_path / f"out-{target}.safetensors"
+        [w] = write_safetensors(out, [OutputTensor("t", file_source(info), "U8")], None, checksum="crc32")
+        assert w.mismatch == f"byte {target} of 5555 read back from the output is 0x{data[target] ^ 0x80:02x}, the source has 0x{data[target]:02x}"
+        assert w.digest is None  # no checksum recorded for bytes that failed verification
 
 
 def test_large_tensor_spans_many_chunks(tmp_path, monkeypatch):
     import compat.safetensors_stream as stream
 
     monkeypatch.setattr(stream, "COPY_RANGE_BYTES", 1000)  # many chunks and a ragged last one
-    monkeypatch.setattr(stream, "HASH_CHUNK_BYTES", 999)
+    monkeypatch.setattr(stream, "VERIFY_CHUNK_BYTES", 999)
     data = np.random.default_rng(1).integers(0, 255, size=12_345, dtype=np.uint8)
     save_file({"t": data}, str(tmp_path / "in.safetensors"))
     info = read_header(tmp_path / "in.safetensors").tensors["t"]
-    write_safetensors(tmp_path / "out.safetensors", [OutputTensor("t", file_source(info), "U8")], None)
+    [w] = write_safetensors(tmp_path / "out.safetensors", [OutputTensor("t", file_source(info), "U8")], None)
+    assert w.mismatch is None
     assert load_file(str(tmp_path / "out.safetensors"))["t"].tobytes() == data.tobytes()
 
 
@@ -108,7 +147,7 @@ def test_dtype_conversion_matches_torch_rounding(tmp_path):
     assert (nan[0] & 0x7F80) == 0x7F80 and (nan[0] & 0x7F) != 0  # still a NaN
 
 
-def test_converted_tensor_is_hashed_on_both_sides(tmp_path, monkeypatch):
+def test_converted_tensor_is_verified_against_the_conversion(tmp_path, monkeypatch):
     import compat.safetensors_stream as stream
 
     monkeypatch.setattr(stream, "CHUNK_BYTES", 6)  # chunk boundaries that split elements
@@ -117,8 +156,19 @@ def test_converted_tensor_is_hashed_on_both_sides(tmp_path, monkeypatch):
     [w] = write_safetensors(tmp_path / "o.safetensors", [OutputTensor("v", source, "F16")], None)
     out = load_file(str(tmp_path / "o.safetensors"))["v"]
     assert out.dtype == np.float16 and np.array_equal(out.astype(np.float32), values)
-    assert w.output_digest != w.source_digest
-    assert w.output_digest == w.readback_digest == hash_tensor(read_header(tmp_path / "o.safetensors").tensors["v"])
+    assert w.mismatch is None
+
+    real = stream._write_all
+    def corrupting(out, data):  # the second converted chunk reaches the disk with a flipped byte
+        calls.append(len(data))
+        if len(calls) == 3:
+            data = bytes([data[0] ^ 1]) + bytes(data[1:])
+        real(out, data)
+
+    calls = []
+    monkeypatch.setattr(stream, "_write_all", corrupting)
+    [w] = write_safetensors(tmp_path / "p.safetensors", [OutputTensor("v", source, "F16")], None)
+    assert w.mismatch is not None and w.mismatch.startswith("byte 2 of 20 read back")  # header, chunk of 1 element, this
 
 
 def test_parse_size():
