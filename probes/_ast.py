@@ -310,3 +310,16 @@ def find_class_field(tree: EngineTree, relpath: str, class_name: str, field_name
                 break
         pos = data.find(needle, pos + 1, end)
     return None
+
+
+def version_in_source(tree: EngineTree) -> dict:
+    """The `version_in_source` fact of either engine: the literal version its own files assign."""
+    from compat.sources.version import VERSION_FILES, version_assignment
+
+    files = VERSION_FILES[tree.engine]
+    for relpath in files:
+        module = safe_parse(tree, relpath)
+        found = module and version_assignment(module)
+        if found:
+            return {"present": True, "version": found[0], "location": tree.loc(relpath, found[1])}
+    return {"present": False, "reason": "no literal __version__ in " + " or ".join(files)}

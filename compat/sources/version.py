@@ -1,4 +1,8 @@
-"""An engine's version read from its own files (for --path trees, which have no metadata)."""
+"""An engine's version as its own files declare it (for --path trees, which have no metadata).
+
+`VERSION_FILES` and `version_assignment` are also what the `version_in_source` probes read,
+so the tree's version and the reported fact can never disagree.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,35 @@ import ast
 from pathlib import Path
 
 # Where each engine writes its version: setuptools-scm's _version.py, or a plain version.py.
-_VERSION_FILES = {
+VERSION_FILES = {
     "vllm": ("vllm/_version.py", "vllm/version.py"),
     "sglang": ("sglang/version.py", "sglang/_version.py"),
 }
+_NAMES = {"__version__", "version"}
+
+
+def version_assignment(module: ast.Module) -> tuple[str, ast.stmt] | None:
+    """(version, statement) for a top-level `__version__ = version = '0.11.0'`, if there is one."""
+    for stmt in module.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        value = getattr(stmt, "value", None)
+        if {t.id for t in targets if isinstance(t, ast.Name)} & _NAMES and isinstance(value, ast.Constant):
+            if isinstance(value.value, str):
+                return value.value, stmt
+    return None
 
 
 def version_from_source(root: Path, engine: str) -> str | None:
-    for rel in _VERSION_FILES[engine]:
+    for rel in VERSION_FILES[engine]:
         path = Path(root) / rel
         if not path.is_file():
             continue
         try:
-            module = ast.parse(path.read_bytes())
+            found = version_assignment(ast.parse(path.read_bytes()))
         except SyntaxError:
             continue
-        for node in module.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-            names = {t.id for t in targets if isinstance(t, ast.Name)}
-            # _version.py: `__version__ = version = '0.11.0'`
-            if names & {"__version__", "version"} and isinstance(getattr(node, "value", None), ast.Constant):
-                if isinstance(node.value.value, str):
-                    return node.value.value
+        if found:
+            return found[0]
     return _version_from_dist_info(Path(root), engine)
 
 
