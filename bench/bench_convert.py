@@ -193,7 +193,7 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     print(f"drafter: {src} ({size / 2**30:.2f} GiB, built/found in {time.perf_counter() - t0:.1f} s)", flush=True)
     out = args.dir / "compat-bench-out"
-    convert = [sys.executable, "-c", "import sys; from compat.convert import convert_main; sys.exit(convert_main(sys.argv[1:]))",
+    convert = [sys.executable, "-c", "import sys; from compat.cli import main; sys.exit(main([\"convert\", \"ckpt\", *sys.argv[1:]]))",
                str(src), str(out), "--to", "vllm", "--target", str(src / "target")]
     commands = {"cp -r": ["cp", "-r", str(src), str(out)],
                 "cp -r && sync": ["sh", "-c", f"cp -r '{src}' '{out}' && sync"],

@@ -20,9 +20,13 @@ class CompatError(Exception):
         super().__init__(message)
         self.hint = hint
 
+    @property
+    def message(self) -> str:
+        """The message without the fix line."""
+        return super().__str__()
+
     def __str__(self) -> str:
-        base = super().__str__()
-        return f"{base}\n  fix: {self.hint}" if self.hint else base
+        return f"{self.message}\n  fix: {self.hint}" if self.hint else self.message
 
 
 class UsageError(CompatError):

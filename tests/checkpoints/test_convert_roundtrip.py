@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from compat.convert import convert_main
+from compat.cli import main as compat_main
 from ckpt_builders import DRAFT_VOCAB, TRAINED_ON, VOCAB
 
 LLAMA_LAYOUTS = ["eagle", "vllm", "sglang", "speculators"]
@@ -36,7 +36,7 @@ def canonical_bytes(directory: Path) -> dict[str, bytes]:
 
 
 def run(*args) -> int:
-    return convert_main([str(a) for a in args])
+    return compat_main(["convert", "ckpt", *(str(a) for a in args)])
 
 
 def make_source(layout: str, family: str, drafter, tmp_path: Path, target: Path) -> Path:

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import compat.safetensors_stream as stream
-from compat.convert import convert_main
+from compat.cli import main as compat_main
 from compat.safetensors_stream import hash_tensor, read_header
 from ckpt_builders import DRAFT_VOCAB, TRAINED_ON, VOCAB, canonical_tensors, eagle_config, write_drafter, write_target
 
 
 def run(*args) -> int:
-    return convert_main([str(a) for a in args])
+    return compat_main(["convert", "ckpt", *(str(a) for a in args)])
 
 
 def leftovers(parent: Path) -> list[str]:
@@ -359,8 +359,11 @@ def test_crash_mid_copy_leaves_no_dst(tmp_path, drafter, monkeypatch, error):
         real(source, out, on_bytes)
 
     monkeypatch.setattr(stream, "_copy_range", flaky)
-    with pytest.raises(type(error)):
-        run(src, tmp_path / "out", "--to", "vllm")
+    if isinstance(error, KeyboardInterrupt):  # the CLI says "interrupted" and exits 130
+        assert run(src, tmp_path / "out", "--to", "vllm") == 130
+    else:
+        with pytest.raises(type(error)):
+            run(src, tmp_path / "out", "--to", "vllm")
     assert calls["n"] == 3
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
@@ -429,7 +432,7 @@ def test_userspace_fallback_when_the_kernel_cannot_copy(tmp_path, drafter, monke
 def test_json_result(tmp_path, capsys, drafter):
     assert run(drafter("eagle"), tmp_path / "out", "--to", "vllm", "--json") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["ok"] and result["result"]["verified"]
+    assert result["schema"] == "compat.convert/1" and result["result"]["verified"]
     assert result["result"]["tensors"]["fc.weight"]["checksum"] is None  # verified byte for byte; no checksum asked for
     assert run(drafter("eagle"), tmp_path / "sums", "--to", "vllm", "--json", "--checksum", "crc32") == 0
     result = json.loads(capsys.readouterr().out)
@@ -439,14 +442,14 @@ def test_json_result(tmp_path, capsys, drafter):
     assert record["checksum"] == "crc32" and record["tensors"]["fc.weight"]["checksum"] == expected
     assert run(drafter("eagle"), tmp_path / "out", "--to", "vllm", "--json") == 4
     failure = json.loads(capsys.readouterr().out)
-    assert failure == {"ok": False, "error": failure["error"], "hint": failure["hint"], "exit_code": 4}
-    assert "already exists" in failure["error"]
+    assert failure == {"schema": "compat.error/1", "error": failure["error"], "fix": failure["fix"], "exit_code": 4}
+    assert "already exists" in failure["error"] and "--force" in failure["fix"]
 
 
 def test_usage_errors_exit_2(tmp_path, drafter, capsys):
     src = drafter("eagle")
     with pytest.raises(SystemExit) as info:
-        convert_main([str(src), str(tmp_path / "o"), "--to", "nowhere"])
+        compat_main(["convert", "ckpt", str(src), str(tmp_path / "o"), "--to", "nowhere"])
     assert info.value.code == 2
     assert run(src, tmp_path / "o", "--to", "vllm", "--engine-version", "latest") == 2
     assert run(src, tmp_path / "o", "--to", "vllm", "--max-shard-size", "huge") == 2

@@ -9,12 +9,12 @@ from packaging.version import Version
 
 from compat import checkpoints
 from compat.checkpoints import sglang
-from compat.convert import convert_main
+from compat.cli import main as compat_main
 from ckpt_builders import TRAINED_ON, mla_config, write_drafter, write_target
 
 
 def run(*args) -> int:
-    return convert_main([str(a) for a in args])
+    return compat_main(["convert", "ckpt", *(str(a) for a in args)])
 
 
 def test_registry_finds_every_layout_file():

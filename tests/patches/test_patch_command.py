@@ -250,7 +250,7 @@ def test_released_trees_are_never_patched(mini_vllm, capsys, monkeypatch):
     from compat.tree import EngineTree, SourceInfo
 
     released = EngineTree("vllm", mini_vllm, "0.11.0", SourceInfo("released", str(mini_vllm)))
-    monkeypatch.setattr("compat.cli._tree_from_args", lambda args, progress: released)
+    monkeypatch.setattr("compat.commands._source.tree_from_args", lambda args, progress: released)
     before = snapshot(mini_vllm)
     assert main(["patch", "--engine", "vllm==0.11.0"]) == 2
     assert "never patched" in capsys.readouterr().err

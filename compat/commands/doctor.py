@@ -1,0 +1,167 @@
+"""`compat doctor`: will this target + drafter work on this engine release, and how to launch it.
+
+The diagnosis itself is compat/doctor/ (no argparse, no rich) with one check per file under
+checks/; this file is the command line and what it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from compat.output import print_json
+from compat.commands._source import add_source_arguments, tree_from_args
+from compat.doctor import (
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
+    WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
+)
+from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+
+NAME = "doctor"
+ORDER = 40
+SUMMARY = "will this target + drafter work on this engine release, and the command to launch it"
+DESCRIPTION = (
+    "Check, statically and before any GPU time, whether an EAGLE-3 drafter will work with a target model on a vLLM "
+    "or SGLang release: target whitelist and aux-hidden-state interface, drafter architecture, the loader's tensor "
+    "names, vocab maps, the layer ids the release feeds against the ones the drafter was trained on, method "
+    "auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
+    "the launch command uses only the flags and keys that release accepts."
+)
+
+EXAMPLES = """examples:
+  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm==0.18.0
+  compat doctor ./Kimi-K2-Instruct/config.json ./kimi-k2-eagle3 --engine vllm --python /opt/venv/bin/python
+  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine sglang==0.5.8 --json
+  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm --releases '>=0.10,<0.34'
+  compat doctor TARGET DRAFTER --path ./vllm-checkout --spec disable_by_batch_size=4
+
+Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
+memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
+written), or a release that works. Nothing is downloaded but the engine's Python source.
+"""
+
+EXIT_CODES = """exit codes:
+  0  every check passes (with --releases: every release works as is)
+  1  a check fails: it will not launch, or it will launch and silently degrade
+  2  usage error
+  3  the engine source could not be obtained (no such release, offline with an empty cache, not a tree;
+     with --releases: any release of the range)
+  4  the target or drafter could not be read (not JSON, broken safetensors header)
+"""
+
+EPILOG = EXAMPLES + "\n" + EXIT_CODES
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("target", metavar="TARGET", help="the target model directory or its config.json (only the config is read)")
+    parser.add_argument("drafter", metavar="DRAFTER", help="the drafter directory (config.json + safetensors; only headers are read)")
+    add_source_arguments(parser)
+    parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
+    parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
+                        help=f"draft tokens per step (vLLM num_speculative_tokens; SGLang --speculative-num-steps) (default {DEFAULT_SPEC_TOKENS})")
+    parser.add_argument("--topk", type=int, default=DEFAULT_TOPK, metavar="K", help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK})")
+    parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
+                        help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped when the release lacks it")
+    parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
+
+
+def _extra_spec(items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spec {item!r}: expected KEY=VALUE", hint="e.g. --spec draft_tensor_parallel_size=1")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def run(args, console) -> int:
+    if args.num_speculative_tokens < 1 or args.topk < 1:
+        raise UsageError("--num-speculative-tokens and --topk must be at least 1")
+    options = Options(args.num_speculative_tokens, args.topk, _extra_spec(args.spec))
+    target = read_target(args.target)
+    drafter = read_drafter(args.drafter, target)
+    if args.releases:
+        from compat.sources import parse_engine_spec
+
+        if not args.engine or args.path or args.python:
+            raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",
+                             hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
+        spec = parse_engine_spec(args.engine)
+        if spec.released:
+            raise UsageError("give the range with --releases, and --engine without a version")
+        table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
+                               offline=args.offline, progress=not args.json)
+        if args.json:
+            print_json(table, "doctor-releases")
+        else:
+            render_table(table, console)
+        if any(r["verdict"] == SOURCE_UNAVAILABLE for r in table["rows"]):
+            return EXIT_SOURCE
+        return EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
+    if not args.engine and not args.path:
+        raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
+    tree = tree_from_args(args, progress=not args.json)
+    diagnosis = diagnose(tree, target, drafter, options)
+    if args.json:
+        print_json(diagnosis, "doctor")
+    else:
+        render(diagnosis, console)
+    return EXIT_OK if all(c["verdict"] != FAIL for c in diagnosis["checks"]) else EXIT_CHECK_FAILED
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering for people
+
+_STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
+_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow",
+                  WORKS_PATCHED_CONVERTED: "yellow", DOES_NOT_WORK: "bold red"}
+
+
+def render(d: dict, console) -> None:
+    from rich.markup import escape
+    from rich.text import Text
+
+    src = d.get("source") or {}
+    console.print(Text.assemble(("compat doctor  ", "bold"), f"{d['engine']} {d.get('version') or '?'}",
+                                f"  ({src.get('kind')}: {src.get('location')})"))
+    t, dr = d["target"], d["drafter"]
+    console.print(f"  target  {escape(t['path'])}  model_type={t['model_type']} {t['architecture']} "
+                  f"{t['num_hidden_layers']} layers")
+    console.print(f"  drafter {escape(dr['path'])}  {dr['architecture']} ({dr['layout']} layout, {dr['tensors']} tensors)")
+    console.print()
+    for c in d["checks"]:
+        label, style = _STYLE[c["verdict"]]
+        console.print(Text.assemble((f"{label} ", style), (c["title"], "bold")))
+        console.print(Text("     " + c["detail"]))
+        if c.get("location"):
+            console.print(Text(f"     at {c['location']}", style="dim"))
+        fix = c.get("fix")
+        if fix:
+            text = fix.get("command") or fix.get("text")
+            console.print(Text.assemble(("     fix: ", "cyan"), text))
+    console.print()
+    console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
+    console.print(Text("launch:", style="bold"))
+    console.print(Text("  " + d["launch"]["command"]), soft_wrap=True)
+    if d["launch"]["module_argv"] != d["launch"]["argv"]:
+        console.print(Text("  or: " + shlex.join(d["launch"]["module_argv"])), soft_wrap=True)
+
+
+def render_table(table: dict, console) -> None:
+    from rich.table import Table
+
+    grid = Table(title=f"compat doctor: {table['engine']} {table['releases']}", show_edge=False, header_style="bold")
+    grid.add_column("release")
+    grid.add_column("verdict")
+    grid.add_column("fix")
+    grid.add_column("failing checks")
+    for row in table["rows"]:
+        style = _VERDICT_STYLE.get(row["verdict"], "")
+        grid.add_row(row["version"], f"[{style}]{row['verdict']}[/]" if style else row["verdict"],
+                     "; ".join(row.get("fixes") or []) or row.get("error", "-"), ", ".join(row.get("failing") or []) or "-")
+    console.print(grid)
+    console.print(f"target {table['target']}\ndrafter {table['drafter']}")

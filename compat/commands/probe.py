@@ -1,0 +1,74 @@
+"""`compat probe`: how an engine release does EAGLE-3, read statically from its own source."""
+
+from __future__ import annotations
+
+import sys
+
+from compat.output import EXIT_CODES, add_json_argument
+from compat.commands._source import add_source_arguments
+
+NAME = "probe"
+ORDER = 10
+SUMMARY = "what an engine release supports for EAGLE-3, read from its own source"
+DESCRIPTION = (
+    "Read a vLLM or SGLang release's source (installed, released or a tree) statically and report, with file "
+    "and line, how it does EAGLE-3: SpeculativeConfig fields and methods, the target model-type whitelist, which "
+    "target classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the "
+    "speculative CLI flags. No GPU, no engine import."
+)
+EPILOG = """examples:
+  compat probe                                  which engines are installed here
+  compat probe --engine vllm                    the vLLM installed in this interpreter
+  compat probe --engine vllm --python /opt/venv/bin/python   ... in the serving venv
+  compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached)
+  compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
+  compat probe --engine vllm==latest --json     for CI
+  compat probe --path ./vllm-checkout           a source tree (checkout, unpacked or patched copy)
+
+""" + EXIT_CODES
+
+
+def add_arguments(parser) -> None:
+    add_source_arguments(parser)
+    add_json_argument(parser, "print the report as JSON (stable keys, for CI)")
+
+
+def run(args, console) -> int:
+    from compat.output import print_json
+    from compat.commands._source import tree_from_args
+    from compat.errors import EXIT_OK
+
+    if not args.engine and not args.path:
+        return _list_installed(args, console)
+    from compat.report import build_report, render
+
+    tree = tree_from_args(args, progress=not args.json)
+    report = build_report(tree)
+    if args.json:
+        print_json(report, "probe")
+    else:
+        render(report, console)
+    return EXIT_OK
+
+
+def _list_installed(args, console) -> int:
+    from compat.output import print_json
+    from compat.errors import EXIT_OK
+    from compat.sources import find_installed
+
+    engines = find_installed(args.python)
+    if args.json:
+        print_json({"installed": [e.__dict__ for e in engines]}, "installed")
+        return EXIT_OK
+    where = args.python or sys.executable
+    if not engines:
+        console.print(f"No vLLM or SGLang is installed in {where}.")
+        console.print("Probe a release instead (fetched once from the package index, then cached):")
+        console.print("  compat probe --engine vllm==0.11.0\n  compat probe --engine sglang==latest")
+        console.print("or the serving venv: compat probe --engine vllm --python /path/to/venv/bin/python")
+        return EXIT_OK
+    console.print(f"Installed in {where}:")
+    for e in engines:
+        console.print(f"  {e.engine} {e.version}  (distribution {e.distribution}, {e.root})")
+    console.print("\nProbe one: compat probe --engine " + engines[0].engine + (f" --python {args.python}" if args.python else ""))
+    return EXIT_OK
