@@ -59,6 +59,17 @@ class EngineTree:
     def __repr__(self) -> str:
         return f"EngineTree({self.engine} {self.version or '?'} at {self.root})"
 
+    def overlay(self, changes: dict[str, bytes]) -> "EngineTree":
+        """A view of this tree in which `changes` (relpath -> bytes) replace the files' contents.
+
+        Nothing is written: doctor probes a patched release this way before offering the patch.
+        Unchanged files share this tree's cached bytes and syntax trees.
+        """
+        view = EngineTree(self.engine, self.root, self.version, self.source)
+        view._bytes = {**self._bytes, **changes}
+        view._ast = {k: v for k, v in self._ast.items() if k not in changes}
+        return view
+
     # -- files ---------------------------------------------------------------------------
     @cached_property
     def _all_files(self) -> list[str]:
