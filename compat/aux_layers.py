@@ -103,7 +103,8 @@ def sglang_shift(entry: dict, declared: list[int]) -> tuple[int, str] | None:
         if holds is None or (not holds and "otherwise" not in rule):
             return None
         offset = int(rule["offset"]) if holds else int(rule["otherwise"])
-        return offset, f"+ {offset} ({'' if holds else 'not '}{rule['when']}; {owner})"
+        condition = rule["when"] if holds else f"not ({rule['when']})"
+        return offset, f"+ {offset} (since {condition}; {owner})"
     return None
 
 

@@ -7,7 +7,8 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MAPPED = {"compat": "compat", "compat.probes": "probes", "compat.patches": "patches", "compat.checkpoints": "checkpoints"}
+MAPPED = {"compat": "compat", "compat.probes": "probes", "compat.patches": "patches", "compat.checkpoints": "checkpoints",
+          "compat.checks": "checks"}
 
 
 def test_every_package_folder_is_listed_in_pyproject():

@@ -45,7 +45,7 @@ def _ckpt_description() -> str:
 
 def add_arguments(parser) -> None:
     from compat import checkpoints
-    from compat.checkpoints._canonical import CONVENTIONS, RECORD_FILE
+    from compat.checkpoints import CONVENTIONS, RECORD_FILE
     from compat.convert import DEFAULT_MAX_SHARD
     from compat.safetensors_stream import CHECKSUM, CHECKSUMS, DTYPE_NAMES
 

@@ -94,7 +94,7 @@ def run(args, console) -> int:
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
-                               offline=args.offline, progress=not args.json)
+                               offline=args.offline, progress=None if args.json else _progress)
         if args.json:
             print_json(table, "doctor-releases")
         else:
@@ -111,6 +111,19 @@ def run(args, console) -> int:
     else:
         render(diagnosis, console)
     return EXIT_OK if all(c["verdict"] != FAIL for c in diagnosis["checks"]) else EXIT_CHECK_FAILED
+
+
+def _progress(items: list[str], what: str):
+    """A transient progress bar on stderr over the releases of a --releases run."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"doctor: {what}", total=len(items))
+        for item in items:
+            bar.update(task, description=f"doctor: {what} ({item})")
+            yield item
+            bar.advance(task)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,89 @@
+"""Doctor checks: one per file, each registered by `@check(...)` (the pyupgrade `_plugins/` pattern).
+
+A check module holds one function that takes a `compat.doctor.context.Ctx` and returns
+`result(verdict, detail, location, **extra)`; the decorator names it, once:
+
+    @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on",
+           order=60, needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
+    def layer_ids(ctx): ...
+
+- `id`: what --json, the fixes and the tests call it; `title`: the line people read;
+- `order`: where it is shown; `needs`: the probe facts it reads (per engine as a dict when they
+  differ): when one of them failed on this release, the decorator answers WARN "cannot tell" and the
+  check never runs on a guess;
+- `fixes`: what may fix it when it fails, tried in this order by compat/doctor/fixes.py:
+  "patch" (the release's patches applied in memory, then the check again), "convert" (the drafter
+  a conversion would write, then the check again), "release" (a release the known issues name).
+
+The registry fills itself: `all_checks()` imports every module here whose name does not start
+with `_`, so adding a check is adding a file (and its offline test in tests/checks/).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+FIX_KINDS = ("patch", "convert", "release")
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    order: int
+    needs: tuple[str, ...] | dict
+    fixes: tuple[str, ...]
+    func: Callable
+
+    def needed_facts(self, engine: str) -> tuple[str, ...]:
+        return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
+
+    def __call__(self, ctx) -> dict:
+        for key in self.needed_facts(ctx.engine):
+            error = ctx.probe_error(key)
+            if error:
+                return self._answer({"verdict": "warn", "detail": f"cannot tell: probe {key} failed on this release ({error})",
+                                     "fix": None, "location": None})
+        return self._answer(self.func(ctx))
+
+    def _answer(self, body: dict) -> dict:
+        return {"check": self.id, "title": self.title, **body}
+
+
+_REGISTRY: dict[str, Check] = {}
+
+
+def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = ()):
+    """Register the decorated function as the check `id`."""
+    unknown = [f for f in fixes if f not in FIX_KINDS]
+    if unknown:
+        raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
+
+    def register(func: Callable) -> Callable:
+        known = _REGISTRY.get(id)
+        if known is not None and known.func.__module__ != func.__module__:
+            raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
+        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func)
+        return func
+
+    return register
+
+
+def _load() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+def all_checks() -> list[Check]:
+    """Every check, in the order the doctor shows them."""
+    _load()
+    return sorted(_REGISTRY.values(), key=lambda c: (c.order, c.id))
+
+
+def get_check(id: str) -> Check:
+    _load()
+    return _REGISTRY[id]

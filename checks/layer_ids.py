@@ -1,0 +1,60 @@
+"""Which physical hidden states this release feeds the drafter, against the ones it was trained on.
+
+A one-layer shift launches fine and silently halves acceptance (vllm#43671), so a mismatch fails.
+The layers fed come from compat/aux_layers.py (the probe's facts, evaluated); the layers trained on
+come from the drafter's inputs (compat/doctor/inputs.py).
+"""
+
+from __future__ import annotations
+
+from compat import aux_layers
+from compat.checks import check
+from compat.doctor.context import FAIL, PASS, WARN, result
+
+
+@check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
+       needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
+def layer_ids(ctx) -> dict:
+    aux = ctx.fact("aux_layer_ids")
+    n = ctx.target.num_layers
+    if not n:
+        return result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
+    default = aux_layers.default_ids(ctx.report, n)
+    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, n, ctx.target.architecture)
+    fed = [f.to_json() for f in feeds]
+    trained = ctx.drafter.trained_ids
+    reads = key_locations(ctx, aux)
+    location = aux.get("default_location") or aux.get("location")
+    fed_text = "; ".join(f"{f.by}: {f.ids} ({f.how})" for f in feeds)
+    if trained is None:
+        return result(WARN, f"cannot tell what the drafter was trained on ({ctx.drafter.read_error or 'no ids'}); "
+                      f"this release feeds {fed_text}. Reads: {reads}", location, fed=fed, trained=None, reads=reads)
+    if all(f.ids is None for f in feeds):
+        return result(WARN, f"nothing is fed: {fed_text}; trained on {trained}. Reads: {reads}",
+                      location, fed=fed, trained=trained, reads=reads)
+    wrong = [f for f in feeds if f.ids != trained]
+    extra = ""
+    if ctx.engine == "sglang" and aux.get("cuda_graph_defaults_quirk") and default and trained != default:
+        extra = (f"; CUDA-graph replays use the default {default} here "
+                 f"({aux.get('cuda_graph_defaults_location')}), so graphs and eager passes disagree "
+                 "(eager only, e.g. --disable-cuda-graph, avoids it at a speed cost)")
+        wrong = wrong or [aux_layers.Feed("cuda graphs", default, "defaults")]
+    detail = f"trained on {trained} ({ctx.drafter.trained_origin}); fed {fed_text}{extra}. Reads: {reads}"
+    if wrong:
+        return result(FAIL, "silent off-by-one / wrong layers (launches, low acceptance, no error): " + detail,
+                      location, fed=fed, trained=trained, reads=reads)
+    return result(PASS, detail, location, fed=fed, trained=trained, reads=reads)
+
+
+def key_locations(ctx, aux: dict) -> str:
+    """The drafter config keys the release reads for the ids, with offset and location, in words."""
+    if not aux.get("read_from_config"):
+        return "no drafter key (ids are never read from the drafter config)"
+    if ctx.engine == "vllm":
+        parts = []
+        for runner in aux.get("runners") or []:
+            keys = ", ".join(f"{aux_layers.key_name(k)} (+{k.get('offset') or 0}, {k.get('location')})"
+                             for k in runner.get("keys") or [])
+            parts.append(f"runner {runner.get('runner')}: {keys or 'none'}")
+        return "; ".join(parts) or "none"
+    return ", ".join(f"{aux_layers.key_name(k)} ({k.get('location')})" for k in aux.get("keys") or []) or "none"

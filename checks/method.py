@@ -1,0 +1,38 @@
+"""EAGLE-3 must be selected explicitly: an EAGLE-3 drafter run as EAGLE(-1) drafts with the wrong head
+(SGLang: accept length 1.00), and vLLM guesses the method from the drafter's path when none is given."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from compat.checks import check
+from compat.doctor.context import FAIL, PASS, result
+
+# Before this release vLLM ran a drafter whose path contains "eagle3-" as EAGLE-1 when no method was given.
+VLLM_PATH_GUESS_FIXED = Version("0.10.2")
+
+
+@check("method", "method: EAGLE-3 is selected explicitly (no auto-detection trap)", order=70,
+       needs={"vllm": ("speculative_config",), "sglang": ("cli_flags",)})
+def method(ctx) -> dict:
+    if ctx.engine == "vllm":
+        sc = ctx.fact("speculative_config")
+        methods = sc.get("methods") or []
+        if "eagle3" not in methods:
+            return result(FAIL, f"SpeculativeConfig has no method 'eagle3' (methods: {methods})", sc.get("methods_location"))
+        asked = ctx.options.extra_spec.get("method", "eagle3")
+        if asked != "eagle3":
+            return result(FAIL, f"--spec method={asked!r}: an EAGLE-3 drafter run as {asked!r} drafts "
+                          "with the wrong head (low acceptance, no error)", sc.get("methods_location"))
+        detail = "the launch command passes \"method\": \"eagle3\"; without it vLLM guesses from the drafter path"
+        if ctx.at_least(VLLM_PATH_GUESS_FIXED) is False and "eagle3-" in str(ctx.drafter.path).lower():
+            detail += " and, in this release, runs a path containing \"eagle3-\" as EAGLE-1"
+        return result(PASS, detail, sc.get("methods_location"))
+    flag = ctx.flag("--speculative-algorithm")
+    if flag is None:
+        return result(FAIL, "no --speculative-algorithm flag in this release", None)
+    choices = flag.get("choices")
+    if isinstance(choices, list) and "EAGLE3" not in choices:
+        return result(FAIL, f"--speculative-algorithm accepts {choices}, not EAGLE3", flag.get("location"))
+    return result(PASS, "the launch command passes --speculative-algorithm EAGLE3 "
+                  "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", flag.get("location"))

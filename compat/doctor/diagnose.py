@@ -1,0 +1,112 @@
+"""The whole answer for one release (checks, verified fixes, verdict, launch command), and for a range.
+
+    sources -> probes -> report ----\\
+    target config.json --------------+-> checks (checks/, one per file) -> fixes -> verdict + launch
+    drafter config + tensor headers -/
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Callable
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from compat.checks import all_checks
+from compat.doctor.context import (DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
+                                   WORKS_PATCHED_CONVERTED, Ctx, Options)
+from compat.doctor.fixes import fix_with_conversion, fix_with_patches, fix_with_release
+from compat.doctor.launch import launch_command
+from compat.errors import SourceError, UsageError
+
+
+def run_checks(ctx: Ctx) -> list[dict]:
+    return [check(ctx) for check in all_checks()]
+
+
+def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes: bool = True) -> dict:
+    """The whole answer for one release: checks, fixes, verdict, launch command."""
+    from compat.report import build_report
+
+    options = options or Options()
+    report = build_report(tree)
+    ctx = Ctx(report, target, drafter, options)
+    checks = run_checks(ctx)
+    if try_fixes:
+        fix_with_patches(tree, ctx, checks)
+        fix_with_conversion(ctx, checks)
+        fix_with_release(ctx, checks)
+    launch = launch_command(ctx)
+    return {
+        "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
+        "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
+                   "num_hidden_layers": target.num_layers, "vocab_size": target.vocab_size},
+        "drafter": {"path": str(drafter.path), "architecture": drafter.architecture,
+                    "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
+                    "trained_layer_ids": drafter.trained_ids},
+        "checks": checks,
+        "verdict": classify(checks),
+        "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
+                   "speculative_config": launch.get("speculative_config")},
+        "probe_errors": report.get("probe_errors") or [],
+    }
+
+
+def classify(checks: list[dict]) -> str:
+    kinds = {(c["fix"] or {}).get("kind") for c in checks if c["verdict"] == FAIL}
+    if not kinds:
+        return WORKS
+    if kinds - {"patch", "convert"}:
+        return DOES_NOT_WORK
+    if kinds == {"patch"}:
+        return WORKS_PATCHED
+    if kinds == {"convert"}:
+        return NEEDS_CONVERT
+    return WORKS_PATCHED_CONVERTED
+
+
+def diagnose_range(engine: str, specifier: str, target, drafter, options: Options | None = None, *,
+                   versions: list[str] | None = None, open_release: Callable[[str], Any] | None = None,
+                   cache_dir=None, offline: bool = False, progress: Callable | None = None) -> dict:
+    """One diagnosis per release in `specifier` (from the package index, or `versions`).
+
+    `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
+    from compat.sources.released import fetch_release, list_releases
+
+    try:
+        spec = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        raise UsageError(f"--releases {specifier!r} is not a version specifier", hint="e.g. --releases '>=0.10,<0.34'") from None
+    if versions is None:
+        versions = list_releases(engine, cache_dir=cache_dir, offline=offline)
+    chosen = sorted((v for v in versions if spec.contains(Version(v), prereleases=False)), key=Version)
+    if not chosen:
+        raise SourceError(f"no {engine} release matches {specifier!r}", hint=f"known: {', '.join(versions[-8:])}")
+    open_release = open_release or (lambda v: fetch_release(engine, f"=={v}", cache_dir=cache_dir, offline=offline, progress=False))
+    rows = []
+    for version in (progress(chosen, f"{engine} releases") if progress else chosen):
+        try:
+            tree = open_release(version)
+        except SourceError as err:
+            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": str(err).split("\n")[0], "fixes": []})
+            continue
+        diagnosis = diagnose(tree, target, drafter, options)
+        rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
+                     "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
+                     "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis})
+    return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
+
+
+def fix_summary(checks: list[dict]) -> list[str]:
+    """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table."""
+    out = []
+    for c in checks:
+        fix = c["fix"] if c["verdict"] == FAIL else None
+        if not fix:
+            continue
+        text = {"patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
+                "release": lambda f: f"use {f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
+        if text not in out:
+            out.append(text)
+    return out

