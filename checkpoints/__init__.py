@@ -26,8 +26,10 @@ from types import ModuleType
 # The shared vocabulary, public: other parts import it from here, never from the private module.
 from ._canonical import (  # noqa: F401
     CAPTURE_BEFORE, CONVENTIONS, LLAMA_LAYER0, MLA_LAYER0, OUTPUT_OF, RECORD_FILE, RECORD_KEY, REQUIRED_TOP,
-    DrafterConfig, LayerIds, ReadContext, TargetInfo, WriteContext, default_layer_ids, ids_from_declared, layer_index,
+    DrafterConfig, LayerIds, ReadContext, TargetInfo, WriteContext, declared_ids, default_layer_ids, ids_from_declared,
+    layer_index,
 )
+from ._conventions import FINGERPRINTS, Settled, settle_convention  # noqa: F401
 
 _REQUIRED = ("NAME", "DESCRIPTION", "PRIORITY", "detect", "to_canonical", "from_canonical", "read_config", "write_config")
 _LAYOUTS: dict[str, ModuleType] = {}

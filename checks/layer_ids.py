@@ -26,6 +26,8 @@ def layer_ids(ctx) -> dict:
     reads = key_locations(ctx, aux)
     location = aux.get("default_location") or aux.get("location")
     fed_text = "; ".join(f"{f.by}: {f.ids} ({f.how})" for f in feeds)
+    if trained is None and ctx.drafter.branches and any(f.ids is not None for f in feeds):
+        return _both_readings(ctx, feeds, fed, reads, location)
     if trained is None:
         return result(WARN, f"cannot tell what the drafter was trained on ({ctx.drafter.read_error or 'no ids'}); "
                       f"this release feeds {fed_text}. Reads: {reads}", location, fed=fed, trained=None, reads=reads)
@@ -44,6 +46,32 @@ def layer_ids(ctx) -> dict:
         return result(FAIL, "silent off-by-one / wrong layers (launches, low acceptance, no error): " + detail,
                       location, fed=fed, trained=trained, reads=reads)
     return result(PASS, detail, location, fed=fed, trained=trained, reads=reads)
+
+
+BRANCH_TRAINERS = {"output-of": "SpecForge, AngelSlim, ModelOpt HF training", "capture-before": "vLLM, speculators"}
+
+
+def _both_readings(ctx, feeds, fed, reads, location) -> dict:
+    """Nothing says how the ids were written: show what each reading trained on against what is fed, and ask."""
+    parts = []
+    for convention, trained in ctx.drafter.branches.items():
+        verdicts = [f"{f.by} feeds {f.ids} ({f.how}): {_compare(trained, f.ids)}" for f in feeds]
+        parts.append(f"if the ids are {convention} ({BRANCH_TRAINERS.get(convention, '?')}): trained on {trained}; "
+                     + "; ".join(verdicts))
+    detail = (f"cannot tell without the convention the ids were written in ({ctx.drafter.read_error}). "
+              + " | ".join(parts) + f". Reads: {reads}")
+    return result(FAIL, detail, location, fed=fed, trained=None, branches=ctx.drafter.branches, reads=reads, needs_input=True)
+
+
+def _compare(trained: list[int], fed: list[int] | None) -> str:
+    if fed is None:
+        return "nothing fed"
+    if fed == trained:
+        return "matches"
+    if len(fed) == len(trained) and all(f - t == fed[0] - trained[0] for f, t in zip(fed, trained)):
+        shift = fed[0] - trained[0]
+        return f"{abs(shift)} layer{'s' if abs(shift) > 1 else ''} {'low' if shift < 0 else 'high'}"
+    return "other layers"
 
 
 def key_locations(ctx, aux: dict) -> str:

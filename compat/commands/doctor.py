@@ -6,13 +6,14 @@ checks/; this file is the command line and what it prints.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 
 from compat.output import print_json
 from compat.commands._source import add_source_arguments, tree_from_args
 from compat.doctor import (
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
 )
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
@@ -62,6 +63,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--topk", type=int, default=DEFAULT_TOPK, metavar="K", help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK})")
     parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
                         help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped when the release lacks it")
+    parser.add_argument("--layer-ids-convention", choices=("capture-before", "output-of"),
+                        help="how the drafter's declared layer ids were written when nothing in it says so: output-of "
+                        "(SpecForge, AngelSlim, ModelOpt HF training) or capture-before (vLLM, speculators); the same "
+                        "flag and values as compat convert ckpt")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
 
 
@@ -81,16 +86,17 @@ def _extra_spec(items: list[str]) -> dict:
 def run(args, console) -> int:
     if args.num_speculative_tokens < 1 or args.topk < 1:
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
-    options = Options(args.num_speculative_tokens, args.topk, _extra_spec(args.spec))
-    target = read_target(args.target)
-    drafter = read_drafter(args.drafter, target)
-    if args.releases:
-        from compat.sources import parse_engine_spec
+    from compat.sources import parse_engine_spec
 
-        if not args.engine or args.path or args.python:
+    spec = parse_engine_spec(args.engine) if args.engine else None
+    # --python names the serving venv; with a released --engine it is where the fixes apply
+    options = Options(args.num_speculative_tokens, args.topk, _extra_spec(args.spec), python=args.python)
+    target = read_target(args.target)
+    drafter = read_drafter(args.drafter, target, args.layer_ids_convention)
+    if args.releases:
+        if not args.engine or args.path:
             raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",
                              hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
-        spec = parse_engine_spec(args.engine)
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
@@ -104,6 +110,8 @@ def run(args, console) -> int:
         return EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
     if not args.engine and not args.path:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
+    if spec is not None and spec.released and args.python:
+        args = argparse.Namespace(**{**vars(args), "python": None})  # the release's source; PY only for the fixes
     tree = tree_from_args(args, progress=not args.json)
     diagnosis = diagnose(tree, target, drafter, options)
     if args.json:
@@ -130,7 +138,7 @@ def _progress(items: list[str], what: str):
 # Rendering for people
 
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
-_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow",
+_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
                   WORKS_PATCHED_CONVERTED: "yellow", DOES_NOT_WORK: "bold red"}
 
 
@@ -158,10 +166,23 @@ def render(d: dict, console) -> None:
             console.print(Text.assemble(("     fix: ", "cyan"), text))
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
-    console.print(Text("launch:", style="bold"))
-    console.print(Text("  " + d["launch"]["command"]), soft_wrap=True)
-    if d["launch"]["module_argv"] != d["launch"]["argv"]:
-        console.print(Text("  or: " + shlex.join(d["launch"]["module_argv"])), soft_wrap=True)
+    steps = d.get("fix_steps") or []
+    if steps:
+        console.print(Text("fix, in this order:", style="bold"))
+        for number, step in enumerate(steps, 1):
+            console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)
+            if step.get("note"):
+                console.print(Text(f"     ({step['note']})", style="dim"))
+    launch = d["launch"]
+    if not launch.get("runnable", True):
+        why = ("nothing here makes it work" if d["verdict"] == DOES_NOT_WORK
+               else "it depends on the answer above")
+        console.print(Text(f"launch: not shown as runnable ({why}); it would be:", style="bold"))
+    else:
+        console.print(Text("launch" + (" (after the fixes above):" if steps else ":"), style="bold"))
+    console.print(Text("  " + launch["command"]), soft_wrap=True)
+    if launch["module_argv"] != launch["argv"]:
+        console.print(Text("  or: " + shlex.join(launch["module_argv"])), soft_wrap=True)
 
 
 def render_table(table: dict, console) -> None:

@@ -10,7 +10,7 @@ The checks themselves are one per file under checks/ (installed as compat.checks
 """
 
 from compat.doctor.context import (  # noqa: F401
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Ctx, Options, result,
 )
 from compat.doctor.diagnose import classify, diagnose, diagnose_range, fix_summary, run_checks  # noqa: F401

@@ -19,6 +19,7 @@ WORKS_PATCHED = "works after compat patch"
 NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
 DOES_NOT_WORK = "does not work"
+DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 SOURCE_UNAVAILABLE = "source unavailable"
 
 DEFAULT_SPEC_TOKENS = 3  # vLLM num_speculative_tokens / SGLang --speculative-num-steps
@@ -30,6 +31,7 @@ class Options:
     num_speculative_tokens: int = DEFAULT_SPEC_TOKENS
     topk: int = DEFAULT_TOPK
     extra_spec: dict = field(default_factory=dict)  # more --speculative-config keys the user wants (vLLM)
+    python: str | None = None  # the serving venv's python, named in the fixes (`compat patch --python PY`)
 
 
 @dataclass

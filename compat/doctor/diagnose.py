@@ -14,9 +14,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from compat.checks import all_checks
-from compat.doctor.context import (DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
+from compat.doctor.context import (DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
                                    WORKS_PATCHED_CONVERTED, Ctx, Options)
-from compat.doctor.fixes import fix_with_conversion, fix_with_patches, fix_with_release
+from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_patches,
+                                 fix_with_release, patch_command, where_to_patch)
 from compat.doctor.launch import launch_command
 from compat.errors import SourceError, UsageError
 
@@ -34,10 +35,14 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
     ctx = Ctx(report, target, drafter, options)
     checks = run_checks(ctx)
     if try_fixes:
+        fix_with_input(ctx, checks)
         fix_with_patches(tree, ctx, checks)
         fix_with_conversion(ctx, checks)
         fix_with_release(ctx, checks)
-    launch = launch_command(ctx)
+    steps = fix_steps(tree, ctx, checks)
+    converted = next((step["dst"] for step in steps if step["kind"] == "convert"), None)
+    launch = launch_command(ctx, converted)
+    verdict = classify(checks)
     return {
         "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
         "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
@@ -46,19 +51,40 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
                     "trained_layer_ids": drafter.trained_ids},
         "checks": checks,
-        "verdict": classify(checks),
+        "verdict": verdict,
+        "fix_steps": steps,
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
-                   "speculative_config": launch.get("speculative_config")},
+                   "speculative_config": launch.get("speculative_config"),
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS), "after": [step["kind"] for step in steps]},
         "probe_errors": report.get("probe_errors") or [],
     }
+
+
+def fix_steps(tree, ctx: Ctx, checks: list[dict]) -> list[dict]:
+    """Every fix to run, in order and in as few commands as possible: one `compat patch` with all the
+    patches the failing checks need, then the conversion (whose output the launch command names)."""
+    failing = [c["fix"] for c in checks if c["verdict"] == FAIL and c["fix"]]
+    order = [p.id for p in applicable_patches(ctx.engine, tree.version)]
+    ids = sorted({pid for f in failing if f["kind"] == "patch" for pid in f["patch_ids"]}, key=order.index)
+    model_types = list(dict.fromkeys(mt for f in failing if f["kind"] == "patch" for mt in f.get("model_types") or []))
+    steps = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
+    if ids:
+        steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
+                      "note": where_to_patch(ctx)})
+    convert = next((f for f in failing if f["kind"] == "convert"), None)
+    if convert:
+        steps.append({"kind": "convert", "command": convert["command"], "dst": converted_path(ctx)})
+    return steps
 
 
 def classify(checks: list[dict]) -> str:
     kinds = {(c["fix"] or {}).get("kind") for c in checks if c["verdict"] == FAIL}
     if not kinds:
         return WORKS
-    if kinds - {"patch", "convert"}:
+    if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK
+    if "ask" in kinds:
+        return DEPENDS
     if kinds == {"patch"}:
         return WORKS_PATCHED
     if kinds == {"convert"}:
@@ -106,6 +132,7 @@ def fix_summary(checks: list[dict]) -> list[str]:
         if not fix:
             continue
         text = {"patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
+                "ask": lambda f: "say --layer-ids-convention",
                 "release": lambda f: f"use {f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
         if text not in out:
             out.append(text)

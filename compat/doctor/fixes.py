@@ -1,6 +1,9 @@
 """Fixes for failing checks, verified before they are offered (never guessed).
 
-Each check says in its `@check(..., fixes=...)` which kinds may fix it, tried in this order:
+A check that cannot decide without an answer from the user (`needs_input`: the drafter's ids do
+not say their convention) gets an "ask" fix first: each possible answer, what it means, and the
+fix that answer would need. Otherwise each check says in its `@check(..., fixes=...)` which
+kinds may fix it, tried in this order:
 - "patch": the release's patches applied to an in-memory overlay of the tree, one after another;
   the check runs again on the re-probed overlay and the first patch set that makes it pass is offered;
 - "convert": the conversion to the release's layout is planned (nothing written) and the check runs
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from compat.checkpoints import RECORD_KEY
 from compat.checks import get_check
 from compat.doctor.context import FAIL, PASS
 from compat.doctor.inputs import Drafter, recognise
@@ -33,6 +37,32 @@ def may_fix(check: dict, kind: str) -> bool:
 
 def rerun(check: dict, ctx) -> dict:
     return get_check(check["check"])(ctx)
+
+
+# -- an answer only the user has ----------------------------------------------------------------------------
+def fix_with_input(ctx, checks: list[dict]) -> None:
+    """For a check that needs the layer-id convention: what each answer means here, and its fix."""
+    from compat.checkpoints import CONVENTIONS
+
+    for check in unfixed(checks):
+        if not check.get("needs_input"):
+            continue
+        answers = {}
+        for convention in CONVENTIONS:
+            drafter = recognise(Drafter(ctx.drafter.path, dict(ctx.drafter.config), dict(ctx.drafter.tensors)),
+                                ctx.target, convention)
+            answer_ctx = ctx.with_drafter(drafter)
+            again = rerun(check, answer_ctx)
+            answer = {"trained": drafter.trained_ids, "verdict": again["verdict"], "fix": None}
+            if again["verdict"] == FAIL:
+                converted, _ = converted_drafter(answer_ctx, convention)
+                if converted is not None and rerun(check, ctx.with_drafter(converted))["verdict"] == PASS:
+                    answer["fix"] = convert_command(answer_ctx, convention)
+            answers[convention] = answer
+        text = "say how the drafter was trained: --layer-ids-convention " + " or ".join(
+            f"{conv} ({'works as is' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
+            for conv, a in answers.items())
+        check["fix"] = {"kind": "ask", "text": text, "answers": answers}
 
 
 # -- patches ------------------------------------------------------------------------------------------------
@@ -62,7 +92,10 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
                 ids = with_requirements(patch, patches, applied)
                 model_types = [options_for[i] for i in ids if i in options_for]
                 check["fix"] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
+                                "model_types": model_types,
                                 "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
+                if where_to_patch(ctx):
+                    check["fix"]["note"] = where_to_patch(ctx)
                 del pending[name]
         if not pending:
             return
@@ -104,21 +137,28 @@ def with_requirements(patch, patches, applied: list[str]) -> list[str]:
 
 
 def patch_command(ctx, ids: list[str], model_types: list[str]) -> str:
+    """`compat patch` for the engine this diagnosis is about; a released tree is a shared cache, so the
+    command patches the installed engine of the serving venv (--python when doctor was told it)."""
     src = ctx.report.get("source") or {}
-    if src.get("kind") == "path":
-        where = ["--path", src.get("location", "DIR")]
-    elif src.get("kind") == "installed" and src.get("python"):
-        where = ["--engine", ctx.engine, "--python", src["python"]]
-    elif src.get("kind") == "installed":
-        where = ["--engine", ctx.engine]
-    else:  # a released tree is a shared cache: patch the venv that runs this release
-        where = ["--engine", ctx.engine, "--python", f"<python of the venv with {ctx.engine} {ctx.report.get('version')}>"]
+    python = src.get("python") if src.get("kind") == "installed" else ctx.options.python
+    where = ["--path", src.get("location", "DIR")] if src.get("kind") == "path" else ["--engine", ctx.engine]
+    if python and src.get("kind") != "path":
+        where += ["--python", python]
     parts = ["compat", "patch", *where]
     for pid in ids:
         parts += ["--select", pid]
     for mt in model_types:
         parts += ["--model-type", mt]
-    return " ".join(shlex.quote(p) if not p.startswith("<") else p for p in parts)
+    return shlex.join(parts)
+
+
+def where_to_patch(ctx) -> str | None:
+    """A note for fixes that patch a released tree's engine without knowing the serving venv."""
+    src = ctx.report.get("source") or {}
+    if src.get("kind") == "released" and not ctx.options.python:
+        return (f"run it with the python of the venv that serves {ctx.engine} {ctx.report.get('version')} "
+                "(or give doctor --python PATH to name it)")
+    return None
 
 
 # -- conversion ---------------------------------------------------------------------------------------------
@@ -153,6 +193,7 @@ def converted_drafter(ctx, convention: str | None = None) -> tuple[Drafter | Non
     from compat.convert import Options as ConvertOptions
     from compat.convert import make_plan
 
+    convention = convention or user_convention(ctx)
     target_config = ctx.target.path / "config.json"
     with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
         dst = Path(tmp) / "converted"  # never created: make_plan only plans
@@ -163,15 +204,29 @@ def converted_drafter(ctx, convention: str | None = None) -> tuple[Drafter | Non
         except CompatError as err:
             return None, str(err).replace("\n", " ")
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
-    converted = Drafter(Path(converted_path(ctx)), dict(plan.config_after), tensors)
+    config = {**plan.config_after, RECORD_KEY: planned_record(plan)}  # what the conversion's record will say
+    converted = Drafter(Path(converted_path(ctx)), config, tensors)
     return recognise(converted, ctx.target), None
+
+
+def planned_record(plan) -> dict:
+    """The provenance record the planned conversion writes beside its config (without tensor checksums)."""
+    return {"tool": "compat convert ckpt", "layout": plan.dest_layout, "engine": plan.engine,
+            "engine_version": plan.engine_version, "layer_ids": plan.layer_ids,
+            "target_family": plan.target.family if plan.target else plan.drafter.target_family}
 
 
 def converted_path(ctx) -> str:
     return str(ctx.drafter.path).rstrip("/") + f"-{ctx.engine}-{ctx.version}"
 
 
+def user_convention(ctx) -> str | None:
+    """The convention the user told doctor (--layer-ids-convention): the conversion must be told too."""
+    return ctx.drafter.convention if ctx.drafter.settled_by == "flag" else None
+
+
 def convert_command(ctx, convention: str | None = None) -> str:
+    convention = convention or user_convention(ctx)
     parts = ["compat", "convert", "ckpt", str(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
              "--engine-version", str(ctx.version), "--target", str(ctx.target.path)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")

@@ -1,8 +1,11 @@
 """layer-ids: the layers the release feeds (probe facts, evaluated) against the layers the drafter was trained on."""
 
+from pathlib import Path
+
 import pytest
 
-from check_inputs import drafter, specforge_config, target
+from compat.doctor.inputs import Drafter, recognise
+from check_inputs import drafter, specforge_config, target, tensors
 
 NESTED_V1 = [{"runner": "v1", "keys": [
     {"key": "eagle_aux_hidden_state_layer_ids", "where": "top-level", "offset": 0, "location": "r.py:1"},
@@ -27,10 +30,31 @@ def test_nested_ids_read_as_capture_before_are_one_layer_low(ctx, run):
     assert result["fed"][0]["ids"] == [1, 29, 57] and result["trained"] == [2, 30, 58]
 
 
-def test_top_level_capture_before_ids_are_fed_as_declared(ctx, run):
-    d = drafter(specforge_config(eagle_config=None, eagle_aux_hidden_state_layer_ids=[2, 30, 58]))
+def test_top_level_ids_are_not_capture_before_by_assumption(ctx, run):
+    d = drafter(specforge_config(eagle_config=None, eagle_aux_hidden_state_layer_ids=[2, 30, 58]), tensors("layers.0."))
     result = run("layer-ids", ctx(draft=d))
-    assert result["verdict"] == "pass" and result["fed"][0]["ids"] == [2, 30, 58]
+    assert result["verdict"] == "fail" and result["needs_input"] and result["trained"] is None
+    assert result["branches"] == {"capture-before": [2, 30, 58], "output-of": [3, 31, 59]}
+    assert "if the ids are capture-before" in result["detail"] and "matches" in result["detail"]
+    assert "if the ids are output-of" in result["detail"] and "1 layer low" in result["detail"]
+
+
+@pytest.mark.parametrize("convention, trained, verdict", [
+    ("capture-before", [2, 30, 58], "pass"), ("output-of", [3, 31, 59], "fail")])
+def test_top_level_ids_read_in_the_convention_the_user_gives(ctx, run, convention, trained, verdict):
+    config = specforge_config(eagle_config=None, eagle_aux_hidden_state_layer_ids=[2, 30, 58])
+    d = recognise(Drafter(Path("/models/drafter"), config, tensors("layers.0.")), None, convention)
+    result = run("layer-ids", ctx(draft=d))
+    assert result["trained"] == trained and result["verdict"] == verdict and result["fed"][0]["ids"] == [2, 30, 58]
+
+
+def test_speculators_ids_are_capture_before_by_its_trainer(ctx, run):
+    config = {"speculators_model_type": "eagle3", "architectures": ["Eagle3Speculator"], "draft_vocab_size": 256,
+              "transformer_layer_config": {"hidden_size": 64, "vocab_size": 1024, "num_hidden_layers": 1},
+              "eagle_aux_hidden_state_layer_ids": [2, 30, 58]}
+    d = drafter(config, tensors("layers.0."))
+    result = run("layer-ids", ctx(draft=d))
+    assert result["verdict"] == "pass" and d.settled_by == "fingerprint" and "speculators" in d.trained_origin
 
 
 @pytest.mark.parametrize("declared, fed, verdict", [
@@ -57,3 +81,25 @@ def test_unknown_layer_count_or_training_warns(ctx, run):
     d = drafter(specforge_config(eagle_config=None), tgt=None)
     d.trained_ids = None
     assert run("layer-ids", ctx(draft=d))["verdict"] == "warn"
+
+
+def test_specforge_fingerprint_settles_output_of(ctx, run):
+    d = drafter()  # midlayer.*, LlamaForCausalLMEagle3, ids only in eagle_config, no ModelOpt flags
+    assert d.settled_by == "fingerprint" and d.trained_ids == [2, 30, 58] and "SpecForge" in d.trained_origin
+    assert run("layer-ids", ctx(report_changes={"aux_layer_ids": aux(read_from_config=False, runners=[])}))["verdict"] == "pass"
+
+
+def test_a_modelopt_drafter_is_not_taken_for_specforge(ctx, run):
+    nested = {"eagle_aux_hidden_state_layer_ids": [1, 29, 57], "use_last_layernorm": True}
+    d = drafter(specforge_config(eagle_config=nested))
+    assert d.settled_by is None and d.branches == {"capture-before": [1, 29, 57], "output-of": [2, 30, 58]}
+
+
+def test_compat_record_gives_the_physical_layers(ctx, run):
+    from compat.checkpoints import RECORD_KEY
+
+    config = specforge_config(eagle_config=None, eagle_aux_hidden_state_layer_ids=[3, 31, 59])
+    config[RECORD_KEY] = {"layout": "vllm", "layer_ids": {"capture_before": [3, 31, 59]}}
+    d = drafter(config, tensors("layers.0."))
+    assert d.settled_by == "record" and d.trained_ids == [3, 31, 59]
+    assert run("layer-ids", ctx(draft=d))["verdict"] == "pass"

@@ -42,7 +42,9 @@ print("PARSED " + json.dumps(out))
 def test_printed_launch_command_is_accepted_by_vllm_0_32_0(engine_python, doctor_cli, tmp_path):
     target = tiny_llama_target(tmp_path / "tiny-llama")
     drafter = vllm_drafter(tmp_path / "tiny-eagle3")
-    code, out, err = doctor_cli(str(target), str(drafter), "--engine", "vllm", "--python", str(engine_python), "--json")
+    # the tiny drafter's top-level ids are capture-before (nothing in a hand-made vLLM-layout drafter says so)
+    code, out, err = doctor_cli(str(target), str(drafter), "--engine", "vllm", "--python", str(engine_python), "--json",
+                                "--layer-ids-convention", "capture-before")
     diagnosis = json.loads(out)
     assert diagnosis["version"].startswith("0.32.0") and diagnosis["source"]["kind"] == "installed"
     assert code == 0, [c for c in diagnosis["checks"] if c["verdict"] == "fail"]

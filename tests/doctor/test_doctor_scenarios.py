@@ -224,7 +224,9 @@ def test_sglang_layers0_names_skipped_silently_before_0_5_12(tmp_path, kimi, dia
     assert tensors["fix"]["kind"] == "convert" and "--to sglang --engine-version 0.5.8" in tensors["fix"]["command"]
     # nested-only ids with layers.0.* names (ModelOpt >= 0.43 style) do not say their convention: the user must
     assert tensors["fix"]["command"].endswith("--layer-ids-convention capture-before|output-of")
-    assert check(d, "layer-ids")["verdict"] == WARN
+    layer_ids = check(d, "layer-ids")  # and so the layers it was trained on are not known: both readings, and ask
+    assert layer_ids["verdict"] == FAIL and layer_ids["needs_input"] and layer_ids["fix"]["kind"] == "ask"
+    assert layer_ids["branches"] == {"capture-before": [1, 29, 57], "output-of": [2, 30, 58]}
     assert check(diagnose("sglang", "0.5.12", kimi.target, drafter), "drafter-tensors")["verdict"] == PASS
 
 
