@@ -13,7 +13,10 @@ A check module holds one function that takes a `compat.doctor.context.Ctx` and r
   check never runs on a guess;
 - `fixes`: what may fix it when it fails, tried in this order by compat/doctor/fixes.py:
   "patch" (the release's patches applied in memory, then the check again), "convert" (the drafter
-  a conversion would write, then the check again), "release" (a release the known issues name).
+  a conversion would write, then the check again), "release" (a release the check itself names as
+  `release` in its result, or one the known issues name);
+- `blocks`: fix kinds that cannot help any check while this one fails (no patch makes a release
+  load an architecture it does not have), so none of that kind is offered.
 
 The registry fills itself: `all_checks()` imports every module here whose name does not start
 with `_`, so adding a check is adding a file (and its offline test in tests/checks/).
@@ -37,6 +40,7 @@ class Check:
     needs: tuple[str, ...] | dict
     fixes: tuple[str, ...]
     func: Callable
+    blocks: tuple[str, ...] = ()
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
         return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
@@ -56,9 +60,10 @@ class Check:
 _REGISTRY: dict[str, Check] = {}
 
 
-def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = ()):
+def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = (),
+          blocks: tuple[str, ...] = ()):
     """Register the decorated function as the check `id`."""
-    unknown = [f for f in fixes if f not in FIX_KINDS]
+    unknown = [f for f in (*fixes, *blocks) if f not in FIX_KINDS]
     if unknown:
         raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
 
@@ -66,7 +71,7 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
         known = _REGISTRY.get(id)
         if known is not None and known.func.__module__ != func.__module__:
             raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
-        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func)
+        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks))
         return func
 
     return register

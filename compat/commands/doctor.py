@@ -113,7 +113,10 @@ def run(args, console) -> int:
     if spec is not None and spec.released and args.python:
         args = argparse.Namespace(**{**vars(args), "python": None})  # the release's source; PY only for the fixes
     tree = tree_from_args(args, progress=not args.json)
-    diagnosis = diagnose(tree, target, drafter, options)
+    from compat.doctor.releases import ReleaseFinder
+
+    finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
+    diagnosis = diagnose(tree, target, drafter, options, releases=finder)
     if args.json:
         print_json(diagnosis, "doctor")
     else:
@@ -173,6 +176,8 @@ def render(d: dict, console) -> None:
             console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)
             if step.get("note"):
                 console.print(Text(f"     ({step['note']})", style="dim"))
+    if d.get("instead"):
+        console.print(Text("what would work instead: " + "; ".join(d["instead"]), style="bold"))
     launch = d["launch"]
     if not launch.get("runnable", True):
         why = ("nothing here makes it work" if d["verdict"] == DOES_NOT_WORK

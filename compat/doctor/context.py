@@ -7,6 +7,7 @@ reach into the probe report, so a change of a probe's JSON shape is fixed here o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
@@ -40,6 +41,8 @@ class Ctx:
     target: object  # compat.doctor.inputs.Target
     drafter: object  # compat.doctor.inputs.Drafter
     options: Options
+    # (fact, key) -> the first later release whose probe fact holds key, "" when none does, None when unknown
+    releases: Callable[[str, str], str | None] | None = None
 
     @property
     def engine(self) -> str:
@@ -56,10 +59,14 @@ class Ctx:
         return None if self.version is None else self.version >= gate
 
     def with_drafter(self, drafter) -> "Ctx":
-        return Ctx(self.report, self.target, drafter, self.options)
+        return Ctx(self.report, self.target, drafter, self.options, self.releases)
 
     def with_report(self, report: dict) -> "Ctx":
-        return Ctx(report, self.target, self.drafter, self.options)
+        return Ctx(report, self.target, self.drafter, self.options, self.releases)
+
+    def first_release_with(self, fact: str, key: str) -> str | None:
+        """The first release after this one whose probe fact `fact` has `key` ("" none; None: not looked)."""
+        return self.releases(fact, key) if self.releases else None
 
     # -- typed lookups over the probe report ------------------------------------------------------
     def facts(self, key: str) -> list:

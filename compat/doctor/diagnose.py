@@ -19,6 +19,7 @@ from compat.doctor.context import (DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, 
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_patches,
                                  fix_with_release, patch_command, where_to_patch)
 from compat.doctor.launch import launch_command
+from compat.doctor.releases import ReleaseFinder
 from compat.errors import SourceError, UsageError
 
 
@@ -26,23 +27,27 @@ def run_checks(ctx: Ctx) -> list[dict]:
     return [check(ctx) for check in all_checks()]
 
 
-def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes: bool = True) -> dict:
-    """The whole answer for one release: checks, fixes, verdict, launch command."""
+def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes: bool = True, releases=None) -> dict:
+    """The whole answer for one release: checks, fixes, verdict, launch command.
+
+    `releases` (a compat.doctor.releases.ReleaseFinder) lets a check name the release that first has
+    what this one lacks; without it the checks say only what this release lacks."""
     from compat.report import build_report
 
     options = options or Options()
     report = build_report(tree)
-    ctx = Ctx(report, target, drafter, options)
+    finder = (lambda fact, key: releases(fact, key, report.get("version"))) if releases else None
+    ctx = Ctx(report, target, drafter, options, finder)
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_input(ctx, checks)
         fix_with_patches(tree, ctx, checks)
         fix_with_conversion(ctx, checks)
         fix_with_release(ctx, checks)
-    steps = fix_steps(tree, ctx, checks)
+    verdict = classify(checks)
+    steps = fix_steps(tree, ctx, checks) if verdict != DOES_NOT_WORK else []  # they would not make it work
     converted = next((step["dst"] for step in steps if step["kind"] == "convert"), None)
     launch = launch_command(ctx, converted)
-    verdict = classify(checks)
     return {
         "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
         "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
@@ -53,6 +58,8 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
         "checks": checks,
         "verdict": verdict,
         "fix_steps": steps,
+        "instead": [f"{c['check']}: {c['fix']['text']}" for c in checks
+                    if c["verdict"] == FAIL and (c["fix"] or {}).get("kind") == "release"],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
                    "runnable": verdict not in (DOES_NOT_WORK, DEPENDS), "after": [step["kind"] for step in steps]},
@@ -110,6 +117,7 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
     if not chosen:
         raise SourceError(f"no {engine} release matches {specifier!r}", hint=f"known: {', '.join(versions[-8:])}")
     open_release = open_release or (lambda v: fetch_release(engine, f"=={v}", cache_dir=cache_dir, offline=offline, progress=False))
+    finder = ReleaseFinder(engine, open_release=open_release, versions=versions)
     rows = []
     for version in (progress(chosen, f"{engine} releases") if progress else chosen):
         try:
@@ -117,7 +125,7 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
         except SourceError as err:
             rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": str(err).split("\n")[0], "fixes": []})
             continue
-        diagnosis = diagnose(tree, target, drafter, options)
+        diagnosis = diagnose(tree, target, drafter, options, releases=finder)
         rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
                      "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
                      "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis})

@@ -71,6 +71,8 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
     from compat.report import build_report
 
     pending = {c["check"]: c for c in unfixed(checks) if may_fix(c, "patch")}
+    if any("patch" in get_check(c["check"]).blocks for c in checks if c["verdict"] == FAIL):
+        return  # e.g. the release does not know the target's architecture: no patch can help
     patches = applicable_patches(ctx.engine, tree.version) if pending else []
     current, applied, options_for = tree, [], {}
     for patch in patches:
@@ -239,7 +241,9 @@ def fix_with_release(ctx, checks: list[dict]) -> None:
 
     issues = [i for i in matching(ctx.engine, str(ctx.version) if ctx.version else None, ctx.target.names) if i.get("fixed_in")]
     for check in unfixed(checks):
-        if may_fix(check, "release") and issues:
+        if may_fix(check, "release") and check.get("release"):
+            check["fix"] = {"kind": "release", "releases": check["release"], "text": f"{ctx.engine} {check['release'].replace('>=', '>= ')}"}
+        elif may_fix(check, "release") and issues:
             best = max(issues, key=lambda i: Version(i["fixed_in"]))
             check["fix"] = {"kind": "release", "releases": f">={best['fixed_in']}",
                             "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}

@@ -4,7 +4,7 @@ import pytest
 
 from compat.checks import all_checks, check, get_check
 
-EXPECTED = ["target-whitelist", "target-interface", "drafter-architecture", "drafter-tensors", "vocab-maps",
+EXPECTED = ["target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors", "vocab-maps",
             "layer-ids", "method", "known-issues", "launch-command"]
 
 

@@ -1,0 +1,57 @@
+"""Which later release first has a fact (an architecture in its registry, ...): for fixes that say
+"it arrives in 0.15.0". Facts only ever appear in these registries, so the search is a bisection
+over the releases after this one, each probed like any other (fetched once, then cached)."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from compat.errors import SourceError
+
+
+class ReleaseFinder:
+    """finder(fact, key, after): the first release after `after` whose fact has key; "" none; None unknown."""
+
+    def __init__(self, engine: str, *, cache_dir=None, offline: bool = False, open_release=None,
+                 versions: list[str] | None = None):
+        self.engine, self.cache_dir, self.offline = engine, cache_dir, offline
+        self._open, self._versions, self._memo = open_release, versions, {}
+
+    def __call__(self, fact: str, key: str, after: str | None) -> str | None:
+        if (fact, key, after) not in self._memo:
+            self._memo[(fact, key, after)] = self._first(fact, key, after)
+        return self._memo[(fact, key, after)]
+
+    def _first(self, fact: str, key: str, after: str | None) -> str | None:
+        try:
+            later = [v for v in self._listed() if after is None or Version(v) > Version(Version(after).public)]
+        except SourceError:
+            return None
+        if not later or not self._has(later[-1], fact, key):
+            return ""
+        low, high = 0, len(later) - 1  # later[high] has it
+        while low < high:
+            mid = (low + high) // 2
+            if self._has(later[mid], fact, key):
+                high = mid
+            else:
+                low = mid + 1
+        return later[low]
+
+    def _listed(self) -> list[str]:
+        from compat.sources.released import list_releases
+
+        versions = self._versions or list_releases(self.engine, cache_dir=self.cache_dir, offline=self.offline)
+        return sorted((v for v in versions if not Version(v).is_prerelease), key=Version)
+
+    def _has(self, version: str, fact: str, key: str) -> bool:
+        from compat.report import build_report
+        from compat.sources.released import fetch_release
+
+        try:
+            tree = (self._open or (lambda v: fetch_release(self.engine, f"=={v}", cache_dir=self.cache_dir,
+                                                           offline=self.offline, progress=False)))(version)
+        except SourceError:
+            return False
+        value = build_report(tree).get(fact)
+        return isinstance(value, (dict, list)) and key in value
