@@ -190,17 +190,32 @@ def render(d: dict, console) -> None:
         console.print(Text("  or: " + shlex.join(launch["module_argv"])), soft_wrap=True)
 
 
-def render_table(table: dict, console) -> None:
-    from rich.table import Table
+def group_rows(rows: list[dict]) -> list[dict]:
+    """Consecutive releases with the same verdict, fixes and failing checks, as one range."""
+    groups: list[dict] = []
+    for row in rows:
+        key = (row["verdict"], tuple(row.get("fixes") or []), tuple(row.get("failing") or []), row.get("error"))
+        if groups and groups[-1]["key"] == key:
+            groups[-1]["last"] = row["version"]
+        else:
+            groups.append({"key": key, "first": row["version"], "last": row["version"], "row": row})
+    return [{"releases": g["first"] if g["first"] == g["last"] else f"{g['first']} - {g['last']}", **g["row"]} for g in groups]
 
-    grid = Table(title=f"compat doctor: {table['engine']} {table['releases']}", show_edge=False, header_style="bold")
-    grid.add_column("release")
-    grid.add_column("verdict")
-    grid.add_column("fix")
-    grid.add_column("failing checks")
-    for row in table["rows"]:
-        style = _VERDICT_STYLE.get(row["verdict"], "")
-        grid.add_row(row["version"], f"[{style}]{row['verdict']}[/]" if style else row["verdict"],
-                     "; ".join(row.get("fixes") or []) or row.get("error", "-"), ", ".join(row.get("failing") or []) or "-")
+
+def render_table(table: dict, console) -> None:
+    """One line per range of releases with the same answer; the fix is shown whole (wrapped, never cut)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print(Text(f"compat doctor: {table['engine']} {table['releases']}", style="bold"))
+    grid = Table(show_edge=False, header_style="bold", box=None, pad_edge=False)
+    grid.add_column("releases", no_wrap=True)
+    grid.add_column("verdict", no_wrap=True)
+    grid.add_column("fix", overflow="fold")
+    for group in group_rows(table["rows"]):
+        style = _VERDICT_STYLE.get(group["verdict"], "")
+        fixes = "; ".join(group.get("fixes") or []) or group.get("error") or "-"
+        grid.add_row(group["releases"], Text(group["verdict"], style=style), fixes)
     console.print(grid)
-    console.print(f"target {table['target']}\ndrafter {table['drafter']}")
+    console.print(f"target  {table['target']}\ndrafter {table['drafter']}")
+    console.print("details of one release: compat doctor TARGET DRAFTER --engine ENGINE==VERSION")
