@@ -110,7 +110,9 @@ def land(entry: dict, name: str, config: dict | None = None, names: set[str] | N
         scoped = step["stage"] == "model" and current.startswith(inner)
         subject = current[len(inner):] if scoped else current
         if step["op"] == "prefix":
-            if any(name_matches(m, subject) for m in step.get("unless", [])):
+            # `unless` tests come from the if/elif chain around the prefix: earlier branches (`if "d2t" in
+            # name:` renames it) were tested on the name before their own rename, later ones on the current name
+            if any(name_matches(m, subject) or name_matches(m, name) for m in step.get("unless", [])):
                 continue
             if step["mode"] == "if_missing" and _module_for(subject, module_map, config)[0] is not None:
                 continue
