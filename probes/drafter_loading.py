@@ -592,7 +592,10 @@ def _rename(d: DrafterCode, func, node: ast.AST, names: set[str], parents: dict)
     if call.attr == "replace" and isinstance(call.value, ast.Name) and call.value.id in names and len(node.args) == 2:
         a, b = node.args
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
-            return [{"op": "rename", "match": {"contains": a.value}, "from": a.value, "to": b.value, "location": d.code.loc(node)}]
+            step = {"op": "rename", "match": {"contains": a.value}, "from": a.value, "to": b.value, "location": d.code.loc(node)}
+            if _in_fusing_branch(node, parents, names):
+                step["stacked"] = True  # q_a_proj + kv_a_proj_with_mqa -> fused_qkv_a_proj_with_mqa: shard names
+            return [step]
         pairs, stacked = _loop_pairs(func, node, a, b, parents)
         return [{"op": "rename", "match": {"contains": f}, "from": f, "to": t, "location": d.code.loc(node),
                  **({"stacked": True} if stacked else {})} for f, t in pairs] or None
@@ -602,6 +605,20 @@ def _rename(d: DrafterCode, func, node: ast.AST, names: set[str], parents: dict)
             return [{"op": "rename", "match": {"regex": pattern.value}, "from": pattern.value, "to": repl.value,
                      "regex": True, "location": d.code.loc(node)}]
     return None
+
+
+def _in_fusing_branch(node, parents, names) -> bool:
+    """Inside `if "q_a_proj" in name ...:` whose body loads a tensor built from several names."""
+    child = node
+    while child in parents:
+        parent = parents[child]
+        if isinstance(parent, ast.For):
+            return False
+        if isinstance(parent, ast.If) and child is not parent.test and name_test(parent.test, names) is not None:
+            if any(_loads(s) for s in parent.body):
+                return True
+        child = parent
+    return False
 
 
 def _loop_pairs(func, node, a, b, parents) -> tuple[list[tuple[str, str]], bool]:

@@ -8,6 +8,7 @@ from the class's module with probes/drafter_loading.py; the shape (shared with S
                                               "location", "ignored_suffixes": [".bias"]},
      "drafters": {"Eagle3LlamaForCausalLM": {
         "class", "module": "llama_eagle3", "architectures": [...], "registered": "registry.py:N",
+        "aliases"?: ["Eagle3DeepseekV3ForCausalLM"] (registered class names that are aliases of this one),
         "location": "vllm/model_executor/models/llama_eagle3.py:306",
         "inner_attr": "model", "inner_class": "LlamaModel",
         "modules": [{"path": "model.fc", "kind": "module"|"list"|"parameter"|"buffer",
@@ -69,6 +70,12 @@ def drafter_loader(tree: EngineTree) -> dict:
         fact = {"class": cls, "module": module, "architectures": [e.architecture for e in entries],
                 "registered": tree.loc(registry_file(tree), entries[0].lineno)}
         fact.update(describe(ModuleCode(tree, relpath), cls, loader) if relpath else {"error": f"module {module} not found"})
+        known = drafters.get(fact["class"])
+        if known is not None and known.get("location") == fact.get("location"):
+            # registered under a module-level alias (`Eagle3DeepseekV3ForCausalLM = Eagle3DeepseekV2ForCausalLM`)
+            known["architectures"] += fact["architectures"]
+            known.setdefault("aliases", []).append(cls)
+            continue
         drafters[fact["class"]] = fact
     return {"present": True, "drafters": drafters, "auto_weights_loader": loader}
 
