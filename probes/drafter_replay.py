@@ -154,3 +154,15 @@ def _landed(entry, current, stacked, pending, config, names, target_vocab) -> di
     if out["fate"] == "depends":
         out["depends_on"] = pending + ([module.get("when")] if built is None else [])
     return out
+
+
+def fc_input_width(entry: dict, config: dict | None) -> dict:
+    """The `fc` input width this release builds for a drafter config.json, under the class's own rule:
+    {"width": int | None, "per_aux": int | None, "aux_count": int | None, "fixed_aux_count": 3 | None}.
+    A checkpoint's `fc.weight` must be [hidden_size, width]; the runner feeds `aux_count` states."""
+    fc = entry.get("fc") or {}
+    if fc.get("per_aux_width") is None or fc.get("aux_count") is None:
+        return {"width": None, "per_aux": None, "aux_count": None, "fixed_aux_count": None}
+    per_aux, count = config_value(fc["per_aux_width"], config), config_value(fc["aux_count"], config)
+    width = per_aux * count if isinstance(per_aux, int) and isinstance(count, int) else None
+    return {"width": width, "per_aux": per_aux, "aux_count": count, "fixed_aux_count": fc.get("fixed_aux_count")}

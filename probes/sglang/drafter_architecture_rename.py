@@ -23,7 +23,6 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.probes._ast import find_class
 from compat.probes.drafter_values import ModuleCode
 from compat.tree import EngineTree
 
@@ -32,11 +31,11 @@ MODEL_CONFIG_HOME = "sglang/srt/configs/model_config.py"
 
 @probe("sglang", "drafter_architecture_rename", "Draft architecture rewrites (ModelConfig, NextN)", order=63)
 def drafter_architecture_rename(tree: EngineTree) -> dict:
-    found = find_class(tree, "ModelConfig", prefer=[MODEL_CONFIG_HOME], under="sglang/srt/configs")
+    found = _model_config(tree)
     if found is None:
         return {"present": False, "reason": "no class ModelConfig under sglang/srt/configs", "rules": [], "architectures": {}}
-    relpath, cls = found
-    code = ModuleCode(tree, relpath)
+    code, cls = found
+    relpath = code.relpath
     rules, function = [], None
     for func in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
         for node in ast.walk(func):
@@ -58,6 +57,16 @@ def drafter_architecture_rename(tree: EngineTree) -> dict:
         "rules": rules,
         "architectures": architectures,
     }
+
+
+def _model_config(tree: EngineTree) -> tuple[ModuleCode, ast.ClassDef] | None:
+    """class ModelConfig: its usual home first, then any file of sglang/srt/configs that defines it."""
+    homes = [MODEL_CONFIG_HOME] if tree.exists(MODEL_CONFIG_HOME) else []
+    for relpath in homes + [f for f in tree.grep(b"class ModelConfig", "sglang/srt/configs") if f not in homes]:
+        code = ModuleCode(tree, relpath)
+        if "ModelConfig" in code.classes:
+            return code, code.classes["ModelConfig"]
+    return None
 
 
 def _is_draft_flag(node: ast.AST) -> bool:

@@ -5,7 +5,7 @@ a real, non-empty line of that release's source.
 
 import pytest
 
-from compat.probes.drafter_replay import land
+from compat.probes.drafter_replay import fc_input_width, land
 from compat.probes.vllm.drafter_architecture_rename import eagle_architecture, mtp_rewrite
 from compat.probes.vllm.method_autodetection import detect_method
 from research_facts import (
@@ -146,6 +146,18 @@ def test_vllm_layers_and_fc_width(vllm_report, vllm_version):
         assert top_ids == (entry["class"] == "Eagle3Qwen3ForCausalLM")
 
 
+KIMI_NESTED_4 = {"hidden_size": 7168, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58, 60]}}
+KIMI_TOP_4 = {"hidden_size": 7168, "eagle_aux_hidden_state_layer_ids": [2, 30, 58, 60]}
+
+
+def test_vllm_fc_width_for_four_ids(vllm_report, vllm_version):
+    """Issue 9's 4-id drafters: which fc width the Llama drafter builds (the runner feeds 4 states from 0.11.1)."""
+    llama = vllm_report["drafter_loader"]["drafters"]["Eagle3LlamaForCausalLM"]
+    counted = since(vllm_version, VLLM_FC_FROM_AUX_COUNT_FROM)
+    assert fc_input_width(llama, KIMI_NESTED_4)["width"] == (4 if counted else 3) * 7168
+    assert fc_input_width(llama, KIMI_TOP_4)["width"] == 3 * 7168  # top-level ids never size the Llama drafter's fc
+
+
 def test_vllm_draft_id_to_target_id(vllm_report, vllm_version):
     only_when_differs = since(vllm_version, VLLM_D2T_ONLY_WHEN_VOCAB_DIFFERS_FROM)
     for entry in vllm_report["drafter_loader"]["drafters"].values():
@@ -267,6 +279,17 @@ def test_sglang_layers_fc_and_keys(sglang_report, sglang_version):
         assert ((key, "top-level") in reads) == since(sglang_version, first), key
     assert ("norm_before_residual", "top-level") not in reads  # SGLang never implements it
     assert (("norm_before_fc", "eagle_config") in reads) == since(sglang_version, SGLANG_LLAMA_DRAFTER_KEYS_FROM["norm_before_fc"])
+
+
+def test_sglang_fc_width_for_four_ids(sglang_report, sglang_version):
+    drafters = _sglang_drafters(sglang_report, sglang_version)
+    if not drafters:
+        return
+    counted = since(sglang_version, SGLANG_FC_FROM_AUX_COUNT_FROM)
+    assert fc_input_width(drafters["LlamaForCausalLMEagle3"], KIMI_NESTED_4)["width"] == (4 if counted else 3) * 7168
+    assert fc_input_width(drafters["LlamaForCausalLMEagle3"], KIMI_TOP_4)["width"] == 3 * 7168
+    if "Eagle3DeepseekV2ForCausalLM" in drafters:  # the MLA drafter also counts top-level ids
+        assert fc_input_width(drafters["Eagle3DeepseekV2ForCausalLM"], KIMI_TOP_4)["width"] == 4 * 7168
 
 
 def test_sglang_mla_drafter(sglang_report, sglang_version):

@@ -2,7 +2,7 @@
 drafter on AutoWeightsLoader + WeightsMapper (the 0.25+ shape), the MLA loop that skips unknown
 names outside its stacked branch, and a release without EAGLE-3 drafters."""
 
-from compat.probes.drafter_replay import config_value, holds, land
+from compat.probes.drafter_replay import config_value, fc_input_width, holds, land
 from compat.probes.vllm.drafter_loader import drafter_loader
 from probe_trees import line, write_tree
 
@@ -278,3 +278,22 @@ def test_conditions_and_sources_evaluate_against_a_config():
     assert holds(when, {"norm_before_fc": False}) is False
     assert holds(when, {"norm_before_fc": True}) is None  # the second clause is not a config switch
     assert holds([{"test": "not seen", "unless_checkpoint_has": {"contains": "d2t"}}], {}, {"d2t"}) is False
+
+
+def test_fc_width_under_each_release_rule(tmp_path):
+    old = write_tree(tmp_path / "old", "vllm", {
+        REGISTRY: _registry({"Eagle3LlamaForCausalLM": ("llama_eagle3", "Eagle3LlamaForCausalLM")}),
+        "vllm/model_executor/models/llama_eagle3.py": OLD_LLAMA,
+    })
+    new = write_tree(tmp_path / "new", "vllm", {
+        REGISTRY: _registry({"Eagle3FooForCausalLM": ("vllm.models.foo_eagle3", "FooDrafter")}),
+        "vllm/models/foo_eagle3.py": NEW_FOO,
+    })
+    old_entry = drafter_loader(old)["drafters"]["Eagle3LlamaForCausalLM"]
+    new_entry = drafter_loader(new)["drafters"]["FooDrafter"]
+    four_ids = {"hidden_size": 1024, "target_hidden_size": 7168, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58, 60]}}
+    top_level_only = {"hidden_size": 1024, "target_hidden_size": 7168, "eagle_aux_hidden_state_layer_ids": [2, 30, 58, 60]}
+    assert fc_input_width(old_entry, four_ids) == {"width": 21504, "per_aux": 7168, "aux_count": 3, "fixed_aux_count": 3}
+    assert fc_input_width(new_entry, four_ids)["width"] == 4 * 7168
+    assert fc_input_width(new_entry, top_level_only)["width"] == 3 * 7168  # top-level ids do not size this fc
+    assert fc_input_width(new_entry, {"hidden_size": 1024, "num_aux_hidden_states": 2})["width"] == 2048
