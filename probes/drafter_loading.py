@@ -20,8 +20,9 @@ shape, not by name:
 - `layers`: how many decoder layers are built (from `num_hidden_layers` or fixed) and the
   `raise` that refuses other counts.
 
-`land(entry, name, config)` replays the steps on one checkpoint name against the modules, so
-a doctor check (and the probes' own summary booleans) need no engine knowledge of their own.
+`drafter_replay.land(entry, name, config)` replays the steps on one checkpoint name against the
+modules, so a doctor check (and the probes' `samples`) need no engine knowledge of their own.
+Conditions are lists of clauses (all must hold), see probes/vllm/drafter_loader.py for the shape.
 """
 
 from __future__ import annotations
