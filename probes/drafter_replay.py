@@ -141,8 +141,14 @@ def _landed(entry, current, stacked, pending, config, names, target_vocab) -> di
     path, module = _module_for(current, module_index(entry), config)
     unknown = entry.get("unknown") or {}
     missing = unknown.get("stacked" if stacked else "other") or unknown.get("result") or "raise"
+    if any(current.endswith(suffix) for suffix in unknown.get("ignored_suffixes") or []):
+        missing = "skip"  # AutoWeightsLoader ignores unexpected biases (vLLM 0.25+)
     if path is None:
         return {"fate": missing, "name": current, "unknown": unknown.get("by"), "location": unknown.get("location")}
+    fc = entry.get("fc") or {}
+    if current == f"{path}.bias" and path.rsplit(".", 1)[-1] == "fc" and fc.get("bias") is not None:
+        if config_value(fc["bias"], config) is False:  # an fc built with bias=False has no fc.bias
+            return {"fate": missing, "name": current, "module": path, "no_bias": fc.get("location")}
     built = holds(module.get("when"), config, names, target_vocab)
     if built is False and module.get("tied_to") and holds(module.get("tied_when"), config, names, target_vocab):
         return {"fate": "load", "name": current, "module": module["tied_to"], "tied": path}

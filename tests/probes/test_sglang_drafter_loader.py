@@ -234,6 +234,8 @@ def test_the_049_loop_takes_both_spellings_and_drops_unknown_names(tmp_path):
     assert entry["unknown"]["result"] == "skip"
     assert entry["samples"] == {"model_prefixed": "load", "midlayer": "load", "layers_0": "skip", "layers_1_of_2": "skip"}
     assert entry["fc"]["bias"] == [{"key": "bias", "where": "top-level", "use": "value"}, {"default": False}]
+    assert land(entry, "fc.bias", {"bias": True})["fate"] == "load"
+    assert land(entry, "fc.bias", {})["fate"] == "skip"  # no bias parameter, and this loop drops unknown names
     assert entry["layers"]["multi_layer"] is False
 
 

@@ -245,6 +245,7 @@ def test_a_renamed_moved_drafter_on_the_auto_loader(tmp_path):
     assert land(entry, "d2t", on, names, target_vocab=200)["fate"] == "load"
     assert land(entry, "d2t", on, names)["fate"] == "depends"  # target vocab unknown
     assert land(entry, "layers.1.mlp.weight", on)["fate"] == "raise"
+    assert land(entry, "fc.bias", on)["fate"] == "skip"  # the loader's ignored_suffixes
     assert land(entry, "midlayer.mlp.weight", on) == {"fate": "load", "name": "model.layers.0.mlp.weight", "module": "model.layers"}
 
 
