@@ -73,3 +73,47 @@ def value_at(table, version):
 
 def since(version, first):
     return Version(version) >= Version(first)
+
+
+# -- drafter loaders, renames and method detection (the `loader` probes) ------------------------------
+# vllm-eagle3.md §4.2 (drafter classes, per version) and checkpoint-formats.md §3.1.
+VLLM_MULTI_LAYER_FROM = "0.11.1"  # LlamaModel builds num_hidden_layers layers (0.10.x-0.11.0: exactly one)
+VLLM_FC_FROM_AUX_COUNT_FROM = "0.22.0"  # fc input = target_hidden_size x (num_aux_hidden_states | len(eagle_config ids) | 3)
+VLLM_QWEN3_DRAFTER_FROM = "0.24.0"  # qwen3_eagle3.Eagle3Qwen3ForCausalLM (§4.1 "Q")
+VLLM_AUTO_WEIGHTS_LOADER_MODEL_FROM = "0.25.0"  # inner load_weights -> AutoWeightsLoader: unknown names raise (MLA too)
+VLLM_D2T_ONLY_WHEN_VOCAB_DIFFERS_FROM = "0.30.0"  # draft_id_to_target_id exists only when draft vocab != target vocab
+VLLM_DRAFT_VOCAB_DEFAULT_FROM = "0.11.0"  # draft_vocab_size defaults to vocab_size (getattr); before: required
+# §4.2 "Config fields read": first release whose Llama drafter reads the key.
+VLLM_LLAMA_DRAFTER_KEYS_FROM = {
+    "norm_before_residual": "0.10.1", "attention_bias": "0.16.0", "norm_before_fc": "0.18.0",
+    "num_aux_hidden_states": "0.22.0", "fc_norm": "0.22.0", "norm_output": "0.22.0",
+}
+VLLM_LLAMA_DRAFTER_NESTED_KEYS_FROM = {"use_aux_hidden_state": "0.12.0", "norm_before_fc": "0.22.0",
+                                       "eagle_aux_hidden_state_layer_ids": "0.22.0"}
+# §5.1 / §5.3: EAGLEConfig keeps names that start with Eagle3 (0.10.0), or start or end with it (0.10.1+).
+VLLM_EAGLE3_SUFFIX_KEPT_FROM = "0.10.1"
+# §5.3: drafter model_types hf_config_override rewrites to deepseek_mtp (first release).
+VLLM_MTP_REWRITES_FROM = {"deepseek_v3": "0.10.0", "deepseek_v32": "0.11.0", "glm_moe_dsa": "0.16.0",
+                          "deepseek_v4": "0.20.0", "deepseek_v41": "0.30.0"}
+VLLM_KIMI_K3_MTP_FROM = "0.27.0"  # kimi_k3 -> kimi_k3_mtp
+VLLM_NEVER_REWRITTEN = ("kimi_k2", "deepseek_v2", "llama", "qwen3")
+# §5.1 step 4: "eagle3-" in the path ran as EAGLE-1 before 0.10.2; from 0.10.2 "eagle3" anywhere -> eagle3.
+VLLM_EAGLE3_PATH_DETECTED_FROM = "0.10.2"
+VLLM_METHOD_NONE_PRESET_FROM = "0.17.0"  # method None is first set to "draft_model" (or "ngram")
+
+# sglang-eagle3.md §3.2, §3.3, §3.5, §5.1 and checkpoint-formats.md §3.2.
+SGLANG_MODEL_PREFIX_ACCEPTED_FROM = "0.4.9"  # param_name = name if name in params_dict else f"model.{name}"
+SGLANG_LAYERS_0_AND_MULTI_LAYER_FROM = "0.5.12"  # legacy_name_map midlayer -> layers.0; N layers
+SGLANG_FC_FROM_AUX_COUNT_FROM = "0.5.12"
+SGLANG_LLAMA_DRAFTER_KEYS_FROM = {"bias": "0.4.9", "fc_norm": "0.5.12", "use_aux_norm": "0.5.12", "norm_output": "0.5.12",
+                                  "num_aux_hidden_states": "0.5.12", "norm_before_fc": "0.5.17"}
+SGLANG_MLA_DRAFTER_KEYS_FROM = {"fc_norm": "0.5.13", "use_aux_norm": "0.5.13", "norm_output": "0.5.13"}
+# §5.1: draft architectures ModelConfig rewrites to NextN. The notes say 0.4.7 for DeepseekV3ForCausalLM;
+# the code has it from 0.4.6.post2 (sglang/srt/configs/model_config.py:93 there): the code wins.
+SGLANG_NEXTN_REWRITES = {  # architecture -> [(first release, rewritten to)]
+    "DeepseekV3ForCausalLM": [("0.4.6.post2", "DeepseekV3ForCausalLMNextN")],
+    "DeepseekV32ForCausalLM": [("0.5.12", "DeepseekV3ForCausalLMNextN")],
+    "GlmMoeDsaForCausalLM": [("0.5.9", "DeepseekV3ForCausalLMNextN"), ("0.5.16", "GlmMoeDsaForCausalLMNextN")],
+}
+SGLANG_NEVER_REWRITTEN = ("KimiK25ForConditionalGeneration", "LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM",
+                          "LlamaForCausalLM")
