@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-from packaging.version import Version
-
 from compat.checks import check
 from compat.doctor.context import FAIL, PASS, result
 
-# Before this release vLLM ran a drafter whose path contains "eagle3-" as EAGLE-1 when no method was given.
-VLLM_PATH_GUESS_FIXED = Version("0.10.2")
-
 
 @check("method", "method: EAGLE-3 is selected explicitly (no auto-detection trap)", order=70,
-       needs={"vllm": ("speculative_config",), "sglang": ("cli_flags",)})
+       needs={"vllm": ("speculative_config", "method_autodetection"), "sglang": ("cli_flags",)})
 def method(ctx) -> dict:
     if ctx.engine == "vllm":
         sc = ctx.fact("speculative_config")
@@ -24,10 +19,7 @@ def method(ctx) -> dict:
         if asked != "eagle3":
             return result(FAIL, f"--spec method={asked!r}: an EAGLE-3 drafter run as {asked!r} drafts "
                           "with the wrong head (low acceptance, no error)", sc.get("methods_location"))
-        detail = "the launch command passes \"method\": \"eagle3\"; without it vLLM guesses from the drafter path"
-        if ctx.at_least(VLLM_PATH_GUESS_FIXED) is False and "eagle3-" in str(ctx.drafter.path).lower():
-            detail += " and, in this release, runs a path containing \"eagle3-\" as EAGLE-1"
-        return result(PASS, detail, sc.get("methods_location"))
+        return result(PASS, _without_method(ctx), sc.get("methods_location"))
     flag = ctx.flag("--speculative-algorithm")
     if flag is None:
         return result(FAIL, "no --speculative-algorithm flag in this release", None)
@@ -36,3 +28,16 @@ def method(ctx) -> dict:
         return result(FAIL, f"--speculative-algorithm accepts {choices}, not EAGLE3", flag.get("location"))
     return result(PASS, "the launch command passes --speculative-algorithm EAGLE3 "
                   "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", flag.get("location"))
+
+
+def _without_method(ctx) -> str:
+    """What vLLM would guess from the drafter's path without "method" (the method_autodetection rules, replayed)."""
+    from compat.probes.vllm.method_autodetection import detect_method
+
+    detail = "the launch command passes \"method\": \"eagle3\""
+    guess = detect_method(ctx.fact("method_autodetection"), None, str(ctx.drafter.path).lower(),
+                          ctx.drafter.config.get("model_type"), ctx.drafter.config.get("architectures") or [])
+    if guess.get("method") and guess["method"] != "eagle3":
+        detail += (f"; without it this release {'would' if guess.get('certain') else 'may'} run this drafter as "
+                   f"{guess['method']!r} ({guess.get('location')}): the wrong head")
+    return detail

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from compat.doctor import Ctx, Options
@@ -55,10 +56,23 @@ SGLANG_REPORT = {
 }
 
 
+FACTS = Path(__file__).resolve().parent / "facts"  # drafter facts of a few releases (capture_facts.py)
+
+
+def drafter_facts(engine: str, version: str) -> dict:
+    """The captured drafter facts of the newest captured release not newer than `version`."""
+    from packaging.version import Version
+
+    captured = sorted((Version(p.stem.split("-", 1)[1]), p) for p in FACTS.glob(f"{engine}-*.json"))
+    chosen = [p for v, p in captured if v <= Version(version)] or [captured[0][1]]
+    return json.loads(chosen[-1].read_text())
+
+
 def report(engine: str = "vllm", version: str | None = None, **overrides) -> dict:
     out = copy.deepcopy(VLLM_REPORT if engine == "vllm" else SGLANG_REPORT)
     if version:
         out["version"] = version
+    out.update(drafter_facts(engine, out["version"]))
     out.update(overrides)
     return out
 

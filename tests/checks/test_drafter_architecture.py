@@ -26,7 +26,7 @@ def test_vllm_mtp_model_type_is_rewritten(ctx, run):
 @pytest.mark.parametrize("arch, verdict, phrase", [
     pytest.param("LlamaForCausalLMEagle3", "pass", "is registered", id="registered"),
     pytest.param("DeepseekV3ForCausalLM", "fail", "NextN", id="nextn-rewrite"),
-    pytest.param("Eagle3LlamaForCausalLM", "fail", "SGLang renames nothing", id="vllm-name"),
+    pytest.param("Eagle3LlamaForCausalLM", "fail", "is not a registered EAGLE-3 drafter", id="vllm-name"),
 ])
 def test_sglang_names(ctx, run, arch, verdict, phrase):
     result = run("drafter-architecture", ctx("sglang", draft=drafter(specforge_config(architectures=[arch]))))

@@ -23,7 +23,7 @@ def test_asking_for_another_method_fails(ctx, run):
 @pytest.mark.parametrize("version, trapped", [("0.10.1", True), ("0.10.2", False)])
 def test_the_eagle3_path_trap_is_named_where_it_exists(ctx, run, version, trapped):
     d = drafter(path="/models/kimi-eagle3-drafter")
-    assert ("as EAGLE-1" in run("method", ctx("vllm", version, draft=d))["detail"]) is trapped
+    assert ("run this drafter as 'eagle'" in run("method", ctx("vllm", version, draft=d))["detail"]) is trapped
 
 
 def test_sglang_needs_eagle3_among_the_algorithm_choices(ctx, run):

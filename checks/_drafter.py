@@ -1,0 +1,67 @@
+"""What several checks ask of the release's drafter facts: which class loads this drafter, under which name.
+
+The facts are the drafter_loader and drafter_architecture_rename probes; the replay of them on a
+checkpoint is compat.probes.drafter_replay. Nothing here knows a release number.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from compat.probes.drafter_replay import config_value
+
+
+def resolved_architecture(ctx) -> str | None:
+    """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3)."""
+    from compat.probes.vllm.drafter_architecture_rename import eagle_architecture
+
+    arch = ctx.drafter.architecture
+    if ctx.engine != "vllm" or not arch:
+        return arch
+    return eagle_architecture(ctx.fact("drafter_architecture_rename"), "eagle3", arch) or arch
+
+
+def loader_entry(ctx) -> tuple[str | None, dict | None]:
+    """(class, drafter_loader entry) of the drafter class the release builds for this drafter."""
+    name = resolved_architecture(ctx)
+    drafters = ctx.fact("drafter_loader").get("drafters") or {}
+    for cls, entry in drafters.items():
+        if name == cls or name in (entry.get("architectures") or []) or name in (entry.get("aliases") or []):
+            return cls, entry
+    return None, None
+
+
+def target_vocab(ctx) -> int | None:
+    return ctx.target.vocab_size or _int(ctx.drafter.config.get("vocab_size"))
+
+
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+def rejected(entry: dict, config: dict) -> str | None:
+    """The error the drafter class raises at init for this config (its `layers.rejects` rule), else None."""
+    rule = (entry.get("layers") or {}).get("rejects")
+    if not rule:
+        return None
+    try:
+        node = ast.parse(rule["condition"], mode="eval").body
+        holds = _evaluate(node, config)
+    except (SyntaxError, ValueError, TypeError, KeyError):
+        return None
+    return f"{rule['error']} ({rule['condition']}, {rule['location']})" if holds else None
+
+
+def _evaluate(node: ast.AST, config: dict):
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        return _COMPARE[type(node.ops[0])](_evaluate(node.left, config), _evaluate(node.comparators[0], config))
+    if isinstance(node, ast.Attribute):  # self.config.num_hidden_layers / config.num_hidden_layers
+        return config_value([{"key": node.attr, "where": "top-level", "use": "value"}], config)
+    if isinstance(node, ast.Constant):
+        return node.value
+    raise ValueError(ast.dump(node))
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
