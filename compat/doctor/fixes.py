@@ -181,6 +181,9 @@ def fix_with_conversion(ctx, checks: list[dict]) -> None:
             check["convert_refused"] = error
         return
     for check in pending:
+        if check.get("convert_with"):  # the check knows what the conversion must change (e.g. the layer ids)
+            _fix_with_conversion_of(ctx, check, check["convert_with"])
+            continue
         agains = [rerun(check, ctx.with_drafter(drafter)) for drafter, _ in attempts.values()]
         if all(again["verdict"] == PASS for again in agains):
             conventions = [c for c in attempts if c]
@@ -191,7 +194,18 @@ def fix_with_conversion(ctx, checks: list[dict]) -> None:
                                         "pass the one it was trained with")
 
 
-def converted_drafter(ctx, convention: str | None = None) -> tuple[Drafter | None, str | None]:
+def _fix_with_conversion_of(ctx, check: dict, changes: dict) -> None:
+    drafter, error = converted_drafter(ctx, layer_ids=changes.get("layer_ids"))
+    if drafter is None:
+        check["convert_refused"] = error
+        return
+    again = rerun(check, ctx.with_drafter(drafter))
+    if again["verdict"] == PASS:
+        check["fix"] = {"kind": "convert", "command": convert_command(ctx, layer_ids=changes.get("layer_ids")),
+                        "verified": f"checked on the drafter the conversion would write: {again['detail']}"}
+
+
+def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> tuple[Drafter | None, str | None]:
     from compat.convert import Options as ConvertOptions
     from compat.convert import make_plan
 
@@ -202,7 +216,7 @@ def converted_drafter(ctx, convention: str | None = None) -> tuple[Drafter | Non
         try:
             plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
                                             target=target_config if target_config.is_file() else None,
-                                            layer_ids_convention=convention))
+                                            layer_ids=layer_ids, layer_ids_convention=convention or _settled(ctx, layer_ids)))
         except CompatError as err:
             return None, str(err).replace("\n", " ")
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
@@ -222,15 +236,22 @@ def converted_path(ctx) -> str:
     return str(ctx.drafter.path).rstrip("/") + f"-{ctx.engine}-{ctx.version}"
 
 
+def _settled(ctx, layer_ids) -> str | None:
+    """With explicit --layer-ids the conversion needs their convention: the one the drafter's ids were read in."""
+    return ctx.drafter.convention if layer_ids is not None else None
+
+
 def user_convention(ctx) -> str | None:
     """The convention the user told doctor (--layer-ids-convention): the conversion must be told too."""
     return ctx.drafter.convention if ctx.drafter.settled_by == "flag" else None
 
 
-def convert_command(ctx, convention: str | None = None) -> str:
-    convention = convention or user_convention(ctx)
+def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
+    convention = convention or user_convention(ctx) or _settled(ctx, layer_ids)
     parts = ["compat", "convert", "ckpt", str(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
              "--engine-version", str(ctx.version), "--target", str(ctx.target.path)]
+    if layer_ids is not None:
+        parts += ["--layer-ids", ",".join(str(i) for i in layer_ids)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
 
 

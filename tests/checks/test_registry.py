@@ -4,8 +4,9 @@ import pytest
 
 from compat.checks import all_checks, check, get_check
 
-EXPECTED = ["target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors", "vocab-maps",
-            "layer-ids", "method", "known-issues", "launch-command"]
+EXPECTED = ["target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
+            "drafter-config", "vocab-maps",
+            "layer-ids", "aux-inputs", "method", "known-issues", "launch-command"]
 
 
 def test_every_check_is_registered_in_its_order():

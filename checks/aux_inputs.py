@@ -1,0 +1,63 @@
+"""The aux hidden states the release feeds must fit the drafter's fc, under the release's own fc rule.
+
+Three ways this goes wrong, each read from the release's facts (drafter_loader's fc rule, the layers
+aux_layers says are fed) against the checkpoint's `fc.weight`:
+- the checkpoint's fc width is not the width the release builds: loading fails (shape mismatch);
+- the number of aux states fed is not the number fc was built for: the first draft step crashes;
+- an id the target does not have (beyond its layers) is never captured.
+A four-id list against a three-aux fc is what trainers write for their data dumps: the last id is the
+loss-target layer, not an input; the fix is to convert with the first three.
+"""
+
+from __future__ import annotations
+
+from compat import aux_layers
+from compat.checks import check
+from compat.checks._drafter import loader_entry
+from compat.checks.vocab_maps import find_tensor
+from compat.doctor.context import FAIL, PASS, WARN, result
+from compat.probes.drafter_replay import fc_input_width
+
+
+@check("aux-inputs", "the aux hidden states the release feeds fit the drafter's fc", order=65,
+       needs=("drafter_loader", "aux_layer_ids"), fixes=("convert",))
+def aux_inputs(ctx) -> dict:
+    cls, entry = loader_entry(ctx)
+    fc = find_tensor(ctx.drafter.tensors, "fc.weight")
+    if entry is None or fc is None or len(fc[1]) != 2 or not ctx.target.num_layers:
+        return result(WARN, "cannot tell: " + ("no drafter class of this release takes the drafter" if entry is None else
+                      "no 2-d fc.weight in the drafter" if fc is None or len(fc[1]) != 2 else "the target has no layer count"), None)
+    built = fc_input_width(entry, ctx.drafter.config)
+    width, location = fc[1][1], (entry.get("fc") or {}).get("location")
+    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, ctx.target.num_layers, ctx.target.architecture)
+    problems = _problems(ctx, cls, built, width, feeds)
+    extra = {}
+    declared, key = aux_layers.declared_ids(ctx.report, ctx.drafter.config)
+    if declared and built["per_aux"] and width == (len(declared) - 1) * built["per_aux"]:
+        problems.append(f"{key} = {declared} names {len(declared)} layers but fc.weight takes {len(declared) - 1} aux "
+                        f"states: trainers' data dumps list the loss-target layer last ({declared[-1]} is not an input)")
+        extra["convert_with"] = {"layer_ids": declared[:-1]}
+    if problems:
+        return result(FAIL, "; ".join(problems), location, fc={"checkpoint_width": width, **built}, **extra)
+    return result(PASS, f"fc.weight takes {width} = {built['aux_count']} aux states x {built['per_aux']}, as {cls} builds it "
+                  f"and as many as are fed ({'; '.join(f'{f.by}: {f.ids}' for f in feeds)})", location,
+                  fc={"checkpoint_width": width, **built})
+
+
+def _problems(ctx, cls: str, built: dict, width: int, feeds) -> list[str]:
+    problems = []
+    if built["width"] is not None and width != built["width"]:
+        problems.append(f"fc.weight takes {width} inputs but {cls} builds fc for {built['width']} ({built['aux_count']} aux "
+                        f"states x {built['per_aux']}): loading fails on the shape")
+    n = ctx.target.num_layers
+    for feed in feeds:
+        if feed.ids is None:
+            continue
+        beyond = [i for i in feed.ids if i > n]
+        if beyond:
+            problems.append(f"{feed.by} is given ids {beyond} beyond the target's {n} layers: never captured, fewer aux "
+                            "states than fc takes")
+        elif built["aux_count"] is not None and len(feed.ids) != built["aux_count"]:
+            problems.append(f"{feed.by} feeds {len(feed.ids)} aux states {feed.ids} into an fc built for "
+                            f"{built['aux_count']}: the first draft step crashes")
+    return problems
