@@ -149,8 +149,9 @@ def test_dtype_conversion_matches_torch_rounding(tmp_path):
 
 def test_converted_tensor_is_verified_against_the_conversion(tmp_path, monkeypatch):
     import compat.safetensors_stream as stream
+    import compat.safetensors_stream.source as sources
 
-    monkeypatch.setattr(stream, "CHUNK_BYTES", 6)  # chunk boundaries that split elements
+    monkeypatch.setattr(sources, "CHUNK_BYTES", 6)  # chunk boundaries that split elements (bytes_source reads it)
     values = np.arange(10, dtype=np.float32)
     source = bytes_source("F32", (10,), values.tobytes(), "mem")
     [w] = write_safetensors(tmp_path / "o.safetensors", [OutputTensor("v", source, "F16")], None)
