@@ -3,15 +3,15 @@
 Python's json module is more permissive than serde_json (which the safetensors library, and so vLLM and
 SGLang, parse headers with) and is unbounded on hostile text. Here it is wrapped so that:
 
-- NaN, Infinity and -Infinity are refused (serde_json: "expected value");
-- a number literal over MAX_NUMBER_CHARS characters is refused before Python converts it (int() of a
-  4,300-digit literal raises, and its cost grows with the square of the length); serde_json reads
-  integers outside 64 bits, and -0, as floats, so they come back as floats here too (a shape that
-  holds one is refused for its type, as serde_json refuses it), and a number that overflows a float
-  is refused ("number out of range");
+- a number serde_json would refuse comes back as an Unreadable (the caller refuses it where it
+  finds it, so the message names the key): NaN, Infinity, -Infinity, and numbers beyond a float
+  ("number out of range"). A literal over MAX_NUMBER_CHARS characters is never converted (int() of
+  a 4,300-digit literal raises, and its cost grows with the square of the length);
+- serde_json reads integers outside 64 bits, and -0, as floats: so they come back as floats here (a
+  shape holding one is refused for its type, as serde_json refuses it);
 - nesting deeper than Python's recursion limit becomes a refusal instead of a RecursionError;
-  `check_depth` applies serde_json's exact limit (MAX_DEPTH, 127 levels) to a value, for the callers'
-  values whose depth their types do not already bound;
+  `check_value` applies serde_json's exact limit (MAX_DEPTH, 127 levels) to a value and finds the
+  Unreadables in it, for the callers' values whose types do not already refuse them;
 - a string holding a lone surrogate escape ("\\ud800": not Unicode text, not encodable as UTF-8) is
   refused wherever it is, key or value (serde_json refuses them everywhere);
 - the values are counted on the text before it is parsed (commas, brackets and braces, those in
@@ -42,10 +42,6 @@ _DIGITS_TO_ZERO = str.maketrans("123456789", "000000000")
 _NEGATIVE_ZERO = re.compile(r"-0(?![0-9.eE])")
 
 
-def _needs_int_hook(text: str) -> bool:
-    return _NEGATIVE_ZERO.search(text) is not None or "0" * 20 in text.translate(_DIGITS_TO_ZERO)
-
-
 class JsonLimitError(ValueError):
     """The text is not JSON serde_json would read, or exceeds a bound; `path` locates the value."""
 
@@ -62,6 +58,19 @@ class JsonObject(dict):
     duplicates: tuple[str, ...] = ()
 
 
+class Unreadable:
+    """A number serde_json refuses (`stricter` is None) or that compat refuses to convert (too long)."""
+
+    __slots__ = ("reason", "stricter")
+
+    def __init__(self, reason: str, stricter: str | None = None):
+        self.reason = reason
+        self.stricter = stricter
+
+    def __repr__(self) -> str:
+        return f"<{self.reason}>"
+
+
 def _object(pairs: list[tuple[str, object]]) -> JsonObject:
     obj = JsonObject(pairs)
     if len(obj) != len(pairs):
@@ -69,23 +78,19 @@ def _object(pairs: list[tuple[str, object]]) -> JsonObject:
     return obj
 
 
-def _number_length(literal: str) -> None:
+def _float(literal: str) -> float | Unreadable:
     if len(literal) > MAX_NUMBER_CHARS:
-        raise JsonLimitError(f"a number literal of {len(literal):,} characters (more than {MAX_NUMBER_CHARS})",
-                             stricter="number-length")
-
-
-def _float(literal: str) -> float:
-    _number_length(literal)
+        return Unreadable(f"a number literal of {len(literal):,} characters, over compat's {MAX_NUMBER_CHARS}",
+                          stricter="number-length")
     value = float(literal)
     if math.isinf(value):
-        raise JsonLimitError(f"the number {literal[:24]}{'...' if len(literal) > 24 else ''} is out of range")
+        return Unreadable(f"{literal[:24]}{'...' if len(literal) > 24 else ''}, a number out of range")
     return value
 
 
-def _int(literal: str) -> int | float:
+def _int(literal: str) -> int | float | Unreadable:
     if len(literal) > MAX_NUMBER_CHARS:  # far beyond a float: serde_json refuses it too
-        raise JsonLimitError(f"an integer of {len(literal):,} digits is out of range")
+        return Unreadable(f"an integer of {len(literal):,} digits, out of range")
     if literal == "-0":
         return -0.0  # serde_json reads -0 as the float -0.0
     value = int(literal)
@@ -94,8 +99,12 @@ def _int(literal: str) -> int | float:
     return _float(literal)  # serde_json reads integers beyond 64 bits as floats
 
 
-def _constant(name: str):
-    raise JsonLimitError(f"{name} is not a JSON value")
+def _constant(name: str) -> Unreadable:
+    return Unreadable(f"{name}, which is not JSON")
+
+
+def _needs_int_hook(text: str) -> bool:
+    return _NEGATIVE_ZERO.search(text) is not None or "0" * 20 in text.translate(_DIGITS_TO_ZERO)
 
 
 def count_values(text: str) -> int:
@@ -104,7 +113,9 @@ def count_values(text: str) -> int:
 
 
 def loads(text: str, max_values: int) -> object:
-    """Parse `text` as serde_json would, or raise JsonLimitError (json.JSONDecodeError for bad syntax)."""
+    """Parse `text` as serde_json would, or raise JsonLimitError (json.JSONDecodeError for bad syntax).
+
+    The result may hold Unreadable values: check_value finds them, with where they are."""
     values = count_values(text)
     if values > max_values:
         raise JsonLimitError(f"{values:,} JSON values, commas, brackets or braces (more than {max_values:,})",
@@ -121,14 +132,17 @@ def loads(text: str, max_values: int) -> object:
     return value
 
 
-def check_depth(value: object, levels: int) -> None:
-    """Refuse `value` if it nests more than `levels` containers deep (a scalar is 0, [] is 1)."""
+def check_value(value: object, levels: int) -> None:
+    """Refuse `value` if it nests more than `levels` containers deep (a scalar is 0, [] is 1) or holds
+    an Unreadable number."""
     _walk(value, levels, check_strings=False)
 
 
 def _walk(root: object, levels: int, check_strings: bool) -> None:
-    """Depth and lone surrogates, depth first with a stack of iterators: memory grows with the depth
-    (at most `levels` frames), not with the number of values, and there is no recursion."""
+    """Depth, Unreadables and lone surrogates, depth first with a stack of iterators: memory grows
+    with the depth (at most `levels` frames), not with the number of values, and there is no recursion."""
+    if type(root) is Unreadable:
+        raise JsonLimitError(root.reason, stricter=root.stricter)
     if type(root) not in _CONTAINERS:
         return
     if levels < 1:
@@ -137,15 +151,18 @@ def _walk(root: object, levels: int, check_strings: bool) -> None:
     keys: list = []
     while frames:
         for key, item in frames[-1]:
+            kind = type(item)
             if check_strings and type(key) is str and _lone_surrogate(key):
                 raise JsonLimitError(f"the key {key[:40]!r} holds a lone surrogate, which is not text", tuple(keys))
-            if type(item) in _CONTAINERS:
+            if kind in _CONTAINERS:
                 if len(frames) >= levels:
                     raise JsonLimitError(f"nested more than {MAX_DEPTH} levels deep", (*keys, key))
                 frames.append(_items(item))
                 keys.append(key)
                 break
-            if check_strings and type(item) is str and _lone_surrogate(item):
+            if kind is Unreadable:
+                raise JsonLimitError(item.reason, (*keys, key), stricter=item.stricter)
+            if check_strings and kind is str and _lone_surrogate(item):
                 raise JsonLimitError(f"the string {item[:40]!r} holds a lone surrogate, which is not text", (*keys, key))
         else:  # this container is done
             frames.pop()

@@ -106,31 +106,43 @@ def read_header(path: Path) -> SafetensorsHeader:
     return parse_header(path, raw, size)
 
 
-def _read_header_bytes(path: Path) -> tuple[bytes, int]:
+def _read_header_bytes(path: Path) -> tuple[bytearray, int]:
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise RefusedError(f"{path}: cannot open: {exc.strerror}", hint="check that the file exists and is readable") from None
-    with open(fd, "rb") as f:
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise CheckpointFormatError(f"{path}: not a regular file", hint="point at the checkpoint file itself")
-            size = info.st_size
-            prefix = f.read(8)
-            if len(prefix) < 8:
-                raise CheckpointFormatError(f"{path}: {size} bytes, too short to be safetensors (no 8-byte header length)",
-                                            hint="the file is truncated; download or copy it again")
-            (header_len,) = struct.unpack("<Q", prefix)
-            _check_header_length(path, header_len, size)
-            raw = f.read(header_len)
-        except OSError as exc:
-            raise RefusedError(f"{path}: cannot read: {exc.strerror}", hint="check the disk and the file") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointFormatError(f"{path}: not a regular file", hint="point at the checkpoint file itself")
+        size = info.st_size
+        prefix = os.pread(fd, 8, 0)
+        if len(prefix) < 8:
+            raise CheckpointFormatError(f"{path}: {size} bytes, too short to be safetensors (no 8-byte header length)",
+                                        hint="the file is truncated; download or copy it again")
+        (header_len,) = struct.unpack("<Q", prefix)
+        _check_header_length(path, header_len, size)
+        raw = _pread_all(fd, header_len, 8)
+    except OSError as exc:
+        raise RefusedError(f"{path}: cannot read: {exc.strerror}", hint="check the disk and the file") from None
+    finally:
+        os.close(fd)
     if len(raw) < header_len:
         raise CheckpointFormatError(f"{path}: ended while reading its {header_len}-byte header",
                                     hint="the file changed or was truncated while being read")
     return raw, size
+
+
+def _pread_all(fd: int, nbytes: int, offset: int) -> bytearray:
+    buffer = bytearray(nbytes)
+    view, done = memoryview(buffer), 0
+    while done < nbytes:
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if not got:
+            break
+        done += got
+    return buffer if done == nbytes else buffer[:done]  # no copy of a whole header
 
 
 def _check_header_length(path: Path, header_len: int, size: int) -> None:
@@ -146,7 +158,7 @@ def _check_header_length(path: Path, header_len: int, size: int) -> None:
                                     hint="save the checkpoint in shards (save_pretrained(max_shard_size=...))")
 
 
-def parse_header(path: Path, raw: bytes, file_size: int) -> SafetensorsHeader:
+def parse_header(path: Path, raw: bytes | bytearray, file_size: int) -> SafetensorsHeader:
     """Validate the header bytes `raw` of a file of `file_size` bytes (8 + len(raw) + data)."""
     try:
         text = raw.decode("utf-8")
@@ -212,8 +224,9 @@ def _tensor_info(path: Path, name: str, entry: object, data_start: int, data_len
     def fail(detail: str, hint: str = _HINT_CORRUPT, stricter: str | None = None):  # the message is built only on error
         raise CheckpointFormatError(f"{path}: tensor {brief(name)}: {detail}", hint=hint, stricter=stricter)
 
-    if type(entry) is list:
-        fail(f"an array {brief(entry)} where an object with dtype, shape and data_offsets belongs", stricter="tensor-as-array")
+    if type(entry) is list:  # serde's sequence form of a struct, read when it has the three fields in order
+        fail(f"an array {brief(entry)} where an object with dtype, shape and data_offsets belongs",
+             stricter="tensor-as-array" if len(entry) == 3 else None)
     if type(entry) is not bounded_json.JsonObject or not _FIELDS <= entry.keys():
         fail(f"entry must be an object with dtype, shape and data_offsets, not {brief(entry)}")
     if entry.duplicates:  # serde refuses a known field given twice and ignores unknown ones, repeated or not
@@ -241,14 +254,16 @@ def _check_ignored(fail, entry: dict) -> None:
     for key, value in entry.items():
         if key not in _FIELDS:
             try:
-                bounded_json.check_depth(value, bounded_json.MAX_DEPTH - 2)
+                bounded_json.check_value(value, bounded_json.MAX_DEPTH - 2)
             except bounded_json.JsonLimitError as exc:
-                fail(f"field {brief(key)}: {exc.reason}")
+                fail(f"field {brief(key)}: {exc.reason}", stricter=exc.stricter)
 
 
 def _dtype(fail, dtype: object) -> str:
-    if type(dtype) is bounded_json.JsonObject:
-        fail(f"dtype {brief(dtype)} is an object, not a dtype name such as \"F32\"", stricter="dtype-as-object")
+    if type(dtype) is bounded_json.JsonObject:  # serde's map form of an enum: {"F32": null}
+        readable = len(dtype) == 1 and next(iter(dtype)) in DTYPE_BITS and next(iter(dtype.values())) is None
+        fail(f"dtype {brief(dtype)} is an object, not a dtype name such as \"F32\"",
+             stricter="dtype-as-object" if readable else None)
     if type(dtype) is not str or dtype not in DTYPE_BITS:
         fail(f"unknown dtype {brief(dtype)} (known: {', '.join(sorted(DTYPE_BITS))})",
              hint="the file is corrupt or written by a newer format; re-export it")
