@@ -244,6 +244,9 @@ def _safetensors_inputs() -> dict:
         "1,200,000 values in an ignored field": lambda p: _edit(p, _prepend(_entry("zero", extra=',"x":[' + ",".join(["[]"] * 600_000) + "]"))),
         "500,000 values in an ignored field (read)": lambda p: _edit(p, lambda h: h.replace(
             '"data_offsets"', '"x":[' + ",".join(["0"] * 500_000) + '],"data_offsets"', 1)),
+        "110,000 zero-size tensors (a 15 MB header, read)": lambda p: _edit(p, _prepend(",".join(
+            _entry(f"model.layers.{i // 256}.mlp.experts.{i % 256}.down_proj.weight_scale_inv", "BF16", "[0,7168]")
+            for i in range(110_000)))),
         "model.safetensors a FIFO": lambda p: (p.unlink(), os.mkfifo(p)),
         "model.safetensors -> /dev/zero": lambda p: (p.unlink(), p.symlink_to("/dev/zero")),
     }
@@ -293,8 +296,8 @@ def _drafter(work: Path, name: str) -> Path:
 
 def _convert(src: Path, dst: Path, timeout: float) -> dict:
     result = run_child([sys.executable, "-m", "compat", "convert", "ckpt", str(src), str(dst), "--to", "vllm"], timeout)
-    first = next((line for line in result["stderr"].splitlines() if line.startswith("error:")), "")
-    result["message"] = first[:160]
+    lines = result["stderr"].strip().splitlines()
+    result["message"] = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")[:160]
     result["dst_written"] = dst.exists()
     return result
 

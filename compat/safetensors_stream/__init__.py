@@ -26,6 +26,7 @@ import errno
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 from compat.safetensors_stream.dtypes import DTYPE_BITS, DTYPE_NAMES, DTYPE_SIZES, FLOAT_DTYPES, convert_chunk

@@ -16,10 +16,25 @@ parsed by serde_json), because vLLM and SGLang load checkpoints through it; a di
   dtype's bits (no overflow, whole bytes) == end - begin; sorted by offsets, the tensors tile the
   data section exactly: no gap, no overlap, nothing after the last one.
 
-Where compat refuses what the library reads, the error's `stricter` names the reason, one of STRICTER.
-The reader never does work or allocates memory beyond a bound the file cannot move: the header is
-at most MAX_HEADER_BYTES, its JSON at most MAX_JSON_VALUES values, number literals short, sizes
-checked as they are multiplied (no big-integer products), and messages show values abridged.
+Where compat refuses what the library reads, the refusal's `stricter` says why (a key of STRICTER):
+- duplicate-key: a tensor name or a __metadata__ key given twice. The library keeps the last one
+  silently, so which tensor an engine loads would depend on the reader. (A second "__metadata__",
+  or a field of a tensor given twice, the library refuses too.)
+- tensor-as-array: a tensor given as ["F32", [2], [0, 8]]; dtype-as-object: a dtype given as
+  {"F32": null}. serde reads the sequence form of a struct and the map form of an enum; no writer
+  emits them, and a reader that is not serde would not read them.
+- sub-byte-dtype: F4, F6_E2M3, F6_E3M2 (elements packed into shared bytes): compat copies and
+  converts whole bytes per element (DTYPE_SIZES has no entry for them).
+- header-size: a header over MAX_HEADER_BYTES, 16 MiB (the library: 100,000,000 bytes);
+  value-count: more than MAX_JSON_VALUES (1,048,576) commas, brackets and braces in the header,
+  counted before parsing, those inside strings too. Memory stays bounded (~170 MB at the bounds).
+- number-length: a number literal over 1,000 characters, which can only sit in a field the library
+  ignores (it refuses longer integers too: they overflow a float): work stays bounded.
+
+Nothing else differs: gaps, overlaps, trailing bytes, overflowing shapes, NaN, lone surrogates, 128
+levels of nesting are refused by both. The reader's work and memory are bounded whatever the file
+says: the bounds above, number literals never converted when long, sizes checked as they are
+multiplied (no big-integer products), messages showing values abridged, and no recursion.
 """
 
 from __future__ import annotations
