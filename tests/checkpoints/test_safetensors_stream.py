@@ -149,8 +149,9 @@ def test_dtype_conversion_matches_torch_rounding(tmp_path):
 
 def test_converted_tensor_is_verified_against_the_conversion(tmp_path, monkeypatch):
     import compat.safetensors_stream as stream
+    import compat.safetensors_stream.source as sources
 
-    monkeypatch.setattr(stream, "CHUNK_BYTES", 6)  # chunk boundaries that split elements
+    monkeypatch.setattr(sources, "CHUNK_BYTES", 6)  # chunk boundaries that split elements (bytes_source reads it)
     values = np.arange(10, dtype=np.float32)
     source = bytes_source("F32", (10,), values.tobytes(), "mem")
     [w] = write_safetensors(tmp_path / "o.safetensors", [OutputTensor("v", source, "F16")], None)
@@ -175,3 +176,32 @@ def test_parse_size():
     assert parse_size("5GB") == 5 * 10**9 and parse_size("2GiB") == 2 * 2**30 and parse_size("100") == 100
     with pytest.raises(ValueError):
         parse_size("lots")
+
+
+# Every public name of compat/safetensors_stream.py before it became a package, and the seams the
+# tests and bench/bench_convert.py set on it: all still attributes of compat.safetensors_stream.
+BEFORE_THE_SPLIT = [
+    "CHECKSUM", "CHECKSUMS", "CHUNK_BYTES", "COPY_CHUNK_BYTES", "COPY_RANGE_BYTES", "CheckpointFormatError", "DTYPE_NAMES",
+    "DTYPE_SIZES", "FLOAT_DTYPES", "HASH_CHUNK_BYTES", "MAX_HEADER_BYTES", "OutputTensor", "SafetensorsHeader", "TensorInfo",
+    "TensorSource", "VERIFY_CHUNK_BYTES", "WRITEBACK_BYTES", "WrittenTensor", "build_header", "bytes_source", "convert_chunk",
+    "file_source", "hash_range", "hash_tensor", "new_checksum", "output_nbytes", "parse_size", "read_header", "read_range",
+    "read_tensor_bytes", "write_safetensors",
+    "_Check", "_copy_range", "_start_writeback", "_write_all",
+]
+
+
+def test_the_package_keeps_every_name_of_the_module():
+    import compat.safetensors_stream as stream
+
+    assert [name for name in BEFORE_THE_SPLIT if not hasattr(stream, name)] == []
+    assert set(stream.__all__) <= set(dir(stream))
+
+
+def test_the_package_imports_nothing_beyond_the_standard_library(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; import compat.safetensors_stream; "
+            "print(sorted(m for m in ('numpy', 'torch', 'safetensors') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"  # a plain `pip install .` reads and writes safetensors
