@@ -103,7 +103,12 @@ def _show_install(r: dict, console, args) -> None:
     verb = "Replaced the plugin" if r["replaced"] else "Installed the plugin"
     console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({len(r['files'])} files, no engine file changed)")
     for name in r["modules"]:
-        console.print(f"  {name}: patched at import time while its file matches sha256 {r['modules'][name]['sha256_original'][:12]}...")
+        module = r["modules"][name]
+        console.print(f"  {name}: patched at import time while its file matches sha256 {module['sha256_original'][:12]}...")
+        for key, value in module.get("env", {}).items():
+            console.print(f"      [dim]sets {key}={value} where it is imported (unless set): the engine keys its compile cache by the file on disk[/]")
+    for note in r.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}")
     console.print(f"Check with: compat plugin status --engine {r['engine']}{_where(args)}")
     console.print(f"Undo with:  compat plugin remove --engine {r['engine']}{_where(args)}  (or pip uninstall compat-plugin-{r['engine']})")
 

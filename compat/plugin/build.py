@@ -107,6 +107,22 @@ def version_guard(tree: EngineTree) -> dict:
     )
 
 
+def process_env(tree: EngineTree, relpath: str) -> dict[str, str]:
+    """Environment a patched module sets in the engine process (only variables not set already).
+
+    vLLM keys its torch.compile cache by the bytes on disk of the files dynamo traced
+    (`compilation_config.traced_files`, read back with open() in vllm/compilation/backends.py), so a
+    model module patched in memory would share cache entries with the unpatched file, in both
+    directions. Where the tree keys its cache that way and has the switch, the plugin turns the
+    compile cache off in the processes that run a patched model module."""
+    if tree.engine != "vllm" or not relpath.startswith("vllm/model_executor/"):
+        return {}
+    keyed_by_files = any(b"traced_files" in tree.read_bytes(f) and b"open(" in tree.read_bytes(f)
+                         for f in tree.grep("traced_files", under="vllm/compilation"))
+    switch = tree.exists("vllm/envs.py") and b"VLLM_DISABLE_COMPILE_CACHE" in tree.read_bytes("vllm/envs.py")
+    return {"VLLM_DISABLE_COMPILE_CACHE": "1"} if keyed_by_files and switch else {}
+
+
 def build_data(tree: EngineTree, planned: list[PlannedPatch], *, python: str, options: dict) -> dict:
     """plugin.json: everything the runtime needs, nothing it would have to compute."""
     patch_groups = groups(planned)
@@ -123,6 +139,7 @@ def build_data(tree: EngineTree, planned: list[PlannedPatch], *, python: str, op
         modules[module_name(edit.relpath)] = {
             "file": edit.relpath, "patches": patches_of[edit.relpath], "group": group_of[patches_of[edit.relpath][0]],
             "sha256_original": sha256(edit.before), "sha256_patched": sha256(edit.after), "source": source,
+            "env": process_env(tree, edit.relpath),
         }
     return {
         "format": DATA_FORMAT, "tool": "compat", "compat_version": __version__,

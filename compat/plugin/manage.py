@@ -36,8 +36,24 @@ def install(tree: EngineTree, *, python: str | None, select: list[str], skip: li
     with dist.site_lock(site):
         replaced = dist.is_installed(site, tree.engine)
         files = dist.write(site, tree.engine, data)
-    return {"action": "install", "site_packages": str(site), "replaced": replaced, "files": files,
+    notes = []
+    origin = imported_from(exe, tree.engine)
+    if origin is None or not Path(origin).resolve().is_relative_to((tree.root / tree.engine).resolve()):
+        notes.append(f"{exe} imports {tree.engine} from {origin or 'nowhere'}, not from {tree.root / tree.engine}: "
+                     "the plugin leaves any other tree alone (point --path at the tree it imports)")
+    return {"action": "install", "site_packages": str(site), "replaced": replaced, "files": files, "notes": notes,
             "plan": [p.to_json() for p in planned], **summary(data)}
+
+
+def imported_from(python: str, engine: str) -> str | None:
+    """The `__init__.py` `python` would import the engine from (found, not imported), or None."""
+    code = f"import importlib.util; s = importlib.util.find_spec({engine!r}); print(s.origin if s and s.origin else '')"
+    try:
+        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = proc.stdout.strip().splitlines()
+    return lines[-1] if proc.returncode == 0 and lines and lines[-1] else None
 
 
 def summary(data: dict) -> dict:
@@ -45,7 +61,7 @@ def summary(data: dict) -> dict:
     return {
         **{k: data.get(k) for k in keys},
         "patches": [{k: p[k] for k in ("id", "description", "versions", "options", "files")} for p in data.get("patches", [])],
-        "modules": {name: {"file": m["file"], "patches": m["patches"], "sha256_original": m["sha256_original"]}
+        "modules": {name: {"file": m["file"], "patches": m["patches"], "sha256_original": m["sha256_original"], "env": m.get("env", {})}
                     for name, m in data.get("modules", {}).items()},
     }
 

@@ -160,6 +160,16 @@ def forget_lines(path):
     linecache.cache.pop(path, None)
 
 
+def set_env(env, name):
+    """Variables the patched module needs in this process (e.g. vLLM's compile cache off: it is keyed
+    by the files on disk, which the plugin does not change); never overrides what the user set."""
+    for key, value in sorted(env.items()):
+        if key not in os.environ:
+            os.environ[key] = value
+            say(key, "set %s=%s in this process: %s is patched in memory and the engine's compile cache is keyed "
+                "by the file on disk" % (key, value, name))
+
+
 def reset_namespace(module):
     keep = ("__name__", "__spec__", "__loader__", "__file__", "__path__", "__package__", "__cached__", "__builtins__")
     for name in list(vars(module)):
@@ -192,6 +202,7 @@ class PatchedLoader(SourceFileLoader):
             say(module.__name__, "the patched source does not compile here (%s): imported unpatched" % err)
             return self.run_original(module)
         remember_lines(self.path, self.source)
+        set_env(self.entry.get("env") or {}, module.__name__)
         setattr(module, MARK, {"patches": list(self.entry.get("patches", [])), "sha256_patched": self.entry.get("sha256_patched")})
         try:
             exec(code, module.__dict__)

@@ -55,7 +55,7 @@ def test_install_patches_in_memory_and_changes_no_engine_file(fake_venv, capsys)
     code, result = install(capsys, python, "--select", BLOCK16)
     assert code == 0, result
     assert result["schema"] == "compat.plugin/1" and [p["id"] for p in result["patches"]] == [BLOCK16]
-    assert list(result["modules"]) == [CPU_ATTN_MODULE]
+    assert list(result["modules"]) == [CPU_ATTN_MODULE] and result["notes"] == []
     added = listing(site) - before_files
     assert added and all(f.startswith("compat_plugin_vllm") for f in added), added
     assert before_files <= listing(site)
@@ -324,3 +324,63 @@ def test_groups_apply_all_or_nothing_and_patch_options_reach_the_transform(tmp_p
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"whitelisted": True, "capture": False}
     assert "deepseek_v2" in proc.stderr and "left alone" in proc.stderr
+
+
+def test_a_tree_the_python_does_not_import_is_named_in_a_note(fake_venv, tmp_path, capsys):
+    from patch_trees import write_mini_vllm
+
+    python, site = fake_venv
+    elsewhere = write_mini_vllm(tmp_path / "checkout")
+    code, result = install(capsys, python, "--path", str(elsewhere), "--select", "vllm-eagle3-whitelist")
+    assert code == 0, result
+    assert len(result["notes"]) == 1 and f"imports vllm from {site / 'vllm/__init__.py'}" in result["notes"][0], result["notes"]
+    assert show(python)[0]["sizes"] == ORIGINAL  # the venv's own vllm: not what the plugin was built for
+
+
+def test_the_api_for_compat_env_and_doctor(fake_venv, capsys):
+    import shlex
+
+    from compat.cli import parse
+    from compat.plugin import installed_plugins, plugin_command
+
+    python, site = fake_venv
+    assert installed_plugins(str(python)) == []
+    assert install(capsys, python, "--select", BLOCK16)[0] == 0
+    [found] = installed_plugins(str(python))
+    assert found["engine"] == "vllm" and found["site_packages"] == str(site)
+    assert found["modules"][CPU_ATTN_MODULE]["hash"] == "matches"
+
+    line = plugin_command("vllm", [BLOCK16, "vllm-eagle3-whitelist"], ["glm4_moe"], python=str(python))
+    args = parse(shlex.split(line)[1:])
+    assert (args.command, args.action, args.engine, args.python) == ("plugin", "install", "vllm", str(python))
+    assert args.select == [BLOCK16, "vllm-eagle3-whitelist"] and args.model_types == ["glm4_moe"]
+
+
+def test_a_patched_model_module_turns_vllms_file_keyed_compile_cache_off(tmp_path, capsys):
+    """vLLM hashes the traced files as they are on disk for its torch.compile cache; a model module
+    patched in memory must not share cache entries with the unpatched file."""
+    from patch_trees import write_mini_vllm
+    import plugin_env
+
+    python = plugin_env.make_venv(tmp_path / "venv")
+    site = plugin_env.site_packages(python)
+    write_mini_vllm(site)
+    (site / "vllm/envs.py").write_text('environment_variables = {"VLLM_DISABLE_COMPILE_CACHE": lambda: False}\n')
+    (site / "vllm/compilation").mkdir()
+    (site / "vllm/compilation/__init__.py").write_text("")
+    (site / "vllm/compilation/backends.py").write_text(
+        "def code_hash(config):\n    for path in sorted(config.traced_files):\n        with open(path) as f:\n            yield f.read()\n")
+    code, result = install(capsys, python, "--path", str(site))
+    assert code == 0, result
+    check = """
+        import json, os
+        import vllm.config.speculative
+        before = os.environ.get("VLLM_DISABLE_COMPILE_CACHE")
+        from vllm.model_executor.models import deepseek_v2
+        print(json.dumps([before, os.environ.get("VLLM_DISABLE_COMPILE_CACHE")]))
+    """
+    proc = run_python(python, check)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == [None, "1"], proc.stderr
+    assert "VLLM_DISABLE_COMPILE_CACHE=1" in proc.stderr and "deepseek_v2" in proc.stderr
+    proc = run_python(python, check, {"VLLM_DISABLE_COMPILE_CACHE": "0"})  # the user's setting wins
+    assert proc.returncode == 0 and json.loads(proc.stdout) == ["0", "0"] and proc.stderr == "", proc.stderr
