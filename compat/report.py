@@ -39,6 +39,9 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
             errors.append(probe.key)
         report[probe.key] = value
     report["compat_patches"] = _applied_patches(tree)
+    from compat.plugin import state as plugin_state  # compat plugin mode: what it patches in memory, None when absent
+
+    report["compat_plugin"] = plugin_state(tree)
     if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
         report["version"] = report["version_in_source"].get("version")
     report["probe_errors"] = errors

@@ -1,0 +1,151 @@
+"""`compat plugin install|status|remove`: compat's patches applied in memory, no engine file changed.
+
+The work is compat/plugin/; this file is the command line and what it prints.
+"""
+
+from __future__ import annotations
+
+from compat.output import EXIT_CODES, print_json
+
+NAME = "plugin"
+ORDER = 25
+SUMMARY = "apply the patches in memory at import time (a plugin in the serving venv; no engine file changed)"
+DESCRIPTION = (
+    "Install into the serving environment a small distribution of compat's own that applies the patches selected "
+    "for the installed engine release in memory, when each engine process imports the module: for deployments "
+    "whose engine files must not change (read-only images, shared venvs, pip-checked hashes). The patched source "
+    "is computed now, by the same transforms as compat patch; the serving venv needs neither compat nor libcst. "
+    "A module whose file is not byte for byte the one the plugin was built on, or another release, is left alone "
+    "with one log line."
+)
+
+EPILOG = """examples:
+  compat plugin install --engine vllm --python /opt/venv/bin/python
+                                            every patch offered for that venv's vLLM, applied in memory
+  compat plugin install --engine vllm --python PY --select vllm-cpu-attn-block16
+  compat plugin install --engine vllm --select vllm-eagle3-whitelist --model-type glm4_moe
+  compat plugin status --engine vllm --python PY     what is installed, and does each file still match
+  compat plugin remove --engine vllm --python PY     remove it (pip uninstall compat-plugin-vllm does too)
+
+What is installed in the venv's site-packages: compat_plugin_<engine>/ (the hook and plugin.json,
+the patched sources with the sha256 of the originals), compat_plugin_<engine>.pth (turns the import
+hook on at start-up), compat_plugin_<engine>-<v>.dist-info (RECORD; for vLLM the vllm.general_plugins
+entry point). Upgrade the engine, then run install again: the old plugin leaves the new release alone.
+COMPAT_PLUGIN_DISABLE=1 turns the hook off for one process; COMPAT_PLUGIN_VERBOSE=1 logs each patched module.
+""" + "\n" + EXIT_CODES
+
+ACTIONS = ("install", "status", "remove")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, or remove it")
+    where = parser.add_argument_group("where")
+    where.add_argument("--engine", metavar="ENGINE", required=True, choices=("vllm", "sglang"), help="vllm or sglang")
+    where.add_argument("--python", metavar="PATH",
+                       help="the serving environment's interpreter (default: this one); the plugin goes into its site-packages")
+    where.add_argument("--path", metavar="DIR",
+                       help="install: the engine tree that interpreter imports, when it is not an installed distribution "
+                       "(a checkout on its path); default: the engine installed in --python")
+    choice = parser.add_argument_group("which patches (install; as for compat patch)")
+    choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
+    choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
+    choice.add_argument("--model-type", metavar="TYPE", action="append", default=[], dest="model_types",
+                        help="also whitelist this target model_type (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
+
+
+def patch_options(args) -> dict:
+    """The patch options of the command line, as compat.plugin.build.plan_patches takes them."""
+    from compat.errors import UsageError
+    from compat.patches.vllm.eagle3_whitelist import MODEL_TYPE_RE
+
+    bad = [v for v in args.model_types if not MODEL_TYPE_RE.match(v)]
+    if bad:
+        raise UsageError(f"--model-type {bad[0]!r}: not a model_type", hint="a config.json model_type such as kimi_k2 or glm4_moe")
+    return {"model_types": list(args.model_types)}
+
+
+def run(args, console) -> int:
+    from compat import plugin
+
+    if args.action != "install" and (args.select or args.skip or args.model_types or args.path):
+        from compat.errors import UsageError
+
+        raise UsageError(f"--select/--skip/--model-type/--path are for install, not {args.action}")
+    if args.action == "install":
+        from compat.sources import open_tree
+
+        options = patch_options(args)
+        tree = open_tree(args.engine, path=args.path, python=args.python, progress=not args.json)
+        result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options)
+        show = _show_install
+    elif args.action == "status":
+        result = plugin.status(args.engine, args.python)
+        show = _show_status
+    else:
+        result = plugin.remove(args.engine, args.python)
+        show = _show_remove
+    if args.json:
+        print_json({**result, "exit_code": 0}, "plugin")
+    else:
+        show(result, console, args)
+    return 0
+
+
+def _where(args) -> str:
+    return f" --python {args.python}" if args.python else ""
+
+
+def _show_install(r: dict, console, args) -> None:
+    console.print(f"[bold]{r['distribution'] or r['engine']} {r['engine_version']}[/]  at {r['root']}")
+    for p in r["patches"]:
+        console.print(f"  [bold green]in memory[/]  [bold]{p['id']}[/]  [dim]({p['versions']})[/]  {', '.join(p['files'])}")
+    verb = "Replaced the plugin" if r["replaced"] else "Installed the plugin"
+    console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({len(r['files'])} files, no engine file changed)")
+    for name in r["modules"]:
+        module = r["modules"][name]
+        console.print(f"  {name}: patched at import time while its file matches sha256 {module['sha256_original'][:12]}...")
+        for key, value in module.get("env", {}).items():
+            console.print(f"      [dim]sets {key}={value} where it is imported (unless set): the engine keys its compile cache by the file on disk[/]")
+    for note in r.get("notes", []):
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"Check with: compat plugin status --engine {r['engine']}{_where(args)}")
+    console.print(f"Undo with:  compat plugin remove --engine {r['engine']}{_where(args)}  (or pip uninstall compat-plugin-{r['engine']})")
+
+
+_HASH_TEXT = {
+    "matches": "[green]file matches: patched at import[/]",
+    "changed": "[red]file changed since install: left alone[/]",
+    "patched-on-disk": "[yellow]already patched on disk: left alone[/]",
+    "missing": "[red]file missing[/]",
+}
+
+
+def _show_status(r: dict, console, args) -> None:
+    if not r["installed"]:
+        console.print(f"No compat plugin for {r['engine']} in {r['site_packages']}")
+        return
+    if r.get("damaged"):
+        console.print(f"[red]compat-plugin-{r['engine']} in {r['site_packages']} is damaged[/]: {r['damaged']}")
+        console.print(f"Fix with: compat plugin remove --engine {r['engine']}{_where(args)}, then install again")
+        return
+    console.print(f"[bold]compat-plugin-{r['engine']}[/] {r['compat_version']} in {r['site_packages']}")
+    console.print(f"  built {r['installed_at']} for {r['distribution'] or r['engine']} {r['engine_version']} at {r['root']}")
+    live = r.get("live", {})
+    if "error" in live:
+        console.print(f"  [red]hook: {live['error']}[/]")
+    else:
+        active = "[green]on[/] (installed by its .pth at start-up)" if live.get("hook_active") else "[red]off[/] (the .pth did not run)"
+        console.print(f"  import hook in {r['python']}: {active}" + ("  [yellow]COMPAT_PLUGIN_DISABLE is set[/]" if live.get("disabled") else ""))
+    for p in r["patches"]:
+        console.print(f"  patch [bold]{p['id']}[/]  ({p['versions']})  {p['description']}")
+    for name, m in r["modules"].items():
+        why = (live.get("modules", {}).get(name) or {}).get("why")
+        console.print(f"  {name}  {m['file']}  {_HASH_TEXT.get(m['hash'], m['hash'])}" + (f"\n      [dim]{why}[/]" if why and m["hash"] == "matches" else ""))
+
+
+def _show_remove(r: dict, console, args) -> None:
+    if not r["removed"]:
+        console.print(f"Nothing to remove: no compat plugin for {r['engine']} in {r['site_packages']}")
+        return
+    console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({len(r['removed'])} files)")

@@ -1,0 +1,233 @@
+"""The plugin as a distribution of its own in the serving environment's site-packages.
+
+    compat_plugin_<engine>/__init__.py          the runtime (runtime.py, copied verbatim)
+    compat_plugin_<engine>/plugin.json          the patched sources and hashes (build.py)
+    compat_plugin_<engine>.pth                  `install()` at interpreter start-up: the import hook
+    compat_plugin_<engine>-<v>.dist-info/       METADATA, INSTALLER, RECORD (every file, sha256),
+                                                entry_points.txt (vLLM: vllm.general_plugins)
+
+A real dist-info, so `pip uninstall compat-plugin-<engine>` removes it as well as `compat plugin
+remove`. Writing is in an order that is safe to kill at any instant: the package and the dist-info
+go in under temporary names and are renamed into place, the `.pth` (which turns the hook on) is
+written last and removed first. Only these names are ever written or removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from compat import __version__
+from compat.errors import RefusedError, SourceError
+
+RUNTIME = Path(__file__).with_name("runtime.py")
+DATA_NAME = "plugin.json"
+ENTRY_POINT_GROUPS = {"vllm": "vllm.general_plugins"}  # SGLang: the .pth import hook only
+LOCK_TIMEOUT = 60.0
+
+
+def package_name(engine: str) -> str:
+    return f"compat_plugin_{engine}"
+
+
+def distribution_name(engine: str) -> str:
+    return f"compat-plugin-{engine}"
+
+
+def pth_line(engine: str) -> str:
+    # A .pth line that starts with `import` is executed by site.py; a failure must never be noisy or fatal.
+    return (f'import sys; exec("try:\\n    import {package_name(engine)} as p; p.install()\\n'
+            f'except Exception:\\n    pass")\n')
+
+
+def site_packages(python: str | None) -> Path:
+    """The purelib directory of `python` (default: this interpreter): where its .pth files are read."""
+    import sys
+
+    exe = Path(python or sys.executable)
+    if exe.is_dir():
+        exe = exe / "bin" / "python"
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    try:
+        out = subprocess.run([str(exe), "-E", "-c", code], capture_output=True, text=True, timeout=60, check=True, cwd="/")
+    except (OSError, subprocess.SubprocessError) as err:
+        detail = getattr(err, "stderr", "") or str(err)
+        raise SourceError(f"--python {exe}: could not ask it for its site-packages: {detail.strip()[-300:]}") from None
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def _dist_infos(site: Path, engine: str) -> list[Path]:
+    return sorted(site.glob(f"{package_name(engine)}-*.dist-info"))
+
+
+def _our_paths(site: Path, engine: str) -> list[Path]:
+    """Every top-level name of ours in `site`, including leftovers of an interrupted run and any other
+    top-level name our RECORD lists (never a name that is not ours: each starts with the package name)."""
+    name = package_name(engine)
+    found = [site / f"{name}.pth", site / name]
+    for info in _dist_infos(site, engine):
+        found += [site / top for top in _record_tops(info) if top.startswith(name)]
+        found.append(info)
+    found += sorted(site.glob(f".{name}*.compat-tmp"))
+    return [p for p in dict.fromkeys(found) if p.exists() or p.is_symlink()]
+
+
+def _record_tops(info: Path) -> list[str]:
+    try:
+        rows = (info / "RECORD").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    tops = []
+    for row in rows:
+        rel = row.rsplit(",", 2)[0] if row.count(",") >= 2 else row
+        top = rel.replace("\\", "/").split("/")[0]
+        if top and top not in (".", "..") and not os.path.isabs(rel):
+            tops.append(top)
+    return tops
+
+
+def is_installed(site: Path, engine: str) -> bool:
+    return (site / package_name(engine) / DATA_NAME).is_file() or bool(_dist_infos(site, engine))
+
+
+def read_data(site: Path, engine: str) -> dict | None:
+    """plugin.json as installed, or None; a damaged file is reported as such, not raised."""
+    path = site / package_name(engine) / DATA_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        return {"damaged": f"{path}: {err}"}
+    return data if isinstance(data, dict) else {"damaged": f"{path}: not a JSON object"}
+
+
+def _hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _files(engine: str, data: dict) -> dict[str, bytes]:
+    """relpath (under site-packages) -> bytes, every file of the distribution but RECORD."""
+    name, dist = package_name(engine), f"{package_name(engine)}-{__version__}.dist-info"
+    metadata = (
+        "Metadata-Version: 2.1\n"
+        f"Name: {distribution_name(engine)}\n"
+        f"Version: {__version__}\n"
+        f"Summary: compat's patches for {data.get('distribution') or engine} {data.get('engine_version')}, applied in memory at import time\n"
+        "Requires-Python: >=3.8\n"
+    )
+    files = {
+        f"{name}/__init__.py": RUNTIME.read_bytes(),
+        f"{name}/{DATA_NAME}": (json.dumps(data, indent=1, sort_keys=True) + "\n").encode("utf-8"),
+        f"{dist}/METADATA": metadata.encode(),
+        f"{dist}/INSTALLER": b"compat\n",
+        f"{dist}/top_level.txt": f"{name}\n".encode(),
+        f"{name}.pth": pth_line(engine).encode(),
+    }
+    group = ENTRY_POINT_GROUPS.get(engine)
+    if group:
+        files[f"{dist}/entry_points.txt"] = f"[{group}]\ncompat = {name}:register\n".encode()
+    return files
+
+
+def _record(files: dict[str, bytes], dist: str) -> bytes:
+    rows = [f"{rel},{_hash(data)},{len(data)}" for rel, data in sorted(files.items())]
+    rows.append(f"{dist}/RECORD,,")
+    return ("\n".join(rows) + "\n").encode()
+
+
+@contextlib.contextmanager
+def site_lock(site: Path, timeout: float = LOCK_TIMEOUT):
+    """An exclusive flock on the site-packages directory: one plugin install/remove at a time."""
+    fd = os.open(site, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise RefusedError(f"another compat run holds {site} (waited {timeout:.0f} s); nothing was changed",
+                                       hint="let it finish, then run again") from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def check_writable(site: Path) -> None:
+    if not site.is_dir():
+        raise RefusedError(f"{site} does not exist", hint="pass the serving venv's python with --python")
+    if not os.access(site, os.W_OK):
+        raise RefusedError(f"{site} is not writable; nothing was changed",
+                           hint="run compat plugin as the user that owns the environment (or with sudo for a system-wide one)")
+
+
+def write(site: Path, engine: str, data: dict) -> list[str]:
+    """Install the distribution (replacing an earlier one of ours); returns the files written."""
+    files = _files(engine, data)
+    dist = f"{package_name(engine)}-{__version__}.dist-info"
+    files[f"{dist}/RECORD"] = _record(files, dist)
+    remove(site, engine)
+    staged = {}
+    try:
+        for top in (package_name(engine), dist):
+            tmp = Path(tempfile.mkdtemp(prefix=f".{top}.", suffix=".compat-tmp", dir=site))
+            staged[top] = tmp
+            for rel, content in files.items():
+                if rel.startswith(top + "/"):
+                    (tmp / rel[len(top) + 1:]).write_bytes(content)
+            os.chmod(tmp, 0o755)
+        for top, tmp in staged.items():
+            os.replace(tmp, site / top)
+        _write_atomic(site / f"{package_name(engine)}.pth", files[f"{package_name(engine)}.pth"])
+    except BaseException:
+        remove(site, engine)
+        raise
+    return sorted(files)
+
+
+def _write_atomic(path: Path, content: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".compat-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def remove(site: Path, engine: str) -> list[str]:
+    """Remove every file of ours (the .pth first: the hook is off before anything else goes)."""
+    removed = []
+    for path in _our_paths(site, engine):
+        if path.is_dir() and not path.is_symlink():
+            removed += sorted(str(p.relative_to(site)) for p in path.rglob("*") if p.is_file())
+            shutil.rmtree(path)
+        else:
+            removed.append(str(path.relative_to(site)))
+            path.unlink()
+    return removed
+
+
+def listing(site: Path, engine: str) -> list[str]:
+    """The files of ours that are there now (for status)."""
+    out = []
+    for path in _our_paths(site, engine):
+        out += [str(p.relative_to(site)) for p in path.rglob("*") if p.is_file()] if path.is_dir() else [str(path.relative_to(site))]
+    return sorted(out)
