@@ -13,6 +13,6 @@ from compat.probes.sglang._models import models_index
 from compat.tree import EngineTree
 
 
-@probe("sglang", "target_architectures", "Architectures the models folder registers", order=55)
+@probe("sglang", "target_architectures", "Architectures the models folder registers", order=90)
 def target_architectures(tree: EngineTree) -> dict[str, str]:
     return {arch: tree.loc(relpath, line) for arch, (relpath, line) in sorted(models_index(tree).registered.items())}

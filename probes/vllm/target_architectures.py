@@ -19,7 +19,7 @@ from compat.tree import EngineTree
 TARGET_TABLES = re.compile(r"GENERATION|MULTIMODAL")  # generation models; not pooling or speculative tables
 
 
-@probe("vllm", "target_architectures", "Target architectures the model registry knows", order=55)
+@probe("vllm", "target_architectures", "Target architectures the model registry knows", order=90)
 def target_architectures(tree: EngineTree) -> dict[str, str]:
     relpath = registry_file(tree)
     return {e.architecture: tree.loc(relpath, e.lineno) for e in registry_entries(tree) if TARGET_TABLES.search(e.table)}
