@@ -1,11 +1,13 @@
 """Kill a command at its N-th write-like system call, or after a delay: the crash-injection harness.
 
-`strace -e inject=...:signal=KILL:when=N` delivers SIGKILL to the process at the N-th call of any
-syscall in the set (one counter across the set), before the call runs. Walking N = 1, 2, ... until
-a run completes reaches every instant at which a write, rename, fsync or unlink could be cut off,
-which is where a half-done patch or conversion could be left behind. No product code knows about it.
+`strace -e inject=SYSCALL:signal=KILL:when=N` delivers SIGKILL to the process at the N-th call of
+SYSCALL, before the call runs. strace keeps one counter per syscall (with a set, the first syscall of
+the set to reach N fires), so the harness injects one syscall at a time: for each write-like syscall,
+N = 1, 2, ... until a run completes. That reaches every instant at which a write, rename, fsync or
+unlink could be cut off, which is where a half-done patch or conversion could be left behind. No
+product code knows about it.
 
-    for n, proc in kill_points(argv):      # proc.returncode is KILLED for every n but the last
+    for point, proc in kill_points(argv):   # point is "rename#1"; proc.returncode is KILLED but for the last of each
         check_the_tree_recovers()
 """
 
@@ -48,21 +50,25 @@ def run_killed_at(argv: list[str], n: int, *, syscalls=WRITE_SYSCALLS, env: dict
     return subprocess.run(cmd, capture_output=True, text=True, env=_env(env), cwd=cwd, timeout=timeout)
 
 
-def kill_points(argv: list[str], *, start: int = 1, step: int = 1, limit: int = 100_000, **kwargs
-                ) -> Iterator[tuple[int, subprocess.CompletedProcess]]:
-    """Yield (n, result) for n = start, start + step, ... until a run is not killed (that one included)."""
-    n = start
-    while n <= limit:
-        proc = run_killed_at(argv, n, **kwargs)
-        yield n, proc
-        if not was_killed(proc):
-            return
-        n += step
-    raise AssertionError(f"{argv} was still being killed at syscall {limit}")
+def kill_points(argv: list[str], *, syscalls=WRITE_SYSCALLS, counts: dict[str, int] | None = None, step: int = 1,
+                limit: int = 100_000, **kwargs) -> Iterator[tuple[str, subprocess.CompletedProcess]]:
+    """Yield ("rename#2", result) for every call of every syscall of `syscalls` a normal run makes (every
+    `step`-th), each killed run followed by the recovery the caller checks. `counts` (from count_calls)
+    skips syscalls the run never makes."""
+    counts = count_calls(argv, syscalls=syscalls, **kwargs) if counts is None else counts
+    for syscall in syscalls:
+        total = counts.get(syscall, 0)
+        for n in range(1, min(total, limit) + 1, step):
+            yield f"{syscall}#{n}", run_killed_at(argv, n, syscalls=(syscall,), **kwargs)
 
 
 def count_write_calls(argv: list[str], **kwargs) -> int:
     """How many write-like calls a normal run makes (to spread a fixed number of kill points over it)."""
+    return sum(count_calls(argv, **kwargs).values())
+
+
+def count_calls(argv: list[str], **kwargs) -> dict[str, int]:
+    """Calls per syscall of a normal run: {"write": 12, "rename": 3, ...}."""
     names = ",".join(kwargs.pop("syscalls", WRITE_SYSCALLS))
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"strace-count-{os.getpid()}-{time.monotonic_ns()}")
     try:
@@ -73,8 +79,12 @@ def count_write_calls(argv: list[str], **kwargs) -> int:
     finally:
         if os.path.exists(out):
             os.unlink(out)
-    total = [line for line in lines if line.strip().endswith("total")]
-    return int(total[0].split()[3]) if total else 0  # % time, seconds, usecs/call, calls, [errors,] total
+    out = {}
+    for line in lines:  # % time, seconds, usecs/call, calls, [errors,] syscall
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] != "total" and parts[3].isdigit():
+            out[parts[-1]] = int(parts[3])
+    return out
 
 
 def run_killed_after(argv: list[str], delay: float, *, env: dict | None = None, cwd=None,
