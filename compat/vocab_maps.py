@@ -18,6 +18,7 @@ bound that memory whatever a header claims. `python bench/bench_vocab_maps.py` t
 
 from __future__ import annotations
 
+import operator
 import sys
 from array import array
 from dataclasses import dataclass
@@ -73,8 +74,8 @@ def vocab_map_problems(draft_vocab_size: int | None, vocab_size: int | None,
     targets = _d2t_targets(d2t, draft, vocab, problems) if d2t is not None else None
     if t2d_ok:
         mask = t2d.read()
-        marked = _t2d_marks(mask, t2d.shape[0], draft, problems)
-        if marked is not None and targets is not None and marked != targets:
+        if _t2d_valid(mask, t2d.shape[0], draft, problems) and targets is not None and not _marks_exactly(mask, targets):
+            marked = _marks(mask)
             i = next(i for i, (a, b) in enumerate(zip(targets, marked)) if a != b)
             problems.append(Problem(f"d2t and t2d disagree at draft id {i}: d2t gives target {targets[i]}, "
                                     f"t2d's {i}-th marked token is {marked[i]}; {CONVENTION}",
@@ -140,14 +141,14 @@ def _d2t_targets(d2t: MapTensor, draft: int | None, vocab: int | None, problems:
                                 "the map is corrupt or from another tool"))
         return None
     # target ids i + d2t[i] strictly increase exactly when the offsets never decrease
-    if n > 1 and not all(map(int.__le__, offsets, offsets[1:])):
+    if n > 1 and offsets != sorted(offsets):
         i = next(i for i in range(n - 1) if offsets[i + 1] < offsets[i])
         problems.append(Problem(f"d2t maps draft ids {i} and {i + 1} to target ids {i + offsets[i]} and {i + 1 + offsets[i + 1]}: "
                                 f"not strictly increasing; {CONVENTION}",
                                 "if d2t holds absolute target ids, convert it with d2t - arange(draft_vocab_size)"))
         return None
     if vocab is not None and n and n - 1 + offsets[-1] >= vocab:
-        strictly = all(map(int.__lt__, offsets, offsets[1:])) and offsets[-1] < vocab
+        strictly = all(map(operator.lt, offsets, offsets[1:])) and offsets[-1] < vocab
         problems.append(Problem(f"d2t maps draft id {n - 1} to target id {n - 1 + offsets[-1]}, beyond vocab_size {vocab}; {CONVENTION}",
                                 "d2t looks like absolute target ids: store d2t - arange(draft_vocab_size)" if strictly
                                 else "the map belongs to another vocabulary"))
@@ -160,19 +161,28 @@ def _d2t_targets(d2t: MapTensor, draft: int | None, vocab: int | None, problems:
     return _targets(offsets)
 
 
-def _t2d_marks(mask: bytes, entries: int, draft: int | None, problems: list[Problem]) -> list[int] | None:
+def _t2d_valid(mask: bytes, entries: int, draft: int | None, problems: list[Problem]) -> bool:
     if len(mask) != entries:
         problems.append(Problem(f"t2d: {len(mask)} bytes for {entries} entries", "the file is corrupt; export it again"))
-        return None
+        return False
     if mask.translate(None, b"\x00\x01"):
         problems.append(Problem("t2d holds values other than 0/1; it must be a bool mask over the target vocabulary"))
-        return None
+        return False
     count = mask.count(1)
     if draft is not None and count != draft:
         problems.append(Problem(f"t2d marks {count} target tokens but draft_vocab_size is {draft}: "
                                 "exactly draft_vocab_size entries must be true", "d2t/t2d come from another run than lm_head"))
-        return None
-    return _marks(mask)
+        return False
+    return True
+
+
+def _marks_exactly(mask: bytes, targets: list[int]) -> bool:
+    """t2d marks exactly d2t's targets (all in range): as many marks as targets, and every target marked."""
+    if mask.count(1) != len(targets):
+        return False
+    if len(targets) < 2:
+        return all(mask[t] for t in targets)
+    return 0 not in operator.itemgetter(*targets)(mask)
 
 
 def _offsets(d2t: MapTensor) -> list[int] | None:
@@ -188,7 +198,7 @@ def _offsets(d2t: MapTensor) -> list[int] | None:
 
 
 def _targets(offsets: list[int]) -> list[int]:
-    return [i + v for i, v in enumerate(offsets)]
+    return list(map(operator.add, range(len(offsets)), offsets))
 
 
 def _marks(mask: bytes) -> list[int]:
