@@ -31,6 +31,19 @@ REBUILD_TENSOR = {"torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tens
 REBUILD_PARAMETER = "torch._utils._rebuild_parameter"
 ORDERED_DICT = "collections.OrderedDict"
 ALLOWED = REBUILD_TENSOR | {REBUILD_PARAMETER, ORDERED_DICT, "torch.Size", "_codecs.encode"}
+try:  # protocol <= 2 spells names the Python 2 way; the unpickler maps them back (fix_imports) with these tables
+    from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+except ImportError:  # pragma: no cover - every CPython has it
+    IMPORT_MAPPING, NAME_MAPPING = {"__builtin__": "builtins", "copy_reg": "copyreg"}, {}
+
+
+def python3_name(module: str, name: str) -> "Global":
+    """The global the unpickler would look up for this (possibly Python 2) spelling."""
+    if (module, name) in NAME_MAPPING:
+        module, name = NAME_MAPPING[(module, name)]
+    elif module in IMPORT_MAPPING:
+        module = IMPORT_MAPPING[module]
+    return Global(module, name)
 
 
 class ScanError(ValueError):
@@ -122,14 +135,15 @@ def _step(name: str, arg, stack: list, memo: dict) -> None:  # noqa: C901 - one 
         stack.append(_MARK)
     elif name in ("GLOBAL", "INST"):
         module, _, attr = arg.partition(" ")
+        found = python3_name(module, attr)
         if name == "INST":
-            raise ScanError(f"the pickle instantiates {module}.{attr}")
-        stack.append(Global(module, attr))
+            raise ScanError(f"the pickle instantiates {found}")
+        stack.append(found)
     elif name == "STACK_GLOBAL":
         attr, module = stack.pop(), stack.pop()
         if not (isinstance(module, str) and isinstance(attr, str)):
             raise ScanError("the pickle computes the name of a global")
-        stack.append(Global(module, attr))
+        stack.append(python3_name(module, attr))
     elif name in ("REDUCE", "NEWOBJ"):
         args, func = stack.pop(), stack.pop()
         stack.append(_call(func, args))

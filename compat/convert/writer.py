@@ -23,7 +23,7 @@ from .plan import Plan
 from .record import build_record
 from .source import INDEX_FILE, copy_extra_file
 from .staging import commit, fsync_dir, make_staging
-from .verify import verify
+from .verification import verify
 
 
 @dataclass
