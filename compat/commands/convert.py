@@ -25,7 +25,8 @@ CKPT_EPILOG = (
     "Examples:\n"
     "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine-version 0.20.0 --target ./Kimi-K2\n"
     "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine-version 0.5.8 --dry-run\n\n"
-    "Exit codes: 0 ok, 1 verification failed, 2 usage, 4 refused (bad input, DST exists)."
+    "Exit codes: 0 ok, 1 verification failed, 2 usage, 4 refused (bad input, DST exists, a disk error;\n"
+    "nothing changed), 130 interrupted (SIGINT, SIGTERM or SIGHUP; the partial output is removed)."
 )
 
 
@@ -40,9 +41,12 @@ def _ckpt_description() -> str:
         "engine feeds the drafter the same target hidden states it was trained on. The output is written\n"
         "into a temporary directory beside DST, every tensor is read back and verified byte for byte\n"
         "against the source, and it is fsynced and renamed into place: DST is complete or absent (with\n"
-        "--force, the old or the new one at every instant). A run killed midway leaves a directory named\n"
-        "after its process; the next run removes it and says so. compat_convert.json in DST records the\n"
-        "source layout and trainer, how the layer ids were read and the layers trained on.\n\n"
+        "--force, the old or the new one at every instant: renameat2 RENAME_EXCHANGE; where the system\n"
+        "lacks it, two renames, and a kill between them is undone by the next run). A run killed midway\n"
+        "leaves a directory named after its process (pid, start time); the next run removes it and says so.\n"
+        "Links out of SRC and special files are never read.\n"
+        "compat_convert.json in DST records the source layout and trainer, how the layer ids were read\n"
+        "and why, the layers trained on, and the compat version.\n\n"
         "Layouts:\n" + "\n".join(f"  {name:12} {module.DESCRIPTION}" for name, module in layouts.items())
     )
 
@@ -145,9 +149,8 @@ def _recover(args) -> list[str]:
         messages = recover_leftovers(dst, dry_run=args.dry_run)
     except OSError as exc:
         raise refuse_os_error(exc, dst.parent, "cleaning up after an earlier run") from None
-    if not args.json:
-        for message in messages:
-            print(f"recovery: {message}", file=sys.stderr)
+    for message in messages:  # stderr in every mode: --json keeps stdout for the document (which lists them too)
+        print(f"recovery: {message}", file=sys.stderr)
     return messages
 
 

@@ -30,7 +30,7 @@ from . import pickle_scan
 from .pickle_scan import ScanError, TensorRecord
 
 MEMORY_CAP = 256 * 1024 * 1024  # bytes a .bin may make us hold in memory (copies, the legacy format)
-MAX_PICKLE_BYTES = 64 * 1024 * 1024
+MAX_PICKLE_BYTES = 16 * 1024 * 1024  # a drafter's pickle is a few KB (about 150 bytes a tensor)
 ZIP_MAGIC = b"PK\x03\x04"
 RESAVE = ("re-save it with torch.save(model.state_dict()) (zip format, contiguous tensors), "
           "or convert it to safetensors in a sandbox you trust")

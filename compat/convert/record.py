@@ -10,8 +10,12 @@ from compat.safetensors_stream import WrittenTensor
 from .plan import Plan
 
 
-def build_record(plan: Plan, written: list[WrittenTensor]) -> dict:
+def build_record(plan: Plan, written: list[WrittenTensor] | None = None) -> dict:
+    """The record `execute(plan)` writes; without `written` (a plan only: doctor's preview of a
+    conversion) the same, with no checksums."""
     by_dest = {t.dest_name: t for t in plan.tensors if t.dest_name}
+    names = [t.name for t in written] if written is not None else list(by_dest)
+    digests = {t.name: t.digest for t in written or [] if t.digest}
     target = plan.target
     return {
         "schema": RECORD_SCHEMA,
@@ -30,6 +34,6 @@ def build_record(plan: Plan, written: list[WrittenTensor]) -> dict:
         "notes": plan.notes,
         "verified": "byte for byte against the source",
         "checksum": plan.checksum,
-        "tensors": {t.name: {"source": by_dest[t.name].source_name, "action": by_dest[t.name].action,
-                             **({"checksum": t.digest} if t.digest else {})} for t in written},
+        "tensors": {name: {"source": by_dest[name].source_name, "action": by_dest[name].action,
+                           **({"checksum": digests[name]} if name in digests else {})} for name in names},
     }

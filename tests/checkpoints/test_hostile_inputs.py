@@ -90,7 +90,7 @@ def test_zip_bomb_pickle_is_refused(tmp_path, capsys):
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("archive/data.pkl", b"\x80\x02}q\x00" + b"N" * (80 << 20))  # 80 MiB that deflates to ~80 KB
     (src / "pytorch_model.bin").write_bytes(bomb.getvalue())
-    refused(capsys, tmp_path, src, "over 64 MiB")
+    refused(capsys, tmp_path, src, "over 16 MiB")
 
 
 def test_contiguous_and_transposed_tensors_still_convert(tmp_path):

@@ -118,3 +118,13 @@ def test_flag_basis_survives_a_second_conversion(tmp_path):
     ids = record(tmp_path / "b")["layer_ids"]
     assert ids["basis"] == "flag" and ids["from_record"] and ids["capture_before"] == TRAINED_ON
     assert record(tmp_path / "b")["source"]["trainer"]["id"] == "modelopt"
+
+
+def test_a_plan_tells_the_record_it_would_write(tmp_path, drafter, llama_target):
+    """doctor previews a conversion with make_plan; build_record(plan) is what execute(plan) then writes."""
+    from compat.convert import Options, build_record, execute, make_plan
+
+    plan = make_plan(Options(src=drafter("eagle"), dst=tmp_path / "out", to="sglang", target=llama_target))
+    preview = build_record(plan)
+    execute(plan, progress=False)
+    assert preview == record(tmp_path / "out")
