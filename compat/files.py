@@ -116,7 +116,7 @@ def read_json(path: Path, roots: tuple[Path, ...], what: str, limit: int = MAX_J
                 break
             total += len(chunk)
             if total > limit:  # grew while being read
-                raise RefusedError(f"{path}: more than the {limit}-byte limit for {what}", hint=f"pass the right file")
+                raise RefusedError(f"{path}: more than the {limit}-byte limit for {what}", hint="pass the right file")
             chunks.append(chunk)
     finally:
         os.close(fd)

@@ -3,6 +3,8 @@ checkpoints/__init__.py, whose RECORD_SCHEMA names it. Build it here, read it th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from compat import __version__
 from compat.checkpoints import RECORD_SCHEMA
 from compat.safetensors_stream import WrittenTensor
@@ -26,7 +28,7 @@ def build_record(plan: Plan, written: list[WrittenTensor] | None = None) -> dict
         "engine_version": plan.engine_version,
         "target_family": target.family if target else plan.drafter.target_family,
         "target": None if target is None else {
-            "path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
+            "path": str(Path(target.path).absolute()), "model_type": target.model_type, "architecture": target.architecture,
             "num_hidden_layers": target.num_hidden_layers, "hidden_size": target.hidden_size, "vocab_size": target.vocab_size,
         },
         "source": {"path": str(plan.src), "layout": plan.source_layout, "format": plan.source_kind, "trainer": plan.trainer},
