@@ -46,6 +46,11 @@ class Target:
         return target_family(self.model_type, self.architectures)
 
     @property
+    def names(self) -> list[str]:
+        """The names a release may know this target by: text model_type, top-level model_type, class."""
+        return [n for n in (self.model_type, self.top_model_type, self.architecture) if n]
+
+    @property
     def needs_remote_code(self) -> bool:
         return bool(self.config.get("auto_map"))
 

@@ -36,6 +36,7 @@ def test_kimi_k25_reads_the_language_model_from_text_config(tmp_path):
     assert target.architectures == ["KimiK25ForConditionalGeneration", "DeepseekV3ForCausalLM"]
     assert (target.num_hidden_layers, target.hidden_size, target.vocab_size, target.max_position_embeddings) == (61, 7168, 163840, 262144)
     assert target.family == "deepseek" and target.needs_remote_code
+    assert target.names == ["kimi_k2", "kimi_k25", "KimiK25ForConditionalGeneration"]
 
 
 def test_text_config_wins_over_a_disagreeing_top_level(tmp_path):
