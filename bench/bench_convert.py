@@ -137,6 +137,7 @@ def timed(argv: list[str]) -> tuple[float, int, float]:
 
 PHASES_DRIVER = """
 import json, os, sys, time
+from pathlib import Path
 import compat.convert as convert, compat.safetensors_stream as stream
 totals = {}
 def timing(name, func):
@@ -152,8 +153,8 @@ stream._Check.compare_file_range = timing("read back + compare with the source (
 stream._start_writeback = timing("sync_file_range(WRITE) of verified pieces (worker thread)", stream._start_writeback)
 stream.os.fsync = timing("fsync (main thread, after the copy)", os.fsync)
 start = time.perf_counter()
-plan = convert.make_plan(convert.Options(src=convert.Path(sys.argv[1]), dst=convert.Path(sys.argv[2]), to="vllm",
-                                         target=convert.Path(sys.argv[1]) / "target"))
+plan = convert.make_plan(convert.Options(src=Path(sys.argv[1]), dst=Path(sys.argv[2]), to="vllm",
+                                         target=Path(sys.argv[1]) / "target"))
 totals["plan (headers, config, d2t/t2d checks)"] = time.perf_counter() - start
 start = time.perf_counter()
 convert.execute(plan, progress=False)

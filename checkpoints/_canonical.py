@@ -14,20 +14,38 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from packaging.version import Version
 
-from compat.errors import RefusedError, UsageError
+from compat.errors import RefusedError
+from compat.target import Target, target_family
 
 CAPTURE_BEFORE = "capture-before"
 OUTPUT_OF = "output-of"
 CONVENTIONS = (CAPTURE_BEFORE, OUTPUT_OF)
 
-# The sidecar file a conversion writes next to config.json: where the layer ids came from, which
-# engine release they were written for, and the checksums of the source tensors. Engines ignore it.
+# The provenance record a conversion writes next to config.json (its format: checkpoints/__init__.py).
+# Engines ignore it; layouts and doctor read it to know what the drafter is.
 RECORD_FILE = "compat_convert.json"
 RECORD_KEY = "_compat_record"  # the record, attached to the config dict handed to layouts
+RECORD_SCHEMA = "compat.convert-record/1"
+
+# Why a drafter's layer ids mean what they mean (LayerIds.basis, the record's layer_ids.basis).
+BASIS_FLAG = "flag"  # --layer-ids-convention said how to read the declared ids
+BASIS_LAYOUT = "layout-default"  # the source layout's rule for that field (e.g. SpecForge's nested ids: output-of)
+BASIS_COMMAND_LINE = "command-line"  # --layer-ids (in --layer-ids-convention, default capture-before)
+BASIS_ENGINE_DEFAULT = "engine-default"  # none declared: the engines' (2, n//2, n-3) for the --target's n layers
+BASIS_UNDECLARED = "undeclared"  # none declared and no --target: the engine's default, unknown here
+BASES = (BASIS_FLAG, BASIS_LAYOUT, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_UNDECLARED)
+
+# The trainers a source layout implies (a layout's `trainer(config)` returns one of these ids).
+TRAINERS = {
+    "specforge-angelslim-eagle": "SpecForge, AngelSlim or SafeAILab EAGLE (midlayer.*, eagle_config ids output-of)",
+    "modelopt": "NVIDIA ModelOpt HF export (ids output-of with HF forward hooks, capture-before from a vLLM dump)",
+    "modelopt-torchspec-mla": "ModelOpt >= 0.43 or TorchSpec MLA export (Eagle3DeepseekV2ForCausalLM)",
+    "speculators": "vllm-project/speculators (capture-before ids)",
+    "unknown": "not told by the layout (a vLLM- or SGLang-native checkpoint: an export or an earlier conversion)",
+}
 
 LLAMA_LAYER0 = (
     "input_layernorm.weight", "hidden_norm.weight", "post_attention_layernorm.weight",
@@ -87,8 +105,15 @@ def looks_mla(config: dict, tensor_names: set[str]) -> bool:
 
 
 def record(config: dict) -> dict | None:
+    """The provenance record attached to a drafter config (RECORD_KEY), if any."""
     value = config.get(RECORD_KEY)
     return value if isinstance(value, dict) else None
+
+
+def compat_record(config: dict) -> dict | None:
+    """The record only when it is one this version of the format describes (RECORD_SCHEMA)."""
+    rec = record(config)
+    return rec if rec is not None and rec.get("schema") == RECORD_SCHEMA else None
 
 
 def recorded_layout(config: dict) -> str | None:
@@ -101,7 +126,8 @@ def recorded_layout(config: dict) -> str | None:
 
 @dataclass
 class TargetInfo:
-    """What the drafter must match in its target model (from --target or the drafter's record)."""
+    """The old target summary, kept only for compat/doctor.py until it reads compat.target.Target
+    (same attribute names as Target where layouts use them: path, num_hidden_layers, architectures, family)."""
 
     path: str
     hidden_size: int | None
@@ -114,35 +140,6 @@ class TargetInfo:
     @property
     def family(self) -> str:
         return target_family(self.model_type, self.architectures)
-
-
-def target_family(model_type: str | None, architectures: list[str] | None) -> str:
-    """`deepseek` for targets SGLang captures through DeepseekV2ForCausalLM (DeepSeek V2/V3,
-    Kimi-K2/K2.5, GLM-4 MoE Lite), else `llama` (every other aux-capturing target)."""
-    text = " ".join([model_type or "", *(architectures or [])]).lower()
-    return "deepseek" if any(key in text for key in ("deepseek", "kimi", "glm4_moe_lite", "glm4moelite")) else "llama"
-
-
-def read_target(path: Path) -> TargetInfo:
-    import json
-
-    path = Path(path)
-    config_path = path / "config.json" if path.is_dir() else path
-    try:
-        config = json.loads(config_path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"--target {path}: no config.json there", hint="pass the target model directory or its config.json") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RefusedError(f"--target {config_path}: not valid JSON ({exc})") from None
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}  # Kimi-K2.5 wraps the LM
-
-    def pick(key):
-        return config.get(key) if config.get(key) is not None else text.get(key)
-
-    model_type = text.get("model_type") or config.get("model_type")
-    return TargetInfo(str(config_path), pick("hidden_size"), pick("vocab_size"), pick("num_hidden_layers"),
-                      model_type, list(config.get("architectures") or []) + list(text.get("architectures") or []),
-                      pick("max_position_embeddings"))
 
 
 def default_layer_ids(num_layers: int) -> list[int]:
@@ -159,16 +156,17 @@ class LayerIds:
     declared: list[int] | None = None
     declared_field: str | None = None
     convention: str | None = None  # of `declared`
+    basis: str = BASIS_LAYOUT  # why `convention` (one of BASES)
 
     @classmethod
     def undeclared(cls, why: str) -> "LayerIds":
-        return cls(None, why)
+        return cls(None, why, basis=BASIS_UNDECLARED)
 
 
-def ids_from_declared(declared: list, convention: str, field_name: str, why: str) -> LayerIds:
+def ids_from_declared(declared: list, convention: str, field_name: str, why: str, basis: str = BASIS_LAYOUT) -> LayerIds:
     ids = int_list(declared, field_name)
     capture_before = [i + 1 for i in ids] if convention == OUTPUT_OF else list(ids)
-    return LayerIds(capture_before, f"{field_name} = {ids} read as {convention} ({why})", ids, field_name, convention)
+    return LayerIds(capture_before, f"{field_name} = {ids} read as {convention} ({why})", ids, field_name, convention, basis)
 
 
 def int_list(value, field_name: str) -> list[int]:
@@ -222,13 +220,13 @@ class DrafterConfig:
 @dataclass
 class ReadContext:
     convention: str | None = None  # --layer-ids-convention: overrides what the layout would infer
-    target: TargetInfo | None = None
+    target: Target | None = None
 
 
 @dataclass
 class WriteContext:
     engine_version: Version | None  # None: write what every release in the known range loads
-    target: TargetInfo | None
+    target: Target | None
     notes: list[str] = field(default_factory=list)  # the layout explains its choices here
 
     def note(self, text: str) -> None:
@@ -351,11 +349,11 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
     top, nested = declared_ids(config)
     if ctx.convention is not None:
         if nested is not None and not top_wins:
-            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention")
+            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
         if top is not None:
-            return ids_from_declared(top, ctx.convention, TOP_IDS, "--layer-ids-convention")
+            return ids_from_declared(top, ctx.convention, TOP_IDS, "--layer-ids-convention", BASIS_FLAG)
         if nested is not None:
-            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention")
+            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
     if top is not None and (nested is None or top_wins):
         return ids_from_declared(top, CAPTURE_BEFORE, TOP_IDS, "the field vLLM reads, never offset")
     if top is not None and nested is not None:

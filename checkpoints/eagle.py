@@ -34,6 +34,10 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return any(strip_model_prefix(name).startswith("midlayer.") for name in tensor_names)
 
 
+def trainer(config: dict) -> str:
+    return "modelopt" if is_modelopt(config) else "specforge-angelslim-eagle"
+
+
 to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 

@@ -34,6 +34,10 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return "speculators_model_type" not in config and looks_mla(config, tensor_names)
 
 
+def trainer(config: dict) -> str:
+    return "modelopt-torchspec-mla"
+
+
 to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 

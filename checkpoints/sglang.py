@@ -23,7 +23,7 @@ from packaging.version import Version
 from compat.errors import RefusedError
 
 from ._canonical import (
-    canonical_name,
+    canonical_name, BASIS_FLAG,
     CAPTURE_BEFORE, NESTED_IDS, OUTPUT_OF, DrafterConfig, LayerIds, ReadContext, WriteContext, declared_ids,
     default_layer_ids, hf_config, ids_from_declared, read_common, record, recorded_layout, looks_mla, mla_model_type, int_list, ambiguous,
 )
@@ -82,6 +82,10 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return recorded_layout(config) == NAME
 
 
+def trainer(config: dict) -> str:
+    return "unknown"  # an SGLang-native drafter exists only as a conversion; its record names the trainer
+
+
 to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 
@@ -96,7 +100,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     if nested is None:
         ids = LayerIds.undeclared("not declared: SGLang's default (2, n//2, n-3) capture-before applies")
     elif ctx.convention is not None:
-        ids = ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention")
+        ids = ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
     else:
         declared = int_list(nested, NESTED_IDS)
         version = Version(rec["engine_version"]) if rec.get("engine_version") else None

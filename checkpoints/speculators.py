@@ -13,7 +13,7 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
-    canonical_name,
+    canonical_name, BASIS_FLAG, BASIS_LAYOUT,
     CONSUMED_KEYS, FLAG_KEYS, TOP_IDS, DrafterConfig, LayerIds, ReadContext, WriteContext, ids_from_declared, optional_int, recorded_layout, require_int, target_family, CAPTURE_BEFORE,
 )
 
@@ -28,6 +28,10 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     if recorded_layout(config) is not None:
         return recorded_layout(config) == NAME
     return config.get("speculators_model_type") is not None
+
+
+def trainer(config: dict) -> str:
+    return "speculators"
 
 
 to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
@@ -49,7 +53,8 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         layer_ids = LayerIds.undeclared("not declared: speculators and vLLM default (2, n//2, n-3) capture-before")
     else:
         layer_ids = ids_from_declared(ids, ctx.convention or CAPTURE_BEFORE, TOP_IDS,
-                                      "--layer-ids-convention" if ctx.convention else "speculators uses vLLM's capture-before ids")
+                                      "--layer-ids-convention" if ctx.convention else "speculators uses vLLM's capture-before ids",
+                                      BASIS_FLAG if ctx.convention else BASIS_LAYOUT)
     verifier = (config.get("speculators_config") or {}).get("verifier") or None
     return DrafterConfig(
         family="llama",

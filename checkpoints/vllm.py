@@ -50,6 +50,10 @@ def detect(config: dict, tensor_names: set[str]) -> bool:
     return any(strip_model_prefix(name).startswith("layers.") for name in tensor_names)
 
 
+def trainer(config: dict) -> str:
+    return "unknown"  # written by speculators' converter, TorchSpec --vllm, ModelOpt or by hand: the layout does not say
+
+
 to_canonical = canonical_name  # midlayer.* or layers.0.*, with or without model.
 
 

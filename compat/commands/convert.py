@@ -1,7 +1,8 @@
 """`compat convert ckpt SRC DST --to LAYOUT`: rewrite a drafter checkpoint into the layout a release loads.
 
-The work (open, plan, copy, verify) is compat/convert.py with the layouts of checkpoints/; this
-file is the command line and what it prints.
+The work (open, plan, copy, verify, swap) is the compat/convert/ package with the layouts of
+checkpoints/; this file is the command line and what it prints. Before planning, what killed runs
+left beside DST is cleaned up (their owner process is gone) and said so.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ CKPT_EPILOG = (
     "Examples:\n"
     "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine-version 0.20.0 --target ./Kimi-K2\n"
     "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine-version 0.5.8 --dry-run\n\n"
-    "Exit codes: 0 ok, 1 verification failed, 2 usage, 4 refused (bad input, DST exists)."
+    "Exit codes: 0 ok, 1 verification failed, 2 usage, 4 refused (bad input, DST exists, a disk error;\n"
+    "nothing changed), 130 interrupted (SIGINT, SIGTERM or SIGHUP; the partial output is removed)."
 )
 
 
@@ -38,7 +40,13 @@ def _ckpt_description() -> str:
         "is given; config.json is rewritten for the destination; layer ids are translated so the\n"
         "engine feeds the drafter the same target hidden states it was trained on. The output is written\n"
         "into a temporary directory beside DST, every tensor is read back and verified byte for byte\n"
-        "against the source, and it is fsynced and renamed into place: DST is complete or absent.\n\n"
+        "against the source, and it is fsynced and renamed into place: DST is complete or absent (with\n"
+        "--force, the old or the new one at every instant: renameat2 RENAME_EXCHANGE; where the system\n"
+        "lacks it, two renames, and a kill between them is undone by the next run). A run killed midway\n"
+        "leaves a directory named after its process (pid, start time); the next run removes it and says so.\n"
+        "Links out of SRC and special files are never read.\n"
+        "compat_convert.json in DST records the source layout and trainer, how the layer ids were read\n"
+        "and why, the layers trained on, and the compat version.\n\n"
         "Layouts:\n" + "\n".join(f"  {name:12} {module.DESCRIPTION}" for name, module in layouts.items())
     )
 
@@ -101,14 +109,15 @@ def _options(ns: argparse.Namespace):
 
 
 def run(args, console) -> int:
-    from compat.output import print_json
     from compat.convert import execute, make_plan
     from compat.errors import EXIT_OK
+    from compat.output import print_json
 
+    recovered = _recover(args)
     plan = make_plan(_options(args))
     if args.dry_run:
         if args.json:
-            print_json({"dry_run": True, "plan": plan.to_json()}, "convert")
+            print_json({"dry_run": True, "recovered": recovered, "plan": plan.to_json()}, "convert")
         else:
             _print_plan(plan, dry_run=True)
         return EXIT_OK
@@ -116,11 +125,33 @@ def run(args, console) -> int:
         _print_plan(plan, dry_run=False)
     result = execute(plan, progress=True)
     if args.json:
-        print_json({"dry_run": False, "plan": plan.to_json(), "result": result.to_json()}, "convert")
+        print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result.to_json()}, "convert")
     else:
         print(f"wrote {result.dst} ({', '.join(result.files)}; {_size(result.bytes_written)}); "
               f"verified {len(result.tensors)} tensors byte for byte against the source")
+        for note in result.notes:
+            print(f"note: {note}")
     return EXIT_OK
+
+
+def _recover(args) -> list[str]:
+    """Clean up after killed runs on this DST (a dry run only says what it would do)."""
+    import sys
+
+    from compat.convert import recover_leftovers
+    from compat.errors import UsageError
+    from compat.files import refuse_os_error
+
+    dst = args.dst.expanduser().absolute()
+    if not dst.parent.is_dir():
+        raise UsageError(f"the parent of DST, {dst.parent}, does not exist")
+    try:
+        messages = recover_leftovers(dst, dry_run=args.dry_run)
+    except OSError as exc:
+        raise refuse_os_error(exc, dst.parent, "cleaning up after an earlier run") from None
+    for message in messages:  # stderr in every mode: --json keeps stdout for the document (which lists them too)
+        print(f"recovery: {message}", file=sys.stderr)
+    return messages
 
 
 def _size(n: float) -> str:

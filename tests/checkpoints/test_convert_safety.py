@@ -368,7 +368,7 @@ def test_crash_mid_copy_leaves_no_dst(tmp_path, drafter, monkeypatch, error):
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 
-def test_crash_with_force_keeps_the_old_dst(tmp_path, drafter, monkeypatch):
+def test_crash_with_force_keeps_the_old_dst(tmp_path, capsys, drafter, monkeypatch):
     src = drafter("eagle")
     dst = tmp_path / "out"
     assert run(src, dst, "--to", "vllm") == 0
@@ -378,8 +378,11 @@ def test_crash_with_force_keeps_the_old_dst(tmp_path, drafter, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(stream, "_copy_range", full_disk)
-    with pytest.raises(OSError):
-        run(src, dst, "--to", "eagle", "--force")
+    capsys.readouterr()
+    assert run(src, dst, "--to", "eagle", "--force") == 4  # an OSError is a refusal: one line and a fix, no traceback
+    err = capsys.readouterr().err
+    assert f"{dst / 'model.safetensors'}: No space left on device [ENOSPC] while writing model.safetensors" in err
+    assert "fix: free space" in err and "Traceback" not in err
     assert tree_digest(dst) == before and leftovers(tmp_path) == []
 
 

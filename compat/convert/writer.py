@@ -1,0 +1,158 @@
+"""execute: write the plan into an owner-marked directory beside DST, verify it, fsync it, and swap
+it into place (staging.py), so DST is complete or absent (with --force: the old or the new one).
+
+Any failure removes the temporary directory before the error leaves; SIGINT, SIGTERM and SIGHUP do
+the same (interrupts.py); a SIGKILL leaves it for the next run, which removes it (the owner is gone).
+An OSError (ENOSPC, EIO, EACCES, ...) becomes one line naming the file and the fix, exit 4.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat.checkpoints import RECORD_FILE
+from compat.files import refuse_os_error
+from compat.safetensors_stream import CHECKSUM, OutputTensor, WrittenTensor, write_safetensors
+
+from .interrupts import SignalGuard
+from .plan import Plan
+from .record import build_record
+from .source import INDEX_FILE, copy_extra_file
+from .staging import commit, fsync_dir, make_staging
+from .verification import verify
+
+
+@dataclass
+class Result:
+    dst: Path
+    files: list[str]
+    bytes_written: int
+    tensors: list[WrittenTensor] = field(default_factory=list)
+    verified: bool = False
+    checksum: str = CHECKSUM
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"dst": str(self.dst), "files": self.files, "bytes_written": self.bytes_written, "verified": self.verified,
+                "checksum": self.checksum, "notes": self.notes,
+                "tensors": {t.name: {"dtype": t.dtype, "shape": list(t.shape), "checksum": t.digest} for t in self.tensors}}
+
+
+class _Step:
+    """What is being done to which file, for the one-line message an OSError becomes."""
+
+    def __init__(self, dst: Path):
+        self.dst, self.path, self.doing = dst, dst, "preparing DST"
+
+    def __call__(self, name: str | None, doing: str) -> None:
+        self.path, self.doing = (self.dst / name if name else self.dst), doing
+
+
+def execute(plan: Plan, progress: bool = True) -> Result:
+    """Write into a temporary directory beside DST, verify, then swap it into place."""
+    total = sum(t.out_nbytes for _, items in plan.shards for t in items)
+    step = _Step(plan.dst)
+    notes: list[str] = []
+    tmp = None
+    committed = False
+    with SignalGuard() as guard:
+        try:
+            step(None, "creating the temporary directory beside DST")
+            tmp = make_staging(plan.dst)
+            written = _write(plan, tmp, total, progress, step)
+            step(None, "verifying the output")
+            verify(tmp, plan, written)
+            step(None, "syncing the output to disk")
+            _fsync_tree(tmp)
+            step(None, "moving the output into place as DST")
+            with guard.deferred():
+                previous = commit(tmp, plan.dst, plan.force)
+                committed = True
+                fsync_dir(plan.dst.parent)
+            if previous is not None:
+                _remove_previous(previous, notes)
+        except BaseException as exc:
+            guard.cleaning()
+            if tmp is not None and not committed:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError):
+                if tmp is not None and exc.filename and str(exc.filename).startswith(str(tmp)):
+                    exc.filename = None  # a file of the removed temporary directory: name the DST file it was to be
+                raise refuse_os_error(exc, step.path, f"{step.doing} (nothing was changed: DST is as it was)") from None
+            raise
+    files = [name for name, _ in plan.shards]
+    return Result(plan.dst, files, total, written, verified=True, checksum=plan.checksum, notes=notes)
+
+
+def _write(plan: Plan, tmp: Path, total: int, progress: bool, step: _Step) -> list[WrittenTensor]:
+    written: list[WrittenTensor] = []
+    with _progress(total, enabled=progress) as advance:
+        for file_name, items in plan.shards:
+            step(file_name, f"writing {file_name}")
+            outputs = [OutputTensor(t.dest_name, t.source, t.out_dtype) for t in items]
+            written += write_safetensors(tmp / file_name, outputs, plan.metadata, on_bytes=advance, checksum=plan.checksum)
+    if len(plan.shards) > 1:
+        step(INDEX_FILE, f"writing {INDEX_FILE}")
+        weight_map = {t.dest_name: name for name, items in plan.shards for t in items}
+        _write_json(tmp / INDEX_FILE, {"metadata": {"total_size": total}, "weight_map": weight_map})
+    step("config.json", "writing config.json")
+    _write_json(tmp / "config.json", plan.config_after)
+    for name in plan.extra_files:
+        step(name, f"copying {name} from SRC")
+        copy_extra_file(plan.src, plan.source_roots or (plan.src,), name, tmp)
+    step(RECORD_FILE, f"writing {RECORD_FILE}")
+    _write_json(tmp / RECORD_FILE, build_record(plan, written))
+    return written
+
+
+def _remove_previous(path: Path, notes: list[str]) -> None:
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:  # DST is in place: a leftover for the next run, not a failure of this one
+        notes.append(f"could not remove the previous DST, now {path.name}: {exc.strerror or exc}; the next run removes it")
+
+
+class _progress:
+    """A rich progress bar on stderr over the bytes copied (only on a terminal)."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled, self._progress = total, enabled, None
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda n: None
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            return lambda n: None
+        self._progress = Progress(TextColumn("copying tensors"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                                  TimeRemainingColumn(), console=console, transient=True)
+        self._progress.start()
+        task = self._progress.add_task("copy", total=self.total)
+        return lambda n: self._progress.advance(task, n)
+
+    def __exit__(self, *exc):
+        if self._progress is not None:
+            self._progress.stop()
+        return False
+
+
+def _write_json(path: Path, data: dict) -> None:
+    with open(path, "x") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+
+
+def _fsync_tree(directory: Path) -> None:
+    """The small files (safetensors shards were synced as written) and the directory entry itself."""
+    for path in directory.iterdir():
+        if path.suffix != ".safetensors":
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+    fsync_dir(directory)
