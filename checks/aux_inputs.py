@@ -24,12 +24,12 @@ from compat.probes.drafter_replay import fc_input_width
 def aux_inputs(ctx) -> dict:
     cls, entry = loader_entry(ctx)
     fc = find_tensor(ctx.drafter.tensors, "fc.weight")
-    if entry is None or fc is None or len(fc[1]) != 2 or not ctx.target.num_layers:
+    if entry is None or fc is None or len(fc[1]) != 2 or not ctx.target.num_hidden_layers:
         return result(WARN, "cannot tell: " + ("no drafter class of this release takes the drafter" if entry is None else
                       "no 2-d fc.weight in the drafter" if fc is None or len(fc[1]) != 2 else "the target has no layer count"), None)
     built = fc_input_width(entry, ctx.drafter.config)
     width, location = fc[1][1], (entry.get("fc") or {}).get("location")
-    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, ctx.target.num_layers, ctx.target.architecture)
+    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, ctx.target.num_hidden_layers, ctx.target.architecture)
     problems = _problems(ctx, cls, built, width, feeds)
     extra = {}
     declared, key = aux_layers.declared_ids(ctx.report, ctx.drafter.config)
@@ -49,7 +49,7 @@ def _problems(ctx, cls: str, built: dict, width: int, feeds) -> list[str]:
     if built["width"] is not None and width != built["width"]:
         problems.append(f"fc.weight takes {width} inputs but {cls} builds fc for {built['width']} ({built['aux_count']} aux "
                         f"states x {built['per_aux']}): loading fails on the shape")
-    n = ctx.target.num_layers
+    n = ctx.target.num_hidden_layers
     for feed in feeds:
         if feed.ids is None:
             continue

@@ -16,7 +16,7 @@ from compat.doctor.context import FAIL, PASS, WARN, result
        needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
 def layer_ids(ctx) -> dict:
     aux = ctx.fact("aux_layer_ids")
-    n = ctx.target.num_layers
+    n = ctx.target.num_hidden_layers
     if not n:
         return result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
     default = aux_layers.default_ids(ctx.report, n)

@@ -1,43 +1,47 @@
-"""The vocab maps: d2t maps the draft vocabulary into the target's; without it (or with the wrong one)
-the engine drafts the wrong tokens, acceptance collapses, and nothing says why."""
+"""The vocab maps, by content: d2t maps the draft vocabulary into the target's; a wrong or missing map
+makes the engine draft the wrong tokens, acceptance collapses, and nothing says why.
+
+The rules are compat/vocab_maps.py, the ones `compat convert ckpt` refuses by, so doctor passes no
+drafter convert would refuse: d2t offsets non-negative, strictly increasing, within the vocab; t2d a 0/1
+mask marking exactly the draft vocabulary, agreeing with d2t; an all-zero d2t refused when the draft
+vocab is smaller. Only the two small maps are read.
+"""
 
 from __future__ import annotations
 
-from compat.checkpoints import vllm as vllm_layout
 from compat.checks import check
+from compat.checks._drafter import loader_entry
 from compat.doctor.context import FAIL, PASS, result
+from compat.vocab_maps import vocab_map_problems
 
 
-@check("vocab-maps", "vocab maps present and consistent with draft_vocab_size and the target vocab", order=50,
-       fixes=("convert",))
+@check("vocab-maps", "vocab maps present, consistent and mapping into the target vocab", order=50,
+       needs=("drafter_loader",), fixes=("convert",))
 def vocab_maps(ctx) -> dict:
     cfg, tensors = ctx.drafter.config, ctx.drafter.tensors
     vocab, target_vocab = _int(cfg.get("vocab_size")), ctx.target.vocab_size
     draft_vocab = _int(cfg.get("draft_vocab_size")) or vocab
-    lm_head, d2t, t2d = find_tensor(tensors, "lm_head.weight"), find_tensor(tensors, "d2t"), find_tensor(tensors, "t2d")
-    problems, facts = [], []
+    lm_head = find_tensor(tensors, "lm_head.weight")
+    d2t, t2d = ctx.drafter.maps.get("d2t"), ctx.drafter.maps.get("t2d")
+    problems = []
     if target_vocab and vocab and vocab != target_vocab:
         problems.append(f"drafter vocab_size {vocab} != target vocab_size {target_vocab}: d2t offsets and the shared "
                         "embedding index another vocabulary")
     if lm_head and draft_vocab and lm_head[1][0] != draft_vocab:
         problems.append(f"lm_head.weight has {lm_head[1][0]} rows but draft_vocab_size is {draft_vocab}")
+    problems += [p.message for p in vocab_map_problems(draft_vocab, target_vocab or vocab, d2t, t2d)]
     full = target_vocab or vocab
+    _, entry = loader_entry(ctx)
+    rule = ((entry or {}).get("vocab_map") or {}).get("d2t") or {}
+    if draft_vocab and full and draft_vocab == full and d2t is not None and rule.get("only_when_vocab_differs"):
+        problems.append(f"d2t ships with a full draft vocab: this release has a draft_id_to_target_id parameter only when "
+                        f"the vocabularies differ and refuses it ({rule.get('parameter_location') or rule.get('location')})")
+    if problems:
+        return result(FAIL, "; ".join(problems), rule.get("location"))
     if draft_vocab and full and draft_vocab < full:
-        if d2t is None:
-            problems.append(f"draft_vocab_size {draft_vocab} < target vocab {full} but there is no d2t: the engine takes "
-                            "draft ids for target ids (drafts the wrong tokens, acceptance collapses, no error)")
-        elif d2t[1] != (draft_vocab,):
-            problems.append(f"d2t has shape {list(d2t[1])}, expected [{draft_vocab}] (draft_vocab_size)")
-        else:
-            facts.append(f"d2t [{draft_vocab}] maps the draft vocab into the target's {full}")
-        if t2d is not None and t2d[1] != (full,):
-            problems.append(f"t2d has shape {list(t2d[1])}, expected [{full}] (the target vocab)")
-    elif draft_vocab and full:
-        facts.append(f"draft vocab = target vocab ({full}): no map needed")
-        if d2t is not None and ctx.engine == "vllm" and ctx.at_least(vllm_layout.FULL_VOCAB_REJECTS_D2T):
-            problems.append(f"d2t ships with a full draft vocab: vLLM >= {vllm_layout.FULL_VOCAB_REJECTS_D2T} "
-                            "has no draft_id_to_target_id and refuses it")
-    return result(FAIL if problems else PASS, "; ".join(problems or facts) or "no vocab facts", None)
+        return result(PASS, f"d2t [{draft_vocab}] maps the draft vocab into the target's {full}, strictly increasing "
+                      "and within it" + ("; t2d agrees" if t2d is not None else ""), rule.get("location"))
+    return result(PASS, f"draft vocab = target vocab ({full}): no map needed" if full else "no vocab facts", rule.get("location"))
 
 
 def find_tensor(tensors: dict, canonical: str):
@@ -47,11 +51,6 @@ def find_tensor(tensors: dict, canonical: str):
         if bare == canonical or bare.endswith("." + canonical) and canonical in ("d2t", "t2d"):
             return name, info[1]
     return None
-
-
-def full_vocab(drafter) -> bool:
-    vocab, draft = _int(drafter.config.get("vocab_size")), _int(drafter.config.get("draft_vocab_size"))
-    return vocab is not None and (draft is None or draft == vocab)
 
 
 def _int(value) -> int | None:

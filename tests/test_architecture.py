@@ -111,7 +111,6 @@ def test_no_import_loop():
     assert not loops, "import loops:\n" + "\n".join(" -> ".join(loop) for loop in loops)
 
 
-@pytest.mark.xfail(reason="issue 8: being moved", strict=True)
 def test_no_private_name_or_module_from_another_part():
     offences = []
     for module in sorted(MODULES):

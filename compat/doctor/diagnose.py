@@ -51,7 +51,7 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
     return {
         "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
         "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
-                   "num_hidden_layers": target.num_layers, "vocab_size": target.vocab_size},
+                   "num_hidden_layers": target.num_hidden_layers, "vocab_size": target.vocab_size},
         "drafter": {"path": str(drafter.path), "architecture": drafter.architecture,
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
                     "trained_layer_ids": drafter.trained_ids},

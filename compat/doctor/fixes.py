@@ -207,7 +207,7 @@ def _fix_with_conversion_of(ctx, check: dict, changes: dict) -> None:
 
 def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> tuple[Drafter | None, str | None]:
     from compat.convert import Options as ConvertOptions
-    from compat.convert import make_plan
+    from compat.convert import build_record, make_plan
 
     convention = convention or user_convention(ctx)
     target_config = ctx.target.path / "config.json"
@@ -220,16 +220,20 @@ def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] |
         except CompatError as err:
             return None, str(err).replace("\n", " ")
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
-    config = {**plan.config_after, RECORD_KEY: planned_record(plan)}  # what the conversion's record will say
-    converted = Drafter(Path(converted_path(ctx)), config, tensors)
+    config = {**plan.config_after, RECORD_KEY: build_record(plan)}  # what the conversion's record will say
+    maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}
+    converted = Drafter(Path(converted_path(ctx)), config, tensors, maps=maps)
     return recognise(converted, ctx.target), None
 
 
-def planned_record(plan) -> dict:
-    """The provenance record the planned conversion writes beside its config (without tensor checksums)."""
-    return {"tool": "compat convert ckpt", "layout": plan.dest_layout, "engine": plan.engine,
-            "engine_version": plan.engine_version, "layer_ids": plan.layer_ids,
-            "target_family": plan.target.family if plan.target else plan.drafter.target_family}
+class PlannedMap:
+    """A vocab map as the planned conversion will write it: its bytes read from the plan's source."""
+
+    def __init__(self, planned):
+        self.dtype, self.shape, self._source = planned.out_dtype, tuple(planned.shape), planned.source
+
+    def read(self) -> bytes:
+        return b"".join(bytes(chunk) for chunk in self._source.chunks())
 
 
 def converted_path(ctx) -> str:

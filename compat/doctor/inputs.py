@@ -1,58 +1,18 @@
 """The doctor's inputs: the target's config.json and the drafter's config + tensor headers.
 
-Only configs and safetensors headers are read (never tensor bytes), through the same readers
-`compat convert ckpt` uses, so doctor and convert see one drafter.
+Only configs, safetensors headers and the two small vocab maps are read (never the weights), through
+the same readers `compat convert ckpt` uses (compat/target.py, compat/convert), so doctor and
+convert see one target and one drafter.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.errors import CompatError, RefusedError, UsageError
-
-
-@dataclass
-class Target:
-    path: Path  # the model directory (what the engine is given)
-    config: dict
-    model_type: str | None  # the text model's: what vLLM's whitelist tests (hf_text_config.model_type)
-    top_model_type: str | None
-    architecture: str | None  # architectures[0]: the class the engine instantiates
-    num_layers: int | None
-    vocab_size: int | None
-    hidden_size: int | None
-
-    @property
-    def names(self) -> list[str]:
-        return [n for n in (self.model_type, self.top_model_type, self.architecture) if n]
-
-    @property
-    def needs_remote_code(self) -> bool:
-        return bool(self.config.get("auto_map"))
-
-
-def read_target(path: str | Path) -> Target:
-    path = Path(path).expanduser()
-    config_path = path / "config.json" if path.is_dir() else path
-    if not config_path.is_file():
-        raise UsageError(f"target {path}: no config.json there", hint="pass the target model directory or its config.json")
-    config = _read_json(config_path, "target")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}  # Kimi-K2.5 wraps its LM
-
-    def pick(key):
-        value = text.get(key) if text.get(key) is not None else config.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    architectures = config.get("architectures") or text.get("architectures") or []
-    return Target(
-        path=config_path.parent, config=config,
-        model_type=text.get("model_type") or config.get("model_type"), top_model_type=config.get("model_type"),
-        architecture=architectures[0] if architectures else None,
-        num_layers=pick("num_hidden_layers"), vocab_size=pick("vocab_size"), hidden_size=pick("hidden_size"),
-    )
+from compat.errors import CompatError, UsageError
+from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
 
 
 @dataclass
@@ -60,6 +20,7 @@ class Drafter:
     path: Path
     config: dict
     tensors: dict[str, tuple[str, tuple[int, ...]]]  # name -> (dtype, shape), from the headers only
+    maps: dict = field(default_factory=dict)  # "d2t" / "t2d" -> a tensor whose .read() gives its bytes (small)
     layout: Any = None  # the checkpoints/ layout module that recognises it
     trained_ids: list[int] | None = None  # capture-before ids it was trained on (None: unknown)
     trained_origin: str = ""
@@ -81,9 +42,18 @@ def read_drafter(path: str | Path, target: Target | None, convention: str | None
     path = Path(path).expanduser()
     if not path.is_dir():
         raise UsageError(f"drafter {path} is not a directory", hint="pass the drafter directory (config.json + weights)")
-    source = open_source(path)  # config.json + safetensors headers; tensor bytes are never read
+    source = open_source(path)  # config.json + safetensors headers; tensor bytes are never read here
     tensors = {name: (t.dtype, tuple(t.shape)) for name, t in source.tensors.items()}
-    return recognise(Drafter(path, dict(source.config), tensors), target, convention)
+    maps = {canonical: source.tensors[name] for name in source.tensors
+            if (canonical := _map_name(name)) is not None}
+    return recognise(Drafter(path, dict(source.config), tensors, maps=maps), target, convention)
+
+
+def _map_name(name: str) -> str | None:
+    from compat.checkpoints import canonical_name
+
+    canonical = canonical_name(name)
+    return canonical if canonical in ("d2t", "t2d") else None
 
 
 def recognise(drafter: Drafter, target: Target | None, convention: str | None = None) -> Drafter:
@@ -119,10 +89,10 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
     if ids is not None:
         drafter.trained_ids = ids
         drafter.trained_origin = origin + (f"; {settled.why}" if settled and settled.source == "fingerprint" else "")
-    elif target is not None and target.num_layers:
+    elif target is not None and target.num_hidden_layers:
         from compat.checkpoints import default_layer_ids
 
-        drafter.trained_ids = default_layer_ids(target.num_layers)
+        drafter.trained_ids = default_layer_ids(target.num_hidden_layers)
         drafter.trained_origin = "not declared: trained on the default (2, n//2, n-3)"
     return drafter
 
@@ -136,14 +106,10 @@ def _consistent(top, nested) -> bool:
 
 def _trained(drafter: Drafter, target: Target | None, convention: str | None, *, with_origin: bool = False):
     """The capture-before ids the layout reads under `convention` (None: the layout's own rules)."""
-    from compat.checkpoints import ReadContext, TargetInfo
+    from compat.checkpoints import ReadContext
 
-    info = None
-    if target is not None:
-        info = TargetInfo(str(target.path), target.hidden_size, target.vocab_size, target.num_layers,
-                          target.model_type, [a for a in [target.architecture] if a])
     try:
-        canonical = drafter.layout.read_config(drafter.config, ReadContext(convention, info))
+        canonical = drafter.layout.read_config(drafter.config, ReadContext(convention, target))
     except CompatError:
         if with_origin:
             raise
@@ -152,12 +118,3 @@ def _trained(drafter: Drafter, target: Target | None, convention: str | None, *,
     ids = list(ids) if ids is not None else None
     return (ids, canonical.layer_ids.origin) if with_origin else ids
 
-
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RefusedError(f"{what} {path}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise RefusedError(f"{what} {path}: not a JSON object")
-    return data

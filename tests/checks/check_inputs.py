@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from compat.doctor import Ctx, Options
-from compat.doctor.inputs import Drafter, Target, recognise
+from compat.doctor.inputs import Drafter, recognise
+from compat.target import Target
 
 HIDDEN, VOCAB, DRAFT_VOCAB = 64, 1024, 256
 LAYER0 = ("input_layernorm.weight", "hidden_norm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
@@ -79,7 +80,8 @@ def report(engine: str = "vllm", version: str | None = None, **overrides) -> dic
 
 def target(model_type: str = "kimi_k2", architecture: str = "DeepseekV3ForCausalLM", layers: int | None = 61,
            vocab: int = VOCAB, config: dict | None = None) -> Target:
-    return Target(Path("/models/target"), dict(config or {}), model_type, model_type, architecture, layers, vocab, HIDDEN)
+    return Target(Path("/models/target"), Path("/models/target/config.json"), dict(config or {}), model_type, model_type,
+                  [architecture] if architecture else [], architecture, layers, vocab, HIDDEN, None)
 
 
 def specforge_config(**changes) -> dict:
@@ -102,9 +104,32 @@ def tensors(prefix: str = "midlayer.", *, d2t: bool = True, t2d: bool = True, dr
     return out
 
 
+class MapBytes:
+    """A vocab map with content, as open_source gives them (dtype, shape, read())."""
+
+    def __init__(self, dtype: str, shape: tuple[int, ...], data: bytes):
+        self.dtype, self.shape, self._data = dtype, shape, data
+
+    def read(self) -> bytes:
+        return self._data
+
+
+def vocab_maps(draft_vocab: int = DRAFT_VOCAB, vocab: int = VOCAB, *, used: list[int] | None = None) -> dict:
+    """A consistent d2t/t2d pair: the draft vocabulary is every fourth target token (or `used`)."""
+    used = used if used is not None else list(range(0, vocab, max(1, vocab // draft_vocab)))[:draft_vocab]
+    d2t = b"".join((t - i).to_bytes(8, "little", signed=True) for i, t in enumerate(used))
+    marked = set(used)
+    t2d = bytes(1 if i in marked else 0 for i in range(vocab))
+    return {"d2t": MapBytes("I64", (len(used),), d2t), "t2d": MapBytes("BOOL", (vocab,), t2d)}
+
+
 def drafter(config: dict | None = None, names: dict | None = None, *, tgt: Target | None = None,
-            path: str = "/models/drafter") -> Drafter:
-    return recognise(Drafter(Path(path), config or specforge_config(), names or tensors()), tgt)
+            path: str = "/models/drafter", maps: dict | None = None) -> Drafter:
+    names = names or tensors()
+    if maps is None:
+        sizes = {n: shape[0] for n, (_, shape) in names.items() if n in ("d2t", "t2d")}
+        maps = {k: v for k, v in vocab_maps(sizes.get("d2t", DRAFT_VOCAB), sizes.get("t2d", VOCAB)).items() if k in sizes}
+    return recognise(Drafter(Path(path), config or specforge_config(), names, maps=maps), tgt)
 
 
 def make_ctx(engine: str = "vllm", version: str | None = None, *, report_changes: dict | None = None,

@@ -167,7 +167,7 @@ def test_missing_d2t_is_a_silent_failure_nothing_fixes(tmp_path, kimi, diagnose)
     save_file(tensors, str(path))
     d = diagnose("vllm", "0.18.0", kimi.target, drafter)
     vocab = check(d, "vocab-maps")
-    assert vocab["verdict"] == FAIL and "no d2t" in vocab["detail"]
+    assert vocab["verdict"] == FAIL and "neither d2t nor t2d" in vocab["detail"]
     assert vocab["fix"]["kind"] == "none" and "conversion refused" in vocab["fix"]["text"]
     assert d["verdict"] == DOES_NOT_WORK
 
