@@ -36,7 +36,8 @@ BASIS_LAYOUT = "layout-default"  # the source layout's rule for that field (e.g.
 BASIS_COMMAND_LINE = "command-line"  # --layer-ids (in --layer-ids-convention, default capture-before)
 BASIS_ENGINE_DEFAULT = "engine-default"  # none declared: the engines' (2, n//2, n-3) for the --target's n layers
 BASIS_UNDECLARED = "undeclared"  # none declared and no --target: the engine's default, unknown here
-BASES = (BASIS_FLAG, BASIS_LAYOUT, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_UNDECLARED)
+BASIS_FINGERPRINT = "fingerprint"  # an unambiguous trainer fingerprint (checkpoints/_conventions.py)
+BASES = (BASIS_FLAG, BASIS_LAYOUT, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_UNDECLARED, BASIS_FINGERPRINT)
 
 # The trainers a source layout implies (a layout's `trainer(config)` returns one of these ids).
 TRAINERS = {
@@ -175,8 +176,12 @@ def int_list(value, field_name: str) -> list[int]:
     return list(value)
 
 
+class AmbiguousConvention(RefusedError):
+    """The declared layer ids do not say which convention they were written in (the user must say)."""
+
+
 def ambiguous(field_name: str, declared: list, why: str) -> RefusedError:
-    return RefusedError(
+    return AmbiguousConvention(
         f"config.json {field_name} = {declared} does not say which convention it uses: {why}. "
         "capture-before i = the residual stream entering target layer i (vLLM, speculators); "
         "output-of j = the output of target layer j = capture-before j + 1 (SpecForge, AngelSlim, ModelOpt HF training)",
@@ -340,13 +345,19 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
                       top_wins: bool) -> LayerIds:
     """The common reading rule for HF-style configs.
 
-    - `--layer-ids-convention` overrides any inference (applied to the field that is present);
-    - top-level ids are vLLM's field: capture-before (vLLM never offsets EAGLE-3 ids);
-    - nested ids mean `nested_means` (None: this layout cannot tell, the user must say);
-    - both present: `top_wins` (the field the layout's engine reads), else they must agree as
-      top = nested + 1 (what `--to eagle` writes for both engines) or the convention is unknown.
+    - `--layer-ids-convention` (or a trainer fingerprint, passed the same way) says how to read the
+      field that is present;
+    - ids compat wrote (its record) are read back as the record says;
+    - both fields present must agree as top = nested + 1 (what `--to eagle` writes for both engines:
+      only top capture-before / nested output-of makes them agree);
+    - otherwise the convention is unknown: top-level ids are not capture-before by assumption (vLLM
+      reads them so, but a trainer or a hand edit may have written output-of ids), and nested ids
+      mean `nested_means` (None: this layout cannot tell), else the user must say.
+    `top_wins` is kept for the layouts' signature; a lone top-level field needs a convention too.
     """
     top, nested = declared_ids(config)
+    if ctx.convention is None and (recorded := recorded_layer_ids(config)) is not None:
+        return recorded
     if ctx.convention is not None:
         if nested is not None and not top_wins:
             return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
@@ -354,8 +365,11 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
             return ids_from_declared(top, ctx.convention, TOP_IDS, "--layer-ids-convention", BASIS_FLAG)
         if nested is not None:
             return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
-    if top is not None and (nested is None or top_wins):
-        return ids_from_declared(top, CAPTURE_BEFORE, TOP_IDS, "the field vLLM reads, never offset")
+    if top is not None and nested is None:
+        raise ambiguous(TOP_IDS, int_list(top, TOP_IDS),
+                        "vLLM reads top-level ids as capture-before, but nothing records how the trainer wrote them "
+                        "(speculators and TorchSpec --vllm write capture-before; a SpecForge config copied into this "
+                        "field holds output-of ids)")
     if top is not None and nested is not None:
         top_ids, nested_ids = int_list(top, TOP_IDS), int_list(nested, NESTED_IDS)
         if top_ids == [i + 1 for i in nested_ids]:
@@ -373,6 +387,16 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
             raise ambiguous(NESTED_IDS, nested, nested_why)
         return ids_from_declared(nested, nested_means, NESTED_IDS, nested_why)
     return LayerIds.undeclared("not declared: the engines' default (2, n//2, n-3) capture-before applies")
+
+
+def recorded_layer_ids(config: dict) -> LayerIds | None:
+    """The layers a compat record says the drafter was trained on (the ids compat itself wrote)."""
+    rec = compat_record(config) or {}
+    ids = (rec.get("layer_ids") or {}).get("capture_before") if isinstance(rec.get("layer_ids"), dict) else None
+    if not (isinstance(ids, list) and ids and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+        return None
+    return LayerIds(list(ids), f"capture-before {ids}, as compat's record of the conversion that wrote it says",
+                    basis=BASIS_LAYOUT)
 
 
 def mla_model_type(drafter: DrafterConfig) -> str:

@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 from compat import checkpoints
 from compat.checkpoints import (
     BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_LAYOUT, CAPTURE_BEFORE, RECORD_KEY, DrafterConfig, LayerIds,
-    ReadContext, WriteContext, compat_record, default_layer_ids, ids_from_declared, layer_index,
+    BASIS_FLAG, ReadContext, WriteContext, compat_record, default_layer_ids, ids_from_declared, layer_index,
 )
 from compat.errors import RefusedError, UsageError
 from compat.files import refuse_os_error
@@ -134,7 +134,7 @@ def _make_plan(opts: Options) -> Plan:
 
     source_layout = _source_layout(source, opts.source_layout)
     canonical = _canonical_names(source, source_layout)
-    drafter = source_layout.read_config(source.config, ReadContext(opts.layer_ids_convention, target))
+    drafter = _read_drafter(source, source_layout, opts.layer_ids_convention, target)
     if opts.layer_ids is not None:
         drafter.layer_ids = ids_from_declared(opts.layer_ids, opts.layer_ids_convention or CAPTURE_BEFORE, "--layer-ids",
                                               "given on the command line", BASIS_COMMAND_LINE)
@@ -190,6 +190,22 @@ def _make_plan(opts: Options) -> Plan:
         metadata={**(source.metadata or {}), "format": "pt"}, force=opts.force, target=target, checksum=opts.checksum,
         trainer=_trainer(source_layout, source.config, prior), source_record=prior, source_roots=source.roots,
     )
+
+
+def _read_drafter(source, layout, convention: str | None, target) -> DrafterConfig:
+    """The canonical config, its layer ids read in the convention the user gave, else the one an
+    unambiguous trainer fingerprint fixes (checkpoints/_conventions.py), else by the layout's own rule
+    (which refuses ids whose convention nothing settles: doctor reads them the same way)."""
+    fingerprint = None
+    if convention is None:
+        settled = checkpoints.settle_convention(source.config, set(source.tensors))
+        if settled is not None and settled.source == "fingerprint":
+            convention, fingerprint = settled.convention, settled
+    drafter = layout.read_config(source.config, ReadContext(convention, target))
+    if fingerprint is not None and drafter.layer_ids.basis == BASIS_FLAG:
+        drafter.layer_ids.basis = checkpoints.BASIS_FINGERPRINT
+        drafter.layer_ids.origin = drafter.layer_ids.origin.replace("--layer-ids-convention", fingerprint.why)
+    return drafter
 
 
 def _inherit_basis(drafter: DrafterConfig, prior: dict | None) -> bool:

@@ -59,9 +59,10 @@ def _map_name(name: str) -> str | None:
 def recognise(drafter: Drafter, target: Target | None, convention: str | None = None) -> Drafter:
     """Find the drafter's layout and the layers it was trained on (capture-before), saying how they are known.
 
-    The convention of declared ids is settled by compat's record, the user's `convention`, or a trainer
-    fingerprint (checkpoints/_conventions.py); when none settles it, `branches` holds both readings."""
-    from compat.checkpoints import CONVENTIONS, declared_ids, detect_layout, settle_convention
+    In order: compat's record (the physical layers), the user's `convention`, an unambiguous trainer
+    fingerprint (checkpoints/_conventions.py), the layout's own rule (both fields agreeing, the EAGLE
+    trainers' nested ids); when none settles it, `branches` holds what each reading trains on."""
+    from compat.checkpoints import CONVENTIONS, AmbiguousConvention, detect_layout, settle_convention
 
     layouts = detect_layout(drafter.config, set(drafter.tensors))
     drafter.layout = layouts[0] if layouts else None
@@ -72,19 +73,19 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
     if settled is not None and settled.capture_before is not None:
         drafter.trained_ids, drafter.trained_origin, drafter.settled_by = settled.capture_before, settled.why, settled.source
         return drafter
-    top, nested = declared_ids(drafter.config)
-    if settled is None and (top is not None or nested is not None) and not _consistent(top, nested):
+    try:
+        ids, origin = _trained(drafter, target, settled.convention if settled else None, with_origin=True)
+    except AmbiguousConvention as err:
         branches = {conv: _trained(drafter, target, conv) for conv in CONVENTIONS}
         if all(isinstance(ids, list) for ids in branches.values()):
             drafter.branches = branches
-        drafter.read_error = "no compat record, no --layer-ids-convention, no trainer fingerprint"
+        drafter.read_error = ("no compat record, no --layer-ids-convention, no trainer fingerprint: "
+                              + str(err.message).split(": ", 1)[-1].split(". capture-before")[0])
         return drafter
-    try:
-        ids, origin = _trained(drafter, target, settled.convention if settled else None, with_origin=True)
     except CompatError as err:
         drafter.read_error = str(err).split("\n")[0]
         return drafter
-    drafter.settled_by = settled.source if settled else ("structure" if top is not None and nested is not None else "default")
+    drafter.settled_by = settled.source if settled else "layout"
     drafter.convention = settled.convention if settled else None
     if ids is not None:
         drafter.trained_ids = ids
@@ -92,16 +93,10 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
     elif target is not None and target.num_hidden_layers:
         from compat.checkpoints import default_layer_ids
 
+        drafter.settled_by = "default"
         drafter.trained_ids = default_layer_ids(target.num_hidden_layers)
         drafter.trained_origin = "not declared: trained on the default (2, n//2, n-3)"
     return drafter
-
-
-def _consistent(top, nested) -> bool:
-    """Both fields present and naming the same layers as top = nested + 1 (what `--to eagle` writes for
-    both engines): only the reading top capture-before / nested output-of makes them agree."""
-    ok = all(isinstance(v, list) and v and all(isinstance(i, int) for i in v) for v in (top, nested))
-    return ok and len(top) == len(nested) and all(t == n + 1 for t, n in zip(top, nested))
 
 
 def _trained(drafter: Drafter, target: Target | None, convention: str | None, *, with_origin: bool = False):

@@ -133,9 +133,10 @@ def test_vllm_four_aux_layers_need_0_22(tmp_path, capsys):
     config = vllm_config()
     config["eagle_aux_hidden_state_layer_ids"] = [2, 3, 5, 6]
     src = write_drafter(tmp_path / "src", "vllm", tensors=tensors, config=config)
-    assert run(src, tmp_path / "a", "--to", "vllm", "--engine-version", "0.20.0") == 4
+    told = ["--layer-ids-convention", "capture-before"]
+    assert run(src, tmp_path / "a", "--to", "vllm", "--engine-version", "0.20.0", *told) == 4
     assert "3 aux hidden states" in capsys.readouterr().err
-    assert run(src, tmp_path / "b", "--to", "vllm", "--engine-version", "0.22.0") == 0
+    assert run(src, tmp_path / "b", "--to", "vllm", "--engine-version", "0.22.0", *told) == 0
     assert json.loads((tmp_path / "b" / "config.json").read_text())["num_aux_hidden_states"] == 4
 
 
@@ -200,3 +201,17 @@ def test_kimi_specforge_template_ids_per_engine(tmp_path, capsys):
     assert "--engine-version" in capsys.readouterr().err
     assert run(src, tmp_path / "dual", "--to", "eagle", "--target", target) == 0
     assert ids(tmp_path / "dual") == ([3, 31, 59], [2, 30, 58])
+
+
+def test_top_level_ids_alone_are_not_capture_before_by_assumption(tmp_path, capsys):
+    """Doctor and convert read a drafter the same way: top-level ids with nothing saying how they were written
+    are refused until the convention is given (a SpecForge config copied there holds output-of ids)."""
+    from ckpt_builders import vllm_config
+
+    src = write_drafter(tmp_path / "src", "vllm", config=vllm_config())
+    assert run(src, tmp_path / "a", "--to", "eagle") == 4
+    err = capsys.readouterr().err
+    assert "does not say which convention it uses" in err and "--layer-ids-convention" in err
+    assert run(src, tmp_path / "b", "--to", "eagle", "--layer-ids-convention", "output-of") == 0
+    written = json.loads((tmp_path / "b" / "compat_convert.json").read_text())["layer_ids"]
+    assert written["basis"] == "flag" and written["capture_before"] == [i + 1 for i in vllm_config()["eagle_aux_hidden_state_layer_ids"]]

@@ -45,7 +45,8 @@ def test_the_layout_of_the_record(tmp_path, drafter, llama_target):
     assert rec["source"]["trainer"] == {"id": "specforge-angelslim-eagle", "description": TRAINERS["specforge-angelslim-eagle"],
                                         "from": "layout"}
     ids = rec["layer_ids"]
-    assert ids["capture_before"] == TRAINED_ON and ids["basis"] == "layout-default" and ids["from_record"] is False
+    # the SpecForge fingerprint (midlayer.*, LlamaForCausalLMEagle3, ids only in eagle_config) settles output-of
+    assert ids["capture_before"] == TRAINED_ON and ids["basis"] == "fingerprint" and ids["from_record"] is False
     assert ids["declared"] == [i - 1 for i in TRAINED_ON] and ids["declared_convention"] == "output-of"
     assert ids["declared_field"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
     assert ids["written"] == {"eagle_aux_hidden_state_layer_ids": TRAINED_ON}
@@ -104,7 +105,7 @@ def test_the_seed_case_through_sglang_and_back(tmp_path):
     assert run(sglang, back, "--to", "vllm") == 0  # no --target, no --engine-version: the record says both
     second = record(back)
     assert second["layer_ids"]["capture_before"] == [3, 31, 59] and second["layer_ids"]["from_record"] is True
-    assert second["layer_ids"]["basis"] == "layout-default"  # the first conversion's basis, carried over
+    assert second["layer_ids"]["basis"] == "fingerprint"  # the first conversion's basis, carried over
     assert second["source"]["layout"] == "sglang"
     assert second["source"]["trainer"] == {**first["source"]["trainer"], "from": "record"}
 
