@@ -9,7 +9,8 @@ Layout under `cache_root()`:
     locks/<engine>-<version>.lock                one flock per release
 
 A release folder without its record is incomplete (a fetch was killed) and is never handed out.
-Nothing here touches the network; a cached `==X` is answered from this module alone.
+Nothing here touches the network; a cached `==X.Y.Z` is answered from this module alone, without
+even importing `packaging` (`cached_release`), so a warm `compat probe --engine vllm==0.32.0` starts fast.
 """
 
 from __future__ import annotations
@@ -18,17 +19,20 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from compat.tree import EngineTree, SourceInfo
+
+TYPE_CHECKING = False  # neither typing nor packaging is imported on the way to a cached pin
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 __all__ = [
     "RECORD_NAME", "cache_root", "atomic_write", "release_dir", "release_record", "is_complete", "cached_versions",
-    "cached_pin", "release_lock", "release_tree",
+    "cached_pin", "plain_pin", "cached_release", "release_lock", "release_tree",
 ]
 
 RECORD_NAME = "release.json"
@@ -79,6 +83,8 @@ def is_complete(directory: Path, engine: str) -> bool:
 
 def _versions_on_disk(cache: Path, engine: str) -> list[tuple[Version, Path]]:
     """(version, folder) of every folder named like a version, ascending; complete or not."""
+    from packaging.version import InvalidVersion, Version
+
     folder = cache / "releases" / engine
     found = []
     for entry in folder.iterdir() if folder.is_dir() else ():
@@ -102,6 +108,52 @@ def cached_pin(cache: Path, engine: str, spec: SpecifierSet) -> Path | None:
         if spec.contains(version, prereleases=True) and is_complete(entry, engine):
             return entry
     return None
+
+
+# The fast path for `==X.Y.Z`: a plain release pin can only match folders named by the same release
+# numbers (0.32 == 0.32.0) or by that release with a local label; pre-, post- and dev-releases never
+# match it. When the folder names leave no doubt, the answer needs no `packaging` (milliseconds at start-up).
+_PLAIN_PIN = re.compile(r"^\s*==\s*(\d+(?:\.\d+)*)\s*$")
+_PLAIN = re.compile(r"^\d+(?:\.\d+)*$")
+_NOT_A_PLAIN_MATCH = re.compile(r"^\d+(?:\.\d+)*(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?$")
+
+
+def plain_pin(specifier: str | None) -> str | None:
+    """"0.32.0" for "==0.32.0"; None for anything else (ranges, wildcards, pre-releases, `latest`)."""
+    match = _PLAIN_PIN.match(specifier or "")
+    return match.group(1) if match else None
+
+
+def _release_numbers(text: str) -> tuple[int, ...]:
+    numbers = [int(part) for part in text.split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    return tuple(numbers)
+
+
+def cached_release(cache: Path, engine: str, version: str) -> Path | None:
+    """The complete cached release `==version` (plain numbers) picks, when the folder names decide it alone.
+
+    None means "not decided here": the caller asks `cached_pin` (which reads every name with packaging).
+    """
+    try:
+        names = os.listdir(cache / "releases" / engine)
+    except OSError:
+        return None
+    wanted = _release_numbers(version)
+    matches = []
+    for name in names:
+        if name.startswith("."):
+            continue
+        if _PLAIN.match(name):
+            if _release_numbers(name) == wanted:
+                matches.append(name)
+        elif not _NOT_A_PLAIN_MATCH.match(name):
+            return None  # a local label, an epoch or an unusual spelling: let packaging decide
+    if len(matches) != 1:
+        return None
+    found = cache / "releases" / engine / matches[0]
+    return found if is_complete(found, engine) else None
 
 
 @contextlib.contextmanager

@@ -15,8 +15,8 @@ is the orchestration; each step has its own module:
 - cache.py:    `<cache>/releases/<engine>/<version>/` + `release.json`, a `flock` per release so two
                processes fetching the same release download it once.
 
-A cached `==X` needs no network and imports none of index/network/download: it is answered from the
-cache alone, in milliseconds.
+A cached `==X` needs no network and imports none of index/network/download (a cached `==X.Y.Z` not
+even `packaging`): it is answered from the cache alone, in milliseconds.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from compat.errors import SourceError, UsageError
-from compat.sources.cache import cache_root, cached_pin, cached_versions, is_complete, release_dir, release_lock, release_tree
-from compat.sources.choice import choose, final_releases, is_exact_pin, parse_specifier
+from compat.sources.cache import (
+    cache_root, cached_pin, cached_release, cached_versions, is_complete, plain_pin, release_dir, release_lock, release_tree,
+)
 from compat.tree import ENGINES, EngineTree
 
 __all__ = ["fetch_release", "list_releases", "cache_root"]
@@ -33,6 +34,7 @@ __all__ = ["fetch_release", "list_releases", "cache_root"]
 
 def list_releases(engine: str, *, index_url: str | None = None, cache_dir: str | Path | None = None, offline: bool = False) -> list[str]:
     """Final, not-yanked versions of `engine` on the index, ascending (offline: from the cached listing)."""
+    from compat.sources.choice import final_releases
     from compat.sources.index import index_urls, listing
 
     _check_engine(engine)
@@ -51,8 +53,15 @@ def fetch_release(
 ) -> EngineTree:
     """The source tree of the release of `engine` that `specifier` ("latest", "==0.11.0", ">=0.18,<0.20") picks."""
     _check_engine(engine)
-    spec = parse_specifier(specifier)
     cache = cache_root(cache_dir)
+    pinned = plain_pin(specifier)
+    if pinned is not None:  # the common case, answered from the folder names alone
+        hit = cached_release(cache, engine, pinned)
+        if hit is not None:
+            return release_tree(hit, engine, cached=True)
+    from compat.sources.choice import choose, is_exact_pin, parse_specifier
+
+    spec = parse_specifier(specifier)
     if is_exact_pin(spec):  # a cached pin needs no index at all
         hit = cached_pin(cache, engine, spec)
         if hit is not None:
