@@ -43,7 +43,7 @@ TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
-__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest", "enabled", "pristine"]
+__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest", "code_files", "enabled", "pristine"]
 
 FORMAT = 1
 RACY_SECONDS = 2.0
@@ -117,9 +117,16 @@ def _imports_of(data: bytes) -> set[str]:
     return {name for name in names if name.startswith("compat")}
 
 
-@functools.lru_cache(maxsize=16)
-def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> str:
-    """sha256 over the code that computes a value, named by module and relative path (not by location).
+def code_files(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> dict[str, str]:
+    """{label: path} of the code that computes a value; labels are module names and relative paths.
+
+    See `_collect` for what counts.
+    """
+    return {label: path for label, (path, _) in _collect(follow, content).items()}
+
+
+def _collect(follow: tuple[str, ...], content: tuple[str, ...]) -> dict[str, tuple[str, bytes]]:
+    """{label: (path, bytes)} of the code that computes a value.
 
     `follow`: modules or packages (a package: every file under it) whose source counts, and so does the
     source of every compat module they import, transitively (found by reading import lines, not by
@@ -140,14 +147,14 @@ def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] =
             rel = os.path.relpath(dirpath, folder)
             items.extend((f"{root}/{rel}/{name}", os.path.join(dirpath, name), True)
                          for name in sorted(filenames) if not name.endswith((".pyc", ".pyo")))
+    found: dict[str, tuple[str, bytes]] = {}
     seen = {path for _, path, _ in items}
     seen_names: set[str] = set()
-    digest = sha256()
     while items:
         label, path, expand = items.pop(0)
         with open(path, "rb") as handle:
             data = handle.read()
-        digest.update(f"{label}\0{len(data)}\0".encode() + data)
+        found[label] = (path, data)
         if not expand or not path.endswith(".py"):
             continue
         for name in sorted(_imports_of(data) - seen_names):
@@ -155,11 +162,20 @@ def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] =
             parts = name.split(".")
             for depth in range(1, len(parts) + 1):
                 module = ".".join(parts[:depth])
-                found = _module_file(module)
-                if found is not None and found not in seen:
-                    seen.add(found)
+                path_of = _module_file(module)
+                if path_of is not None and path_of not in seen:
+                    seen.add(path_of)
                     # the imported module is followed; a parent package's __init__ only counts
-                    items.append((module, found, depth == len(parts) or not found.endswith("__init__.py")))
+                    items.append((module, path_of, depth == len(parts) or not path_of.endswith("__init__.py")))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> str:
+    """sha256 over `code_files(follow, content)`: their labels and bytes (not where they are installed)."""
+    digest = sha256()
+    for label, (_, data) in sorted(_collect(follow, content).items()):
+        digest.update(f"{label}\0{len(data)}\0".encode() + data)
     return digest.hexdigest()
 
 
