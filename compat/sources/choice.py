@@ -10,17 +10,28 @@ No I/O and no network here: a cached `==X` is decided with `parse_specifier` and
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from compat.errors import SourceError, UsageError
 
-if TYPE_CHECKING:
-    from compat.sources.index import Artifact
+__all__ = ["Artifact", "parse_specifier", "is_exact_pin", "final_releases", "choose"]
 
-__all__ = ["parse_specifier", "is_exact_pin", "final_releases", "choose"]
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file an index lists for the engine (pages.py reads them from the index, index.py caches them)."""
+
+    filename: str
+    url: str
+    version: str
+    kind: str  # "sdist" | "wheel"
+    sha256: str | None
+    size: int | None
+    yanked: bool
+    index: str
 
 
 def parse_specifier(specifier: str) -> SpecifierSet | None:

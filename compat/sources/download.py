@@ -29,7 +29,7 @@ from compat.sources.network import CHUNK, Meter, RangedFile, RangesUnsupported, 
 from compat.tree import EngineTree
 
 if TYPE_CHECKING:
-    from compat.sources.index import Artifact
+    from compat.sources.choice import Artifact
 
 __all__ = ["download"]
 

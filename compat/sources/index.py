@@ -4,35 +4,29 @@ pip's `index/collector.py` in miniature:
 - the index pip would use: `PIP_INDEX_URL`, `PIP_EXTRA_INDEX_URL`, pip's config files read with configparser
   (pip itself is never run: it takes seconds to start); `file://` indexes (local mirrors) work too,
   missing ones are skipped;
-- the project page: JSON (PEP 691) asked for first, HTML (PEP 503) as the fallback, every file it lists
-  as an `Artifact` (sdists and wheels of the engine only);
+- the project page: JSON (PEP 691) asked for first, HTML (PEP 503) as the fallback (read by pages.py),
+  every index's files merged, the primary index first;
 - the listing is cached (`<cache>/index/<engine>.json`) so that `latest` and ranges resolve offline, and
-  reused for `LISTING_TTL` seconds online.
+  reused for `LISTING_TTL` seconds online: then neither network.py nor pages.py is imported.
 Which version and which artifact to take from a listing is `choice.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import sys
 import time
-import urllib.request
-from dataclasses import asdict, dataclass
-from html.parser import HTMLParser
+from dataclasses import asdict
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit, urlunsplit
-
-from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename, parse_wheel_filename
-from packaging.version import InvalidVersion
 
 from compat.errors import SourceError
+from compat.sources.auth import remember_credentials, use_ca_bundle
 from compat.sources.cache import atomic_write, cached_versions
-from compat.sources.network import FetchError, describe, local_path, open_url, remember_credentials, use_ca_bundle
+from compat.sources.choice import Artifact
 
-__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "Artifact", "index_urls", "listing", "listing_path", "pip_config"]
+__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "index_urls", "listing", "listing_path", "pip_config"]
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 LISTING_TTL = 600  # seconds an index listing is reused without asking the index again
@@ -96,94 +90,22 @@ def index_urls(index_url: str | None = None) -> list[str]:
     return urls
 
 
-# -- the project page -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """One file an index lists for the engine."""
-
-    filename: str
-    url: str
-    version: str
-    kind: str  # "sdist" | "wheel"
-    sha256: str | None
-    size: int | None
-    yanked: bool
-    index: str
-
-
-def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index: str) -> Artifact | None:
-    try:
-        if filename.endswith(".whl"):
-            name, version, _, _ = parse_wheel_filename(filename)
-            kind = "wheel"
-        elif filename.endswith(".tar.gz"):
-            name, version = parse_sdist_filename(filename)
-            kind = "sdist"
-        else:  # .zip sdists, eggs, .exe installers: none of the engines' releases
-            return None
-    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
-        return None
-    if name != canonicalize_name(engine):
-        return None
-    size = size if isinstance(size, int) and size >= 0 else None
-    return Artifact(filename, url, str(version), kind, sha256 or None, size, bool(yanked), index)
-
-
-class _Anchors(HTMLParser):
-    """<a href> of a PEP 503 page, with data-yanked, and <base href>."""
-
-    def __init__(self):
-        super().__init__()
-        self.base: str | None = None
-        self.links: list[tuple[str, bool]] = []
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "base" and attrs.get("href") and self.base is None:
-            self.base = attrs["href"]
-        elif tag == "a" and attrs.get("href"):
-            self.links.append((attrs["href"], "data-yanked" in attrs))
-
-
-def _parse_html(text: str, page_url: str, engine: str, index: str) -> list[Artifact]:
-    parser = _Anchors()
-    parser.feed(text)
-    base = urljoin(page_url, parser.base) if parser.base else page_url
-    out = []
-    for href, yanked in parser.links:
-        url = urljoin(base, href)
-        parts = urlsplit(url)
-        fragment = dict(p.split("=", 1) for p in parts.fragment.split("&") if "=" in p)
-        filename = urllib.request.url2pathname(parts.path.rsplit("/", 1)[-1])
-        url = urlunsplit(parts._replace(fragment=""))
-        found = _artifact(engine, filename, url, fragment.get("sha256"), None, yanked, index)
-        if found:
-            out.append(found)
-    return out
-
-
-def _parse_json(data: dict, page_url: str, engine: str, index: str) -> list[Artifact]:
-    out = []
-    for row in data.get("files", []):
-        found = _artifact(
-            engine, row.get("filename", ""), urljoin(page_url, row.get("url", "")),
-            (row.get("hashes") or {}).get("sha256"), row.get("size"), row.get("yanked"), index,
-        )
-        if found:
-            out.append(found)
-    return out
+# -- the project page ---------------------------------------------------------------------------
 
 
 def _project_files(index: str, engine: str) -> list[Artifact] | None:
     """What `index` lists for `engine`; None when the index does not have the project (or does not exist locally)."""
-    page_url = index.rstrip("/") + "/" + canonicalize_name(engine) + "/"
+    import http.client
+
+    from compat.sources.network import FetchError, describe, local_path, open_url
+    from compat.sources.pages import parse_html, parse_json, project_name
+
+    page_url = index.rstrip("/") + "/" + project_name(engine) + "/"
     if page_url.startswith("file:"):
         page = local_path(page_url) / "index.html"
         if not page.is_file():
             return None
-        return _parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
+        return parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
     try:
         with open_url(page_url, {"Accept": _ACCEPT}) as response:
             body = response.read()
@@ -197,14 +119,16 @@ def _project_files(index: str, engine: str) -> list[Artifact] | None:
         raise FetchError(page_url, describe(err)) from None
     if content_type == _JSON_TYPE or (content_type.endswith("json") and body.lstrip()[:1] == b"{"):
         try:
-            return _parse_json(json.loads(body), page_url, engine, index)
+            return parse_json(json.loads(body), page_url, engine, index)
         except (ValueError, AttributeError) as err:
             raise FetchError(page_url, f"the index sent invalid JSON ({err})") from None
-    return _parse_html(body.decode("utf-8", errors="replace"), page_url, engine, index)
+    return parse_html(body.decode("utf-8", errors="replace"), page_url, engine, index)
 
 
 def _fetch_listing(engine: str, indexes: list[str]) -> list[Artifact]:
     """Every index's files for the engine, the primary index first (pip merges them the same way)."""
+    from compat.sources.network import FetchError
+
     files: list[Artifact] = []
     seen: set[str] = set()
     listed_anywhere = False

@@ -1,8 +1,8 @@
 """HTTP for the package index: credentials, TLS, errors that name the URL, and ranged reads of a wheel.
 
 pip's `network/` in miniature (stdlib `urllib` only: pip itself is never run, it takes seconds to start):
-- credentials given in an index URL (`https://user:token@host/simple/`) are sent to that host only, never
-  stored or shown; the CA bundle pip is told to use (`cert`, PIP_CERT) is the one TLS trusts;
+- credentials given in an index URL are sent to that host only, and the CA bundle pip is told to use is
+  the one TLS trusts (both kept by auth.py);
 - `RangedFile` is pip's `lazy_wheel.LazyZipOverHTTP`: a remote zip that `zipfile` can seek in, fetched
   with HTTP Range requests into a sparse spool file, so of a wheel of hundreds of MB only the central
   directory and the members asked for travel. A server that ignores Range raises `RangesUnsupported`
@@ -13,7 +13,6 @@ Importing this module costs tens of milliseconds (ssl, http.client): a cached re
 
 from __future__ import annotations
 
-import base64
 import bisect
 import functools
 import hashlib
@@ -29,15 +28,15 @@ import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from compat import __version__
 from compat.errors import SourceError
+from compat.sources.auth import ca_bundle, credentials_for
 
 __all__ = [
-    "TIMEOUT", "CHUNK", "TAIL_BYTES", "FetchError", "RangesUnsupported", "describe", "remember_credentials",
-    "forget_credentials", "use_ca_bundle", "open_url", "open_artifact", "local_path", "content_length", "Meter",
-    "RangedFile",
+    "TIMEOUT", "CHUNK", "TAIL_BYTES", "FetchError", "RangesUnsupported", "describe", "open_url", "open_artifact",
+    "local_path", "content_length", "Meter", "RangedFile",
 ]
 
 TIMEOUT = 30  # seconds per socket operation (connect, each read)
@@ -46,11 +45,6 @@ TAIL_BYTES = 512 * 1024  # first ranged read of a wheel: the end record and, for
 PARALLEL_RANGES = 4  # member spans are fetched concurrently: each request is mostly a round trip
 MIN_RANGE = 64 * 1024  # a read that misses fetches at least this much
 COALESCE_GAP = 1024 * 1024  # members closer than this are fetched in one request (a round trip costs more)
-
-# Credentials found in index URLs, by host; added to requests for that host, never stored or shown.
-_CREDENTIALS: dict[str, str] = {}
-# The CA bundle pip is told to use (`cert`, PIP_CERT); one TLS context per bundle.
-_CAFILE: list[str | None] = [None]
 
 
 class FetchError(SourceError):
@@ -80,28 +74,7 @@ def describe(err: BaseException) -> str:
     return str(reason) or type(reason).__name__
 
 
-# -- credentials and TLS ------------------------------------------------------------------------
-
-
-def remember_credentials(url: str) -> str:
-    """The URL without `user:password@`; the credentials are kept for requests to that host."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    user, _, password = userinfo.partition(":")
-    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
-    _CREDENTIALS[host] = f"Basic {token}"
-    return urlunsplit(parts._replace(netloc=host))
-
-
-def forget_credentials() -> None:
-    _CREDENTIALS.clear()
-
-
-def use_ca_bundle(cafile: str | None) -> None:
-    """Trust this CA bundle for https (None: the system's)."""
-    _CAFILE[0] = cafile
+# -- requests -----------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=4)
@@ -110,16 +83,13 @@ def _tls_context(cafile: str | None) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile)
 
 
-# -- requests -----------------------------------------------------------------------------------
-
-
 def open_url(url: str, headers: dict[str, str] | None = None):
     """urlopen with a timeout, the host's credentials and errors as FetchError naming the URL."""
     request = urllib.request.Request(url, headers={"User-Agent": f"compat/{__version__}", **(headers or {})})
-    auth = _CREDENTIALS.get(urlsplit(url).netloc)
+    auth = credentials_for(url)
     if auth:
         request.add_unredirected_header("Authorization", auth)
-    context = _tls_context(_CAFILE[0]) if url.startswith("https:") else None
+    context = _tls_context(ca_bundle()) if url.startswith("https:") else None
     try:
         return urllib.request.urlopen(request, timeout=TIMEOUT, context=context)
     except urllib.error.HTTPError as err:

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_index import Index, Server, make_sdist, make_wheel  # noqa: E402
 
-from compat.sources import network  # noqa: E402
+from compat.sources import auth  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +22,7 @@ def isolated(monkeypatch, tmp_path):
     for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT", "VIRTUAL_ENV"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    network.forget_credentials()
+    auth.forget_credentials()
 
 
 @pytest.fixture

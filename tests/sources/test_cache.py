@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 
 import pytest
@@ -136,3 +137,21 @@ def test_concurrent_fetches_download_once_and_leave_one_good_tree(index, server_
     assert sorted(p.name for p in (cache / "releases" / "vllm").iterdir()) == ["0.10.0"]
     tree = fetch_release("vllm", "==0.10.0", cache_dir=cache, offline=True, progress=False)
     assert sorted(tree.files()) == sorted(package_files("vllm", "0.10.0"))
+
+
+def test_a_cached_listing_and_a_cached_pin_need_no_network_code(index, cache):
+    import subprocess
+    import sys
+
+    fetch_release("vllm", "latest", cache_dir=cache, index_url=index.file_url, progress=False)
+    code = (
+        "import json, sys\n"
+        "from compat.sources.released import fetch_release, list_releases\n"
+        f"versions = list_releases('vllm', cache_dir={str(cache)!r}, offline=True)\n"
+        f"tree = fetch_release('vllm', '==0.10.0', cache_dir={str(cache)!r}, offline=True, progress=False)\n"
+        "heavy = [m for m in sys.modules if m in ('ssl', 'http.client', 'urllib.request', 'html.parser')"
+        " or m in ('compat.sources.network', 'compat.sources.pages', 'compat.sources.download')]\n"
+        "print(json.dumps([versions, tree.version, heavy]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [["0.9.0", "0.10.0"], "0.10.0", []]
