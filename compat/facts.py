@@ -4,8 +4,8 @@ A released tree in the cache is immutable, so its facts (every probe's answer, w
 change until the code that computes them does. The key of an entry is a digest of:
 
 - the format of this cache, compat's version, and the Python that parsed the tree (`ast` differs);
-- the code: every file under the code roots (`probes/`, compat/report.py, this file) and, transitively,
-  every compat module they import (found by reading their import lines, not by importing them);
+- the code: every file under probes/ and, transitively, every compat module the probes import (found by
+  reading their import lines, not by importing them), plus compat/report.py (`code_files()` lists them);
 - the tree: a release's `release.json` (what was downloaded, when); for `--path` trees and installed
   engines, the relative path, size, mtime, ctime and inode of every `.py` file of the package, so an edit,
   a `compat patch` or a revert (which change at least the ctime) is probed afresh;
@@ -21,6 +21,7 @@ file system's timestamp granularity could keep size and times (git's "racily cle
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -43,7 +44,8 @@ TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
-__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest", "code_files", "enabled", "pristine"]
+__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest",
+           "code_files", "enabled", "pristine"]
 
 FORMAT = 1
 RACY_SECONDS = 2.0
@@ -51,6 +53,7 @@ PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
 PROBE_FILES = ("compat.report",)  # how their answers become a report
 KEEP_PER_TREE = 16  # entries kept per tree (compat versions, worktrees, in-memory patches); oldest go first
 KEEP_TREES = 64  # --path / installed trees remembered per engine
+ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
 _REPORT = "probe-report"
 
 
@@ -292,20 +295,25 @@ class Slot:
 
 
 def _prune(folder: Path, keep: int, *, folders: bool = False) -> None:
-    entries = [e for e in os.scandir(folder) if (e.is_dir() if folders else e.name.endswith(".json"))]
-    if len(entries) <= keep:
-        return
+    """Keep the `keep` newest entries (or tree folders) of `folder`; drop temp files of killed writers."""
     import shutil
 
-    entries.sort(key=lambda e: e.stat().st_mtime_ns)
-    for entry in entries[:-keep]:
+    entries, now = [], time.time()
+    for entry in os.scandir(folder):
         if folders:
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            try:
+            if entry.is_dir():
+                entries.append((entry.stat().st_mtime_ns, entry.path))
+        elif entry.name.startswith("."):
+            if now - entry.stat().st_mtime > ORPHAN_SECONDS:
                 os.unlink(entry.path)
-            except OSError:
-                pass
+        elif entry.name.endswith(".json"):
+            entries.append((entry.stat().st_mtime_ns, entry.path))
+    for _, path in sorted(entries)[:-keep]:
+        if folders:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _tree_home(tree: EngineTree) -> tuple[Path, str, str | None, int]:
@@ -344,7 +352,11 @@ def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[
 
 
 def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str] = PROBE_CODE) -> Any:
-    """compute() once per tree content, `kind`, `inputs` (JSON-able) and digest of `code`; JSON in, JSON out."""
+    """compute() once per tree content, `kind`, `inputs` (JSON-able) and digest of `code`; JSON in, JSON out.
+
+    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches: see
+    bench/doctor_memo_shim.py). A value of None is not kept (it is computed again next time).
+    """
     place = slot(tree, kind, inputs, tuple(code))
     value = place.load()
     if value is None:

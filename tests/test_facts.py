@@ -241,6 +241,20 @@ def test_concurrent_writers_never_leave_a_torn_entry(tmp_path, mini):
     assert not [p for p in place.path.parent.iterdir() if p.name.startswith(".")]  # no temp file left
 
 
+def test_old_entries_and_temp_files_of_killed_writers_are_pruned(tmp_path, mini, monkeypatch):
+    monkeypatch.setattr(facts, "KEEP_PER_TREE", 2)
+    tree = open_path(mini)
+    build_report(tree)
+    (entry,) = entries(tmp_path)
+    orphan = entry.parent / f".{entry.name}.killed"
+    orphan.write_text('{"format": 1')
+    os.utime(orphan, (0, 0))
+    for n in range(3):  # three overlays: three more entries in the same folder
+        build_report(open_path(mini).overlay({SPEC: open_path(mini).read_bytes(SPEC) + b"#%d\n" % n}))
+    assert not orphan.exists()
+    assert len(entries(tmp_path)) == 2
+
+
 # -- a range of releases ----------------------------------------------------------------------------
 
 
