@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.machinery
-import io
 import json
 import multiprocessing
 import os
