@@ -12,7 +12,8 @@ bench/doctor_inputs.py:
 - facts cold: the facts cache emptied before each run, the releases kept (every release is probed);
 - fully cold (--fully-cold): a new, empty --cache-dir (downloads every release, then probes it);
 - "memo": the same through bench/doctor_memo_shim.py, which memoises the doctor's in-memory patching in
-  the facts cache (what the doctor would gain from the change the shim shows).
+  the facts cache (what the doctor would gain from the change the shim shows); "memo + parallel" also
+  probes the releases missing from the facts cache in parallel processes first (`probe_missing`).
 Facts go to a temporary COMPAT_FACTS_DIR, so the shared cache is neither used nor changed; the doctor's
 output is checked to be the same in every mode. Goal (issue 14): warm <= 2 s, cold bounded by downloads.
 """
@@ -57,6 +58,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--offline", action="store_true", help="pass --offline (the index listing from the cache)")
     ap.add_argument("--fully-cold", action="store_true", help="also time an empty release cache (downloads)")
+    ap.add_argument("--only", action="append", help="only this mode: doctor, 'doctor + memo', 'doctor + memo + parallel'")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="compat-bench-doctor-"))
@@ -66,7 +68,10 @@ def main() -> None:
     target, drafter = write_pair(work / "models")
     tail = [str(target), str(drafter), "--engine", "vllm", "--releases", args.releases, "--json",
             *(["--offline"] if args.offline else [])]
-    commands = {"doctor": [*compat_command(), "doctor", *tail], "doctor + memo": [sys.executable, str(SHIM), "doctor", *tail]}
+    commands = {"doctor": [*compat_command(), "doctor", *tail], "doctor + memo": [sys.executable, str(SHIM), "doctor", *tail],
+                "doctor + memo + parallel": ["env", "COMPAT_BENCH_PARALLEL=1", sys.executable, str(SHIM), "doctor", *tail]}
+    if args.only:
+        commands = {name: argv for name, argv in commands.items() if name in args.only}
     try:
         results: dict[str, list[float]] = {}
         reference = None
@@ -83,20 +88,20 @@ def main() -> None:
                     elapsed, answer = run(argv, env)
                     assert answer == reference, f"{name} {mode}: the doctor's answer differs"
                     times.append(elapsed)
-                    print(f"{name:14} {mode:10} {elapsed:7.2f} s", flush=True)
+                    print(f"{name:26} {mode:10} {elapsed:7.2f} s", flush=True)
                 results[f"{name}, {mode}"] = times
             shutil.rmtree(facts_dir, ignore_errors=True)
             run(argv, env)  # leave it warm for the next command's comparison
         if args.fully_cold:
             cache = work / "cache"
-            elapsed, answer = run([*commands["doctor"], "--cache-dir", str(cache)], env)
+            elapsed, answer = run([*compat_command(), "doctor", *tail, "--cache-dir", str(cache)], env)
             assert answer == reference
             results["doctor, fully cold (empty release cache)"] = [elapsed]
         rows = len(reference.get("rows", []))
         print(f"\n{rows} releases ({args.releases}); load average at the end: "
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         for name, times in results.items():
-            print(f"{name:44} median {statistics.median(times):6.2f} s  min {min(times):6.2f} s  ({len(times)} runs)")
+            print(f"{name:48} median {statistics.median(times):6.2f} s  min {min(times):6.2f} s  ({len(times)} runs)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

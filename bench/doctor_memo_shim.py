@@ -8,6 +8,9 @@ libcst transforms still run, and they are most of the time left. This script rep
 `_apply_in_memory` with the same work wrapped in `compat.facts.memo` (a released tree is immutable, so
 the transformed text of a patch with given options is too) and runs the CLI. It is what the doctor would
 do with the 10-line change given in the bench README; nothing here is used by compat itself.
+
+With COMPAT_BENCH_PARALLEL=1 it also probes the releases missing from the facts cache in parallel
+processes before diagnosing them (`compat.report.probe_missing`), as doctor's `diagnose_range` would.
 """
 
 from __future__ import annotations
@@ -42,11 +45,41 @@ def apply_in_memory(patch, overlay, options: dict) -> bool:
     return bool(result.get("changes"))
 
 
+def parallel(diagnose_range):
+    """diagnose_range that first fills the facts cache for every release of the range, in parallel."""
+
+    def wrapped(engine, specifier, target, drafter, options=None, **kwargs):
+        from packaging.specifiers import SpecifierSet
+        from packaging.version import Version
+
+        from compat.errors import SourceError
+        from compat.report import probe_missing
+        from compat.sources.released import fetch_release, list_releases
+
+        cache_dir, offline = kwargs.get("cache_dir"), kwargs.get("offline", False)
+        versions = kwargs.get("versions") or list_releases(engine, cache_dir=cache_dir, offline=offline)
+        trees = []
+        for version in (v for v in versions if SpecifierSet(specifier).contains(Version(v), prereleases=False)):
+            try:
+                trees.append(fetch_release(engine, f"=={version}", cache_dir=cache_dir, offline=offline, progress=False))
+            except SourceError:
+                continue
+        probe_missing(trees)
+        return diagnose_range(engine, specifier, target, drafter, options, **kwargs)
+
+    return wrapped
+
+
 def main(argv: list[str]) -> int:
+    import os
+
+    import compat.commands.doctor
     import compat.doctor
     from compat import cli
 
     compat.doctor._apply_in_memory = apply_in_memory
+    if os.environ.get("COMPAT_BENCH_PARALLEL") == "1":
+        compat.commands.doctor.diagnose_range = parallel(compat.doctor.diagnose_range)
     return cli.main(argv)
 
 

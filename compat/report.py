@@ -46,11 +46,17 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
 
 
 def build_reports(trees: list[EngineTree], *, workers: int | None = None) -> list[dict[str, Any]]:
-    """`build_report` of each tree; the trees not in the facts cache are probed in parallel processes.
+    """`build_report` of each tree, the ones missing from the facts cache probed in parallel first."""
+    probe_missing(trees, workers=workers)
+    return [build_report(tree) for tree in trees]
+
+
+def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int:
+    """Probe, in parallel processes, the trees whose facts are not cached yet; the number probed.
 
     For doctor over a range of releases: call it once with every release's tree before diagnosing them
-    one by one (each `build_report` then reads the cache). Trees holding in-memory changes, and every tree
-    when the cache is off or `workers` is 1, are probed in this process.
+    one by one (each `build_report` then reads the cache). Trees holding in-memory changes are left to
+    `build_report` (a worker process sees only the files); with one worker or one tree, nothing is started.
     """
     missing = []
     for tree in trees:
@@ -58,14 +64,15 @@ def build_reports(trees: list[EngineTree], *, workers: int | None = None) -> lis
         if facts.pristine(tree) and place.path is not None and not _well_formed(place.load()):
             missing.append(tree)
     workers = min(workers or os.cpu_count() or 1, len(missing))
-    if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    if workers <= 1:
+        return 0
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
-        jobs = [(t.engine, str(t.root), t.version, t.source.kind, t.source.location, t.source.detail) for t in missing]
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            list(pool.map(_probe_in_worker, jobs))
-    return [build_report(tree) for tree in trees]
+    jobs = [(t.engine, str(t.root), t.version, t.source.kind, t.source.location, t.source.detail) for t in missing]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_probe_in_worker, jobs))
+    return len(missing)
 
 
 def _probe_in_worker(job: tuple) -> None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "patches"))
 from patch_trees import snapshot, write_mini_vllm  # noqa: E402
 
 from compat import cli, facts, report  # noqa: E402
-from compat.report import build_report, build_reports  # noqa: E402
+from compat.report import build_report, build_reports, probe_missing  # noqa: E402
 from compat.sources import open_path  # noqa: E402
 from compat.tree import EngineTree, SourceInfo  # noqa: E402
 
@@ -257,12 +257,19 @@ def test_old_entries_and_temp_files_of_killed_writers_are_pruned(tmp_path, mini,
 # -- a range of releases ----------------------------------------------------------------------------
 
 
-def test_build_reports_probes_the_missing_trees_in_worker_processes(tmp_path):
+def test_build_reports_probes_the_missing_trees_in_worker_processes(tmp_path, monkeypatch):
     trees = [released_tree(tmp_path / v, v) for v in ("0.11.0", "0.11.1")]
-    reports = build_reports(trees, workers=2)
+    monkeypatch.setenv("COMPAT_FACTS_CACHE", "off")
+    alone = [build_report(tree) for tree in trees]  # probed here, nothing stored
+    monkeypatch.delenv("COMPAT_FACTS_CACHE")
+    trees = [released_tree(tmp_path / v, v) for v in ("0.11.0", "0.11.1")]
+    assert entries(tmp_path) == []
+    assert probe_missing(trees[:1], workers=2) == 0  # one tree: no worker is started (build_report will probe it)
+    monkeypatch.setattr(report, "_probe", lambda tree: pytest.fail("probed in this process"))
+    reports = build_reports(trees, workers=2)  # spawned workers probe and store; this process only reads
+    assert probe_missing(trees, workers=2) == 0  # nothing missing any more
     assert [r["version"] for r in reports] == ["0.11.0", "0.11.1"]
     assert len(entries(tmp_path)) == 2
-    alone = [build_report(released_tree(tmp_path / v, v)) for v in ("0.11.0", "0.11.1")]
     assert [without_timing(r) for r in reports] == [without_timing(r) for r in alone]
 
 
