@@ -1,8 +1,10 @@
 """The `compat` command line: the parser comes from the command registry (compat/commands/), and
 `main` is the one place where errors become exit codes, messages and the `--json` error object.
 
-The command name is read first and only that command's module builds its parser (pip's way), so a
-mistyped flag is reported with that command's usage and `compat probe` never imports doctor.
+The command name is read first and only that command's module is imported and builds its parser (pip's
+way), so a mistyped flag is reported with that command's usage and `compat probe` never imports doctor;
+the top-level parser (which imports every command for its summary) is built only for `compat --help`,
+`--version`, or a command that does not exist.
 """
 
 from __future__ import annotations
@@ -43,15 +45,15 @@ def command_parser(name: str) -> argparse.ArgumentParser:
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
     """The namespace of the command argv names (with `.command`), or None after top-level help/version."""
-    top = build_parser()
     name = next((a for a in argv if not a.startswith("-")), None)
     if name is None or get_command(name) is None:
+        top = build_parser()
         top.parse_args(argv)  # --help / --version exit here; an unknown command is a usage error (exit 2)
         top.print_help()
         return None
     before = argv[:argv.index(name)]
     if before:
-        top.parse_args(before)  # only --help / --version may come before the command
+        build_parser().parse_args(before)  # only --help / --version may come before the command
     parser = command_parser(name)
     args, extra = parser.parse_known_args(argv[argv.index(name) + 1:])
     if extra:  # said by the innermost parser (`compat convert ckpt`), with its usage

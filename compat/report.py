@@ -3,21 +3,26 @@
 `build_report` gives the JSON of `compat probe --json` (keys are the probes' keys, see
 probes/); `render` prints the same facts for people, a section per probe, each fact with
 the file and line it came from.
+
+The probes' answers are kept in the facts cache (compat/facts.py): a tree is probed once per content
+and probe code, and every caller of `build_report` (probe, doctor, verify) reads them from there.
+What compat patch recorded (`compat_patches`) and where the tree came from (`source`) are read afresh
+each time. Nothing here imports rich, the probes or the patch registry until it needs them.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any
 
-from rich.console import Console, Group
-from rich.markup import escape
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
-
-from compat.probes import all_probes
+from compat import facts
 from compat.tree import EngineTree, UnparseableFile
+
+TYPE_CHECKING = False  # typing and rich cost milliseconds to import; annotations are strings here
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rich.console import Console
 
 
 def build_report(tree: EngineTree) -> dict[str, Any]:
@@ -27,6 +32,70 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
         "version": tree.version,
         "source": tree.source.to_json(),
     }
+    place = facts.slot(tree)
+    found = place.load()
+    if not _well_formed(found):
+        found = place.store(_probe(tree))
+    report.update(found["facts"])
+    report["compat_patches"] = _applied_patches(tree)
+    report["compat_plugin"] = _plugin_state(tree)
+    if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
+        report["version"] = report["version_in_source"].get("version")
+    report["probe_errors"] = list(found["probe_errors"])
+    report["probe_seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _plugin_state(tree: EngineTree):
+    """compat plugin mode: what it patches in memory in this engine's environment (None when absent)."""
+    from compat.plugin import state
+
+    return state(tree)
+
+
+def build_reports(trees: list[EngineTree], *, workers: int | None = None) -> list[dict[str, Any]]:
+    """`build_report` of each tree, the ones missing from the facts cache probed in parallel first."""
+    probe_missing(trees, workers=workers)
+    return [build_report(tree) for tree in trees]
+
+
+def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int:
+    """Probe, in parallel processes, the trees whose facts are not cached yet; the number probed.
+
+    For doctor over a range of releases: call it once with every release's tree before diagnosing them
+    one by one (each `build_report` then reads the cache). Trees holding in-memory changes are left to
+    `build_report` (a worker process sees only the files); with one worker or one tree, nothing is started.
+    """
+    missing = []
+    for tree in trees:
+        place = facts.slot(tree)
+        if facts.pristine(tree) and place.path is not None and not _well_formed(place.load()):
+            missing.append(tree)
+    workers = min(workers or os.cpu_count() or 1, len(missing))
+    if workers <= 1:
+        return 0
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = [(t.engine, str(t.root), t.version, t.source.kind, t.source.location, t.source.detail) for t in missing]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_probe_in_worker, jobs))
+    return len(missing)
+
+
+def _probe_in_worker(job: tuple) -> None:
+    from compat.tree import SourceInfo
+
+    engine, root, version, kind, location, detail = job
+    tree = EngineTree(engine, root, version, SourceInfo(kind, location, detail))
+    facts.slot(tree).store(_probe(tree))
+
+
+def _probe(tree: EngineTree) -> dict[str, Any]:
+    """Every probe's answer on this tree: {"facts": {key: value, ...}, "probe_errors": [keys of probes that crashed]}."""
+    from compat.probes import all_probes
+
+    values: dict[str, Any] = {}
     errors = []
     for probe in all_probes(tree.engine):
         try:
@@ -37,20 +106,18 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
         except Exception as err:  # noqa: BLE001 - one broken probe must not hide the others
             value = {"present": False, "error": f"probe {probe.key} failed: {type(err).__name__}: {err}"}
             errors.append(probe.key)
-        report[probe.key] = value
-    report["compat_patches"] = _applied_patches(tree)
-    from compat.plugin import state as plugin_state  # compat plugin mode: what it patches in memory, None when absent
+        values[probe.key] = value
+    return {"facts": values, "probe_errors": errors}
 
-    report["compat_plugin"] = plugin_state(tree)
-    if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
-        report["version"] = report["version_in_source"].get("version")
-    report["probe_errors"] = errors
-    report["probe_seconds"] = round(time.perf_counter() - started, 3)
-    return report
+
+def _well_formed(found: Any) -> bool:
+    return isinstance(found, dict) and isinstance(found.get("facts"), dict) and isinstance(found.get("probe_errors"), list)
 
 
 def _applied_patches(tree: EngineTree) -> list[dict]:
     """What `compat patch` changed in this tree (its record), so a probe never misleads about a patched engine."""
+    if not os.path.exists(os.path.join(str(tree.root), tree.engine, ".compat-patches.json")):
+        return []  # no record (patching.RECORD_NAME): nothing applied, and no need to import the patch machinery
     from compat.patching import applied_patches
 
     return applied_patches(tree)
@@ -61,6 +128,12 @@ _SKIP = {"engine", "version", "source", "probe_errors", "probe_seconds"}
 
 
 def render(report: dict[str, Any], console: Console) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from compat.probes import all_probes
+
     src = report["source"]
     head = Text.assemble(
         (f"{report['engine']} {report.get('version') or '(version unknown)'}", "bold"),
@@ -79,6 +152,8 @@ def render(report: dict[str, Any], console: Console) -> None:
 
 
 def _render_value(value: Any):
+    from rich.text import Text
+
     if isinstance(value, dict):
         return _render_dict(value)
     if isinstance(value, list):
@@ -87,6 +162,10 @@ def _render_value(value: Any):
 
 
 def _render_dict(d: dict) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     if d.get("present") is False and ("reason" in d or "error" in d):
         return Text("absent in this release: " + str(d.get("reason") or d.get("error")), style="yellow")
     if len(d) > 12 and all(isinstance(v, str) for v in d.values()):  # a long name -> location map
@@ -110,6 +189,10 @@ def _render_dict(d: dict) -> Any:
 
 
 def _render_list(items: list) -> Any:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     if not items:
         return Text("(none)", style="dim")
     if not all(isinstance(x, dict) for x in items):
@@ -149,6 +232,8 @@ def _render_list(items: list) -> Any:
 
 
 def _short(v: Any) -> str:
+    from rich.markup import escape
+
     if v is None:
         return "-"
     if isinstance(v, bool):

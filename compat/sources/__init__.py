@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compat.errors import SourceError, UsageError
-from compat.sources.installed import find_installed, installed_tree
 from compat.tree import ENGINES, EngineTree, SourceInfo, find_package_root
 
 __all__ = ["EngineSpec", "parse_engine_spec", "open_tree", "open_path", "find_installed"]
 
+_PLAIN_PIN = re.compile(r"^==\s*\d+(?:\.\d+)*$")
 _SPEC = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z0-9_.-]*)\s*(?:@\s*(?P<at>\S+)|(?P<spec>[=<>!~].*))?\s*$")
 
 
@@ -46,7 +46,7 @@ def parse_engine_spec(text: str) -> EngineSpec:
         spec = spec.strip()
         if spec.lstrip("=").strip().lower() == "latest":
             spec = "latest"
-        else:
+        elif not _PLAIN_PIN.match(spec):  # `==0.11.0` is a specifier by construction: no packaging needed
             from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
             try:
@@ -54,6 +54,13 @@ def parse_engine_spec(text: str) -> EngineSpec:
             except InvalidSpecifier:
                 raise UsageError(f"--engine {text!r}: {spec!r} is not a version specifier", hint="e.g. ==0.11.0 or '>=0.18,<0.20'") from None
     return EngineSpec(name, spec or None)
+
+
+def find_installed(python: str | None = None):
+    """Every vLLM/SGLang installed in `python` (default: this interpreter): see installed.py."""
+    from compat.sources.installed import find_installed as find
+
+    return find(python)
 
 
 def open_path(directory: str | Path, engine: str | None = None) -> EngineTree:
@@ -93,4 +100,6 @@ def open_tree(
         from compat.sources.released import fetch_release
 
         return fetch_release(spec.engine, spec.specifier, cache_dir=cache_dir, offline=offline, progress=progress)
+    from compat.sources.installed import installed_tree
+
     return installed_tree(spec.engine, python)

@@ -7,9 +7,7 @@ engine (importing vLLM takes seconds and wants a GPU stack). Distribution names:
 
 from __future__ import annotations
 
-import inspect
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +83,9 @@ def find_installed(python: str | None = None) -> list[InstalledEngine]:
 
 
 def _run_in(python: str) -> list[dict]:
+    import inspect  # only to look into another interpreter: both cost milliseconds at start-up
+    import subprocess
+
     exe = Path(python)
     if exe.is_dir():  # a venv directory given instead of its interpreter
         exe = exe / "bin" / "python"

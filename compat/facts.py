@@ -1,0 +1,380 @@
+"""The facts cache: a tree's probe report is computed once and kept, keyed by everything it depends on.
+
+A released tree in the cache is immutable, so its facts (every probe's answer, with file and line) never
+change until the code that computes them does. The key of an entry is a digest of:
+
+- the format of this cache, compat's version, and the Python that parsed the tree (`ast` differs);
+- the code: every file under probes/ and, transitively, every compat module the probes import (found by
+  reading their import lines, not by importing them), plus compat/report.py (`code_files()` lists them);
+- the tree: a release's `release.json` (what was downloaded, when); for `--path` trees and installed
+  engines, the relative path, size, mtime, ctime and inode of every `.py` file of the package, so an edit,
+  a `compat patch` or a revert (which change at least the ctime) is probed afresh;
+- what the tree holds in memory that differs from its files (doctor's in-memory patches).
+
+Entries live beside the release (`releases/<engine>/<version>/facts/<key>.json`); for other trees under
+the cache dir (`<cache>/facts/<engine>/<tree digest>/`), never in the user's engine directory;
+COMPAT_FACTS_DIR moves them all, COMPAT_FACTS_CACHE=off turns the cache off. Entries are written
+atomically (temp file + rename: a reader sees a whole entry or none), a corrupt one is ignored and
+rewritten. A tree whose newest file is younger than RACY_SECONDS is not stored: a second edit within the
+file system's timestamp granularity could keep size and times (git's "racily clean" rule).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from compat import __version__
+from compat.tree import EngineTree
+
+try:  # CPython's own sha256, without loading OpenSSL: `import hashlib` costs milliseconds at start-up
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other Pythons, or 3.12+ (_sha2)
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
+
+TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest",
+           "code_files", "enabled", "pristine"]
+
+FORMAT = 1
+RACY_SECONDS = 2.0
+PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
+PROBE_FILES = ("compat.report",)  # how their answers become a report
+KEEP_PER_TREE = 16  # entries kept per tree (compat versions, worktrees, in-memory patches); oldest go first
+KEEP_TREES = 64  # --path / installed trees remembered per engine
+ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
+_REPORT = "probe-report"
+
+
+def enabled() -> bool:
+    return os.environ.get("COMPAT_FACTS_CACHE", "").lower() not in ("0", "off", "no", "false")
+
+
+# -- the code digest ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _spec(name: str):
+    """The import spec of `compat.<x>` (mapped folders like probes/ included), without importing it."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=None)
+def _module_file(name: str) -> str | None:
+    """The file of module `name` (a package's __init__.py); None when it is not a module of compat."""
+    parts = name.split(".")
+    if parts[0] != "compat":
+        return None
+    spec = _spec(".".join(parts[:2]))
+    if spec is None:
+        return None
+    if not spec.submodule_search_locations:  # a plain module: nothing below it
+        return spec.origin if len(parts) <= 2 else None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts[2:])
+    if len(parts) > 2 and os.path.isfile(path + ".py"):
+        return path + ".py"
+    init = os.path.join(path, "__init__.py")
+    return init if os.path.isfile(init) else None
+
+
+def _imports_of(data: bytes) -> set[str]:
+    """Every `compat...` name an `import` / `from ... import` line of this source names (module or attribute)."""
+    names: set[str] = set()
+    pos = data.find(b"compat")
+    while pos != -1:
+        start = data.rfind(b"\n", 0, pos) + 1
+        end = data.find(b"\n", pos)
+        end = len(data) if end == -1 else end
+        line = data[start:end].split(b"#", 1)[0].strip()
+        if line.startswith(b"import "):
+            names.update(part.split(b" as ")[0].strip().decode() for part in line[7:].split(b","))
+        elif line.startswith(b"from compat") and b" import " in line:
+            module, imported = line[5:].split(b" import ", 1)
+            if imported.strip().startswith(b"(") and b")" not in imported:  # a list over several lines
+                close = data.find(b")", end)
+                close = len(data) if close == -1 else close
+                imported += b"," + data[end:close]
+                end = close
+            module = module.strip().decode()
+            names.add(module)
+            for item in imported.replace(b"(", b",").replace(b")", b",").replace(b"\n", b",").split(b","):
+                word = item.split(b"#", 1)[0].split(b" as ")[0].strip()
+                if word and word != b"*":
+                    names.add(f"{module}.{word.decode()}")
+        pos = data.find(b"compat", end)
+    return {name for name in names if name.startswith("compat")}
+
+
+def code_files(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> dict[str, str]:
+    """{label: path} of the code that computes a value; labels are module names and relative paths.
+
+    See `_collect` for what counts.
+    """
+    return {label: path for label, (path, _) in _collect(follow, content).items()}
+
+
+def _collect(follow: tuple[str, ...], content: tuple[str, ...]) -> dict[str, tuple[str, bytes]]:
+    """{label: (path, bytes)} of the code that computes a value.
+
+    `follow`: modules or packages (a package: every file under it) whose source counts, and so does the
+    source of every compat module they import, transitively (found by reading import lines, not by
+    importing); the `__init__.py` of such a module's parent packages counts too, without following its
+    imports. `content`: modules whose own source counts, without following their imports.
+    """
+    items: list[tuple[str, str, bool]] = []
+    for root, expand in [*((r, True) for r in follow), *((r, False) for r in content)]:
+        path = _module_file(root)
+        if path is None:
+            raise ValueError(f"facts: no module {root!r} to digest")
+        if not expand or not path.endswith("__init__.py"):
+            items.append((root, path, expand))
+            continue
+        folder = os.path.dirname(path)
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+            rel = os.path.relpath(dirpath, folder)
+            items.extend((f"{root}/{rel}/{name}", os.path.join(dirpath, name), True)
+                         for name in sorted(filenames) if not name.endswith((".pyc", ".pyo")))
+    found: dict[str, tuple[str, bytes]] = {}
+    seen = {path for _, path, _ in items}
+    seen_names: set[str] = set()
+    while items:
+        label, path, expand = items.pop(0)
+        with open(path, "rb") as handle:
+            data = handle.read()
+        found[label] = (path, data)
+        if not expand or not path.endswith(".py"):
+            continue
+        for name in sorted(_imports_of(data) - seen_names):
+            seen_names.add(name)
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):
+                module = ".".join(parts[:depth])
+                path_of = _module_file(module)
+                if path_of is not None and path_of not in seen:
+                    seen.add(path_of)
+                    # the imported module is followed; a parent package's __init__ only counts
+                    items.append((module, path_of, depth == len(parts) or not path_of.endswith("__init__.py")))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> str:
+    """sha256 over `code_files(follow, content)`: their labels and bytes (not where they are installed)."""
+    digest = sha256()
+    for label, (_, data) in sorted(_collect(follow, content).items()):
+        digest.update(f"{label}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
+
+
+# -- what identifies a tree ------------------------------------------------------------------------
+
+
+def _scan(base: str) -> tuple[str, int]:
+    """(digest of every .py file's relpath, size, mtime, ctime, inode; the newest of those times in ns)."""
+    rows, newest = [], 0
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__" and not entry.name.startswith("."):
+                    stack.append(entry.path)
+            elif entry.name.endswith(".py"):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                rows.append(f"{entry.path[len(base):]}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+                newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    rows.sort()
+    return sha256("\n".join(rows).encode()).hexdigest(), newest
+
+
+def _in_memory(tree: EngineTree) -> str | None:
+    """Digest of the files the tree holds in memory with other bytes than on disk ("" when none; None: unknowable)."""
+    memory = tree._bytes  # noqa: SLF001 - same part (compat/); a public EngineTree.in_memory() would be better
+    if any(relpath not in memory for relpath in tree._ast):  # noqa: SLF001 - a syntax tree without its bytes
+        return None
+    digest, changed = sha256(), False
+    for relpath in sorted(memory):
+        data = memory[relpath]
+        try:
+            with open(os.path.join(str(tree.root), relpath), "rb") as handle:
+                same = handle.read() == data
+        except OSError:
+            same = False
+        if not same:
+            changed = True
+            digest.update(f"{relpath}\0{len(data)}\0".encode() + sha256(data).digest())
+    return digest.hexdigest() if changed else ""
+
+
+def pristine(tree: EngineTree) -> bool:
+    """True when the tree holds nothing in memory yet: its answers depend on its files alone."""
+    return not tree._bytes and not tree._ast  # noqa: SLF001
+
+
+def _facts_home() -> Path | None:
+    moved = os.environ.get("COMPAT_FACTS_DIR")
+    return Path(moved).expanduser() if moved else None
+
+
+class Slot:
+    """Where one tree's entry of one kind lives, or why it cannot be cached (`path` None)."""
+
+    def __init__(self, path: Path | None, key: str | None = None, *, reason: str | None = None,
+                 tree_state: str | None = None, base: str | None = None, newest_ns: int = 0):
+        self.path = path
+        self.key = key
+        self.reason = reason
+        self.tree_state = tree_state  # the file scan the key was made from (None for releases)
+        self.base = base
+        self.newest_ns = newest_ns
+
+    def __repr__(self) -> str:
+        return f"Slot({self.path or self.reason})"
+
+    def load(self) -> Any | None:
+        """The cached value, or None (no entry, a corrupt one, or one written for another key)."""
+        if self.path is None:
+            return None
+        try:
+            entry = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != self.key or "value" not in entry:
+            return None
+        return entry["value"]
+
+    def store(self, value: Any) -> Any:
+        """Keep `value` (JSON-able) unless the tree is racy or changed meanwhile; returns it as a read would."""
+        try:
+            text = json.dumps({"format": FORMAT, "key": self.key, "compat": __version__, "value": value})
+        except (TypeError, ValueError):  # not JSON: answer as computed, uncached
+            return value
+        stored = json.loads(text)["value"]
+        if self.path is None or not self._still_valid():
+            return stored
+        from compat.sources.cache import atomic_write
+
+        try:
+            atomic_write(self.path, text)
+            _prune(self.path.parent, KEEP_PER_TREE)
+            if self.tree_state is not None:
+                _prune(self.path.parent.parent, KEEP_TREES, folders=True)
+        except OSError:  # a read-only or full cache: answer anyway, uncached
+            pass
+        return stored
+
+    def _still_valid(self) -> bool:
+        if self.tree_state is None:
+            return True
+        if time.time_ns() - self.newest_ns < RACY_SECONDS * 1e9:
+            return False
+        return _scan(self.base)[0] == self.tree_state
+
+
+def _prune(folder: Path, keep: int, *, folders: bool = False) -> None:
+    """Keep the `keep` newest entries (or tree folders) of `folder`; drop temp files of killed writers."""
+    import shutil
+
+    entries, now = [], time.time()
+    for entry in os.scandir(folder):
+        if folders:
+            if entry.is_dir():
+                entries.append((entry.stat().st_mtime_ns, entry.path))
+        elif entry.name.startswith("."):
+            if now - entry.stat().st_mtime > ORPHAN_SECONDS:
+                os.unlink(entry.path)
+        elif entry.name.endswith(".json"):
+            entries.append((entry.stat().st_mtime_ns, entry.path))
+    for _, path in sorted(entries)[:-keep]:
+        if folders:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _tree_home(tree: EngineTree) -> tuple[Path, str, str | None, int]:
+    """(folder of the tree's entries, identity of its files, scan state or None, newest ns)."""
+    moved = _facts_home()
+    if tree.source.kind == "released":
+        record = (tree.root / "release.json").read_bytes()  # OSError: not a cached release, not cacheable
+        identity = "release:" + sha256(record).hexdigest()
+        home = moved / "released" / tree.engine / tree.root.name if moved else tree.root / "facts"
+        return home, identity, None, 0
+    from compat.sources.cache import cache_root
+
+    base = os.path.join(str(tree.root), tree.engine) + os.sep
+    state, newest = _scan(base)
+    where = sha256(os.path.realpath(base).encode()).hexdigest()[:20]
+    home = (moved / "trees" if moved else cache_root() / "facts") / tree.engine / where
+    return home, f"files:{state}", state, newest
+
+
+def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[str, ...] = PROBE_CODE) -> Slot:
+    """The entry of `kind` (with `inputs`) for `tree`, computed by `code`."""
+    if not enabled():
+        return Slot(None, reason="COMPAT_FACTS_CACHE is off")
+    memory = _in_memory(tree)
+    if memory is None:
+        return Slot(None, reason="the tree holds syntax trees without their bytes")
+    try:
+        home, identity, state, newest = _tree_home(tree)
+    except OSError as err:
+        return Slot(None, reason=f"cannot identify the tree ({err})")
+    material = [FORMAT, __version__, sys.implementation.name, list(sys.version_info[:2]), code_digest(tuple(code)),
+                tree.engine, identity, memory, kind, inputs]
+    key = sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    return Slot(home / f"{kind}-{key}.json", key, tree_state=state, base=os.path.join(str(tree.root), tree.engine) + os.sep,
+                newest_ns=newest)
+
+
+def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str] = PROBE_CODE) -> Any:
+    """compute() once per tree content, `kind`, `inputs` (JSON-able) and digest of `code`; JSON in, JSON out.
+
+    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches: see
+    bench/doctor_memo_shim.py). A value of None is not kept (it is computed again next time).
+    """
+    place = slot(tree, kind, inputs, tuple(code))
+    value = place.load()
+    if value is None:
+        value = place.store(compute())
+    return value
+
+
+def forget(tree: EngineTree) -> int:
+    """Remove every entry kept for this tree (`compat patch` may call it; its new stats miss them anyway)."""
+    try:
+        home = _tree_home(tree)[0]
+    except OSError:
+        return 0
+    removed = 0
+    for entry in home.glob("*.json") if home.is_dir() else ():
+        try:
+            entry.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed

@@ -1,0 +1,49 @@
+"""Network errors that name the URL and the reason (network.py), and the progress line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fake_index import Index
+
+from compat.errors import SourceError
+from compat.sources.released import fetch_release
+
+
+# -- errors and progress ----------------------------------------------------------------------
+
+
+def test_unreachable_index_is_a_source_error_with_url_and_reason(cache):
+    with pytest.raises(SourceError) as caught:
+        fetch_release("vllm", "latest", cache_dir=cache, index_url="http://127.0.0.1:9/simple/", progress=False)
+    assert caught.value.exit_code == 3
+    assert "could not fetch http://127.0.0.1:9/simple/vllm/: connection refused" in str(caught.value)
+
+
+def test_unknown_host_is_reported_as_dns(cache):
+    with pytest.raises(SourceError, match=r"could not fetch http://no-such-host\.invalid/simple/vllm/: cannot resolve the host name"):
+        fetch_release("vllm", "latest", cache_dir=cache, index_url="http://no-such-host.invalid/simple/", progress=False)
+
+
+def test_project_missing_from_the_index(tmp_path, server_factory, cache):
+    server = server_factory(Index(tmp_path / "empty"))
+    with pytest.raises(SourceError, match=r"vllm is not on the package index http://127\.0\.0\.1"):
+        fetch_release("vllm", "latest", cache_dir=cache, index_url=server.url, progress=False)
+
+
+def test_missing_artifact_is_an_http_error(index, server_factory, cache):
+    server = server_factory(index)
+    (index.root / "files" / "vllm-0.9.0.tar.gz").unlink()
+    with pytest.raises(SourceError, match=r"could not fetch http://\S+/files/vllm-0\.9\.0\.tar\.gz: HTTP 404"):
+        fetch_release("vllm", "==0.9.0", cache_dir=cache, index_url=server.url, progress=False)
+    assert list((cache / "releases" / "vllm").iterdir()) == []
+
+
+def test_progress_line_on_a_non_terminal(index, cache, capsys):
+    fetch_release("vllm", "==0.9.0", cache_dir=cache, index_url=index.file_url, progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"fetching vllm 0\.9\.0 \(\d+ B sdist\) from file://\S+/files/vllm-0\.9\.0\.tar\.gz\n", err)
+    fetch_release("vllm", "==0.10.0", cache_dir=cache, index_url=index.file_url, progress=False)
+    assert capsys.readouterr().err == ""
