@@ -12,6 +12,27 @@ What other parts call:
     plugin_command(engine, ids, model_types, python=..., path=...) -> str   the fix line (doctor)
 """
 
-from compat.plugin.manage import install, installed_plugins, plugin_command, remove, state, status
+__all__ = ["install", "installed_plugins", "plugin_command", "remove", "state", "status", "package_name"]
 
-__all__ = ["install", "installed_plugins", "plugin_command", "remove", "state", "status"]
+
+from compat.plugin.names import package_name
+
+
+def state(tree, site_dirs=()) -> dict | None:
+    """The plugin beside this tree (compat probe): a directory check first, so a probe without a plugin
+    imports nothing of plugin mode."""
+    from pathlib import Path
+
+    if not any((Path(site) / package_name(tree.engine)).is_dir() for site in [tree.root, *site_dirs]):
+        return None
+    from compat.plugin.manage import state as read_state
+
+    return read_state(tree, site_dirs)
+
+
+def __getattr__(name: str):
+    if name in ("install", "installed_plugins", "plugin_command", "remove", "status"):
+        from compat.plugin import manage
+
+        return getattr(manage, name)
+    raise AttributeError(name)

@@ -35,8 +35,7 @@ ENTRY_POINT_GROUPS = {"vllm": "vllm.general_plugins"}  # SGLang: the .pth import
 LOCK_TIMEOUT = 60.0
 
 
-def package_name(engine: str) -> str:
-    return f"compat_plugin_{engine}"
+from compat.plugin.names import package_name  # noqa: E402,F401  (one spelling of the name)
 
 
 def distribution_name(engine: str) -> str:

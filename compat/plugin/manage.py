@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from compat.errors import RefusedError, UsageError
-from compat.plugin import build, dist
+from compat.plugin import dist
 from compat.tree import ENGINES, EngineTree
 
 
@@ -24,6 +24,8 @@ def install(tree: EngineTree, *, python: str | None, select: list[str], skip: li
     if not tree.version:
         raise RefusedError(f"cannot tell which {tree.engine} version {tree.root} is; patches are pinned to versions",
                            hint="point --path at a tree with its version file, or install the engine as a distribution")
+    from compat.plugin import build  # the patch registry and libcst: only to install
+
     planned = build.plan_patches(tree, select, skip, options)
     why = build.refusal(planned, select)
     if why:
