@@ -102,9 +102,11 @@ def classify(checks: list[dict]) -> str:
 def diagnose_range(engine: str, specifier: str, target, drafter, options: Options | None = None, *,
                    versions: list[str] | None = None, open_release: Callable[[str], Any] | None = None,
                    cache_dir=None, offline: bool = False, progress: Callable | None = None) -> dict:
-    """One diagnosis per release in `specifier` (from the package index, or `versions`).
+    """One diagnosis per release in `specifier` (from the package index, or `versions`); the releases
+    missing from the facts cache are probed in parallel first.
 
     `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
+    from compat.report import probe_missing
     from compat.sources.released import fetch_release, list_releases
 
     try:
@@ -118,12 +120,17 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
         raise SourceError(f"no {engine} release matches {specifier!r}", hint=f"known: {', '.join(versions[-8:])}")
     open_release = open_release or (lambda v: fetch_release(engine, f"=={v}", cache_dir=cache_dir, offline=offline, progress=False))
     finder = ReleaseFinder(engine, open_release=open_release, versions=versions)
-    rows = []
+    trees: dict[str, Any] = {}
     for version in (progress(chosen, f"{engine} releases") if progress else chosen):
         try:
-            tree = open_release(version)
+            trees[version] = open_release(version)
         except SourceError as err:
-            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": str(err).split("\n")[0], "fixes": []})
+            trees[version] = err
+    probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
+    rows = []
+    for version, tree in trees.items():
+        if isinstance(tree, SourceError):
+            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": str(tree).split("\n")[0], "fixes": []})
             continue
         diagnosis = diagnose(tree, target, drafter, options, releases=finder)
         rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),

@@ -110,7 +110,18 @@ def applicable_patches(engine: str, version: str | None) -> list:
 
 
 def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
-    """The patch's changed files (relpath -> new bytes, compiled); {} when it changes nothing or refuses."""
+    """The patch's changed files (relpath -> new bytes, compiled); {} when it changes nothing or refuses.
+
+    Kept in the facts cache per tree content, patch and options (a release is immutable, and the libcst
+    transforms are most of a warm doctor's time)."""
+    from compat import facts
+
+    inputs = {"patch": patch.id, "options": {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}}
+    found = facts.memo(tree, "in-memory-patch", inputs, lambda: _transformed(patch, tree, options), code=("compat.patches",))
+    return {relpath: text.encode() for relpath, text in (found.get("changes") or {}).items()}
+
+
+def _transformed(patch, tree, options: dict) -> dict:
     try:
         changes = {}
         for role, relpath in patch.find_files(tree).items():
@@ -120,10 +131,10 @@ def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
             new = patch.transform(role, source, options)
             if new != source:
                 compile(new, relpath, "exec", dont_inherit=True)
-                changes[relpath] = new.encode()
-        return changes
-    except Exception:  # noqa: BLE001 - a patch that cannot apply to this release is not offered as its fix
-        return {}
+                changes[relpath] = new
+        return {"changes": changes}
+    except Exception as err:  # noqa: BLE001 - a patch that cannot apply to this release is not offered as its fix
+        return {"refused": f"{type(err).__name__}: {err}"}
 
 
 def with_requirements(patch, patches, applied: list[str]) -> list[str]:
