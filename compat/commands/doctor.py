@@ -174,6 +174,8 @@ def render(d: dict, console) -> None:
         console.print(Text("fix, in this order:", style="bold"))
         for number, step in enumerate(steps, 1):
             console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)
+            if step.get("plugin"):
+                console.print(Text(f"     or, changing no engine file: {step['plugin']}", style="dim"), soft_wrap=True)
             if step.get("note"):
                 console.print(Text(f"     ({step['note']})", style="dim"))
     if d.get("instead"):

@@ -17,7 +17,7 @@ from compat.checks import all_checks
 from compat.doctor.context import (DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
                                    WORKS_PATCHED_CONVERTED, Ctx, Options)
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_patches,
-                                 fix_with_release, patch_command, where_to_patch)
+                                 fix_with_release, patch_command, plugin_command, where_to_patch)
 from compat.doctor.launch import launch_command
 from compat.doctor.releases import ReleaseFinder
 from compat.errors import SourceError, UsageError
@@ -77,7 +77,7 @@ def fix_steps(tree, ctx: Ctx, checks: list[dict]) -> list[dict]:
     steps = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
     if ids:
         steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
-                      "note": where_to_patch(ctx)})
+                      "plugin": plugin_command(ctx, ids, model_types), "note": where_to_patch(ctx)})
     convert = next((f for f in failing if f["kind"] == "convert"), None)
     if convert:
         steps.append({"kind": "convert", "command": convert["command"], "dst": converted_path(ctx)})

@@ -94,7 +94,7 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
                 ids = with_requirements(patch, patches, applied)
                 model_types = [options_for[i] for i in ids if i in options_for]
                 check["fix"] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
-                                "model_types": model_types,
+                                "model_types": model_types, "plugin": plugin_command(ctx, ids, model_types),
                                 "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
                 if where_to_patch(ctx):
                     check["fix"]["note"] = where_to_patch(ctx)
@@ -163,6 +163,16 @@ def patch_command(ctx, ids: list[str], model_types: list[str]) -> str:
     for mt in model_types:
         parts += ["--model-type", mt]
     return shlex.join(parts)
+
+
+def plugin_command(ctx, ids: list[str], model_types: list[str]) -> str:
+    """The same fix with no engine file changed: compat's plugin applies the patches in memory at import."""
+    from compat.plugin import plugin_command as command
+
+    src = ctx.report.get("source") or {}
+    python = src.get("python") if src.get("kind") == "installed" else ctx.options.python
+    return command(ctx.engine, ids, model_types, python=python,
+                   path=src.get("location") if src.get("kind") == "path" else None)
 
 
 def where_to_patch(ctx) -> str | None:
