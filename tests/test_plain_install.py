@@ -1,0 +1,61 @@
+"""A plain `pip install .` (no extras: no torch, numpy or safetensors) runs every command's main job.
+
+The venv is made by the test (network: the package index serves packaging, libcst and rich); the
+inputs are written by this interpreter, which has the test extras. Any undeclared import shows up
+as a traceback here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.network
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> Path:
+    venv = tmp_path_factory.mktemp("plain") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    listed = subprocess.run([str(venv / "bin" / "pip"), "list", "--format=freeze"], capture_output=True, text=True).stdout.lower()
+    assert "numpy" not in listed and "torch" not in listed and "safetensors" not in listed, listed
+    return venv / "bin" / "compat"
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    sys.path.insert(0, str(ROOT / "tests" / "doctor"))
+    from doctor_models import kimi_k25_target, specforge_drafter
+
+    base = tmp_path_factory.mktemp("inputs")
+    return {"target": kimi_k25_target(base / "Kimi-K2.5"),
+            "drafter": specforge_drafter(base / "kimi-k25-eagle3", layer_ids=[2, 30, 58])}
+
+
+def run(compat: Path, *args, cwd=None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    return subprocess.run([str(compat), *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("argv, codes", [
+    (["probe", "--engine", "vllm==0.16.0", "--json"], (0,)),
+    (["probe", "--engine", "sglang==0.5.14"], (0,)),
+    (["patch", "--engine", "vllm==0.16.0", "--dry-run"], (0,)),
+    (["doctor", "{target}", "{drafter}", "--engine", "vllm==0.16.0"], (1,)),
+    (["doctor", "{target}", "{drafter}", "--engine", "sglang==0.5.14", "--json"], (0, 1)),
+    (["convert", "ckpt", "{drafter}", "{tmp}/converted", "--to", "vllm", "--engine-version", "0.16.0", "--target", "{target}"], (0,)),
+    (["--help"], (0,)),
+], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "help"])
+def test_every_main_job_runs_without_the_extras(plain, inputs, tmp_path, argv, codes):
+    argv = [a.format(target=inputs["target"], drafter=inputs["drafter"], tmp=tmp_path) for a in argv]
+    proc = run(plain, *argv)
+    assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode in codes, (proc.returncode, proc.stderr[-2000:])
