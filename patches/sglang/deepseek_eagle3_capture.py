@@ -142,7 +142,9 @@ def find_files(tree) -> dict[str, str]:
 
 def reference_takes_ids(tree) -> bool | None:
     """Does this release's LlamaForCausalLM hook take the drafter's ids? None: there is no such hook."""
-    for relpath in tree.grep(f"def {HOOK}".encode(), under=MODELS_DIR):
+    for relpath in tree.grep_re(rf"(?m)^class {REFERENCE_CLASS}\b", under=MODELS_DIR):
+        if f"def {HOOK}".encode() not in tree.read_bytes(relpath):
+            continue
         module = tree.parse(relpath)
         for node in module.body:
             if isinstance(node, ast.ClassDef) and node.name == REFERENCE_CLASS:

@@ -63,11 +63,14 @@ def add_args(group) -> None:
 
 def find_files(tree) -> dict[str, str]:
     found = {}
+    # the v1 runner: the GPUModelRunner that sets the aux layers (0.17.0+ has a v2 GPUModelRunner too, which does not)
     for relpath in tree.grep_re(rf"(?m)^class {RUNNER}\b", under="vllm/v1/worker"):
-        found["v1"] = relpath
-        break
+        data = tree.read_bytes(relpath)
+        if f"def {V1_READER}(".encode() in data or f".{OLD_GETTER}()".encode() in data:
+            found["v1"] = relpath
+            break
     else:
-        raise FileNotFoundError(f"no {RUNNER} under vllm/v1/worker")
+        raise FileNotFoundError(f"no {RUNNER} under vllm/v1/worker that sets the EAGLE-3 aux layers")
     for relpath in tree.grep(f"def {V2_READER}(".encode(), under="vllm/v1"):
         found["v2"] = relpath  # the v2 runner, 0.17.0+
         break
