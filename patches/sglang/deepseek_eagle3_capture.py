@@ -21,6 +21,10 @@ capture, in the shape each release's runner calls (read from that release's Llam
   backend, as it does for the dense prefix), and the overlap resumes after them.
 - `DeepseekV2ForCausalLM.forward` unpacks the pair and hands the states to the logits processor.
 
+Not covered, as upstream until 0.5.10 (sglang#14280): with an all-to-all MoE backend (DeepEP), a
+MoE layer's input can be scattered across the attention-TP ranks, and its captured state is then
+the rank's part only.
+
 Range: 0.4.4.post2 (first release with EAGLE3 and Llama's hook) to 0.5.4.post1 (the last
 without DeepSeek's); every release in it was read.
 """
@@ -41,6 +45,7 @@ DESCRIPTION = "DeepseekV2ForCausalLM (DeepSeek-V2/V3, Kimi-K2) captures EAGLE-3 
 WHY = (
     "https://github.com/sgl-project/sglang/pull/12319 (Initial eagle3 support for Deepseek-like models; in 0.5.4.post2)",
     "https://github.com/sgl-project/sglang/pull/9698 (EAGLE-3 for DeepSeek-V2/V3 with the TBO path; closed unmerged)",
+    "https://github.com/sgl-project/sglang/pull/14280 (captured states all-gathered under an all-to-all MoE; not backported here)",
     "research: shared/research/sglang-eagle3.md sections 2.1-2.4 and 7.1",
 )
 ENGINE = "sglang"
