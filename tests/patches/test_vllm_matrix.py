@@ -17,6 +17,7 @@ import pytest
 from packaging.version import Version
 
 from compat.cli import main
+from compat.patches import all_patches
 from compat.report import build_report
 from compat.sources import open_path
 from patch_trees import available_releases, snapshot
@@ -39,12 +40,19 @@ def expected_states(version: str) -> dict[str, str]:
         whitelist = "apply"
     elif v("0.18.0") <= ver <= v("0.21.0"):
         whitelist = "present"  # upstream lists all four
-    return {
+    states = {
         "vllm-eagle3-whitelist": whitelist,
         "vllm-deepseek-eagle3-aux": "apply" if v("0.10.1") <= ver <= v("0.17.1") else "not-offered",
         "vllm-kimi-k25-eagle3": "apply" if v("0.15.0") <= ver <= v("0.17.1") else "not-offered",
         "vllm-cpu-attn-block16": "apply" if v("0.29.0") <= ver <= v("0.33.0") else "not-offered",
+        # the runners read no drafter ids up to 0.11.0, and not eagle_config's up to 0.21.0 (0.22.0 reads them)
+        "vllm-eagle3-layer-ids": "apply" if v("0.10.0") <= ver <= v("0.21.0") else "not-offered",
+        # glm4_moe.py has no EAGLE-3 support in any release read (0.10.0-0.33.0); the protocol exists from 0.10.1
+        "vllm-glm4-moe-eagle3": "apply" if v("0.10.1") <= ver <= v("0.33.0") else "not-offered",
+        # DeepSeek capture in deepseek_v2.py from 0.18.0; the final-layer capture from 0.25.0
+        "vllm-deepseek-eagle3-final-layer": "apply" if v("0.18.0") <= ver <= v("0.24.0") else "not-offered",
     }
+    return {p.id: states[p.id] for p in all_patches("vllm")}  # in the order they apply (the record's order)
 
 
 def cli(capsys, *argv) -> tuple[int, dict]:
@@ -87,6 +95,12 @@ def test_release(version, release_tree, capsys):
         _assert_forward_records_aux(root)
     if expected["vllm-kimi-k25-eagle3"] == "apply":
         assert "KimiK25ForConditionalGeneration" in targets
+    if expected["vllm-eagle3-layer-ids"] == "apply":
+        _assert_ids_are_read(report, version)
+    if expected["vllm-glm4-moe-eagle3"] == "apply":
+        assert "Glm4MoeForCausalLM" in targets
+    if expected["vllm-deepseek-eagle3-final-layer"] == "apply":
+        _assert_forward_records_the_final_layer(root)
     code, status = cli(capsys, "--path", str(root), "--status")
     assert [p["id"] for p in status["applied"]] == [k for k, s in expected.items() if s == "apply"]
 
@@ -113,3 +127,22 @@ def _assert_forward_records_aux(root) -> None:
         for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"
     )
     assert "self.aux_hidden_state_layers" in ast.unparse(init)
+
+
+def _assert_ids_are_read(report: dict, version: str) -> None:
+    """Every runner reads the top-level ids as they are and eagle_config's as output-of (+1), in that order."""
+    aux = report["aux_layer_ids"]
+    assert aux["read_from_config"] is True
+    runners = {r["runner"]: r for r in aux["runners"]}
+    assert set(runners) == ({"v1", "v2"} if v(version) >= v("0.17.0") else {"v1"})
+    key = "eagle_aux_hidden_state_layer_ids"
+    for runner in runners.values():
+        read = [(k["key"], k["where"], k["offset"]) for k in runner["keys"] if k["key"] == key]
+        assert read == [(key, "top-level", 0), (key, "eagle_config", 1)], (runner["runner"], runner["keys"])
+
+
+def _assert_forward_records_the_final_layer(root) -> None:
+    source = (root / "vllm/model_executor/models/deepseek_v2.py").read_text()
+    forward = patched_forward(source, get_pp_group=lambda: PP_LAST, IntermediateTensors=dict, _get_llama_4_scaling=None)
+    _, aux = run_forward(forward, FakeDecoder(8, aux=(2, 5, 8)))
+    assert len(aux) == 3  # id n (8): the last layer's output
