@@ -13,7 +13,7 @@ from compat.doctor.context import FAIL, PASS, WARN, result
 
 
 @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
-       needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
+       needs=("aux_layer_ids", "eagle3_targets"), fixes=("convert", "patch"))
 def layer_ids(ctx) -> dict:
     aux = ctx.fact("aux_layer_ids")
     n = ctx.target.num_hidden_layers

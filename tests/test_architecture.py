@@ -136,3 +136,11 @@ def test_no_file_under_compat_over_500_lines():
 def test_every_check_is_small():
     big = {p.name: n for p in (ROOT / "checks").glob("*.py") if (n := len(p.read_text().splitlines())) > 150}
     assert not big, big
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test modules by file name (rootdir mode): two test_x.py in different folders collide."""
+    seen: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {k: v for k, v in seen.items() if len(v) > 1}

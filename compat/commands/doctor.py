@@ -167,6 +167,8 @@ def render(d: dict, console) -> None:
         if fix:
             text = fix.get("command") or fix.get("text")
             console.print(Text.assemble(("     fix: ", "cyan"), text))
+            if fix.get("alternative"):
+                console.print(Text.assemble(("     or:  ", "cyan"), fix["alternative"]["command"]))
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
     steps = d.get("fix_steps") or []

@@ -41,6 +41,7 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_input(ctx, checks)
+        fix_with_conversion(ctx, checks, first_only=True)  # a drafter-local fix before changing the engine
         fix_with_patches(tree, ctx, checks)
         fix_with_conversion(ctx, checks)
         fix_with_release(ctx, checks)
@@ -70,14 +71,14 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
 def fix_steps(tree, ctx: Ctx, checks: list[dict]) -> list[dict]:
     """Every fix to run, in order and in as few commands as possible: one `compat patch` with all the
     patches the failing checks need, then the conversion (whose output the launch command names)."""
-    failing = [c["fix"] for c in checks if c["verdict"] == FAIL and c["fix"]]
+    failing = [c["fix"] for c in checks if c["fix"] and (c["verdict"] == FAIL or c["fix"]["kind"] == "patch")]
     order = [p.id for p in applicable_patches(ctx.engine, tree.version)]
     ids = sorted({pid for f in failing if f["kind"] == "patch" for pid in f["patch_ids"]}, key=order.index)
-    model_types = list(dict.fromkeys(mt for f in failing if f["kind"] == "patch" for mt in f.get("model_types") or []))
+    settings = {pid: opts for f in failing if f["kind"] == "patch" for pid, opts in (f.get("options") or {}).items()}
     steps = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
     if ids:
-        steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
-                      "plugin": plugin_command(ctx, ids, model_types), "note": where_to_patch(ctx)})
+        steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
+                      "plugin": plugin_command(ctx, ids, settings), "note": where_to_patch(ctx)})
     convert = next((f for f in failing if f["kind"] == "convert"), None)
     if convert:
         steps.append({"kind": "convert", "command": convert["command"], "dst": converted_path(ctx)})

@@ -67,40 +67,95 @@ def fix_with_input(ctx, checks: list[dict]) -> None:
 
 # -- patches ------------------------------------------------------------------------------------------------
 def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
-    """Apply the release's patches in memory, one after another, and re-run the failing checks."""
+    """Apply the release's patches in memory, one after another (each on top of the ones before), and
+    re-run the checks a patch may fix after each; a check whose answer ends up PASS gets the patch with
+    which it last turned PASS. Checks that warn are followed too: a patch that gives a target its
+    capture hook can expose a layer-id problem only a later patch fixes."""
     from compat.report import build_report
 
-    pending = {c["check"]: c for c in unfixed(checks) if may_fix(c, "patch")}
     if any("patch" in get_check(c["check"]).blocks for c in checks if c["verdict"] == FAIL):
         return  # e.g. the release does not know the target's architecture: no patch can help
-    patches = applicable_patches(ctx.engine, tree.version) if pending else []
-    current, applied, options_for = tree, [], {}
+    followed = [c for c in checks if may_fix(c, "patch") and c["verdict"] != PASS
+                and (c["fix"] is None or c["fix"]["kind"] == "convert")]
+    if not any(c["verdict"] == FAIL for c in followed):
+        return
+    patches = applicable_patches(ctx.engine, tree.version)
+    current, applied, chosen = tree, [], {}
+    last = {c["check"]: c["verdict"] for c in followed}
+    turned_pass: dict[str, tuple] = {}
     for patch in patches:
-        options = dict(patch.options)
-        if "model_types" in options and ctx.target.model_type:
-            types = tuple(options["model_types"])
-            if ctx.target.model_type not in types:
-                options["model_types"] = (*types, ctx.target.model_type)
-                options_for[patch.id] = ctx.target.model_type
+        options = patch_options(ctx, patch)
         changes = apply_in_memory(patch, current, options)
         if not changes:
             continue
         current = current.overlay(changes)
         applied.append(patch.id)
+        chosen[patch.id] = _beyond_defaults(options, patch.options)
         patched = ctx.with_report(build_report(current))
-        for name, check in list(pending.items()):
+        for check in followed:
             again = rerun(check, patched)
-            if again["verdict"] == PASS:
-                ids = with_requirements(patch, patches, applied)
-                model_types = [options_for[i] for i in ids if i in options_for]
-                check["fix"] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, model_types),
-                                "model_types": model_types, "plugin": plugin_command(ctx, ids, model_types),
-                                "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
-                if where_to_patch(ctx):
-                    check["fix"]["note"] = where_to_patch(ctx)
-                del pending[name]
-        if not pending:
-            return
+            if again["verdict"] == PASS and last[check["check"]] != PASS:
+                turned_pass[check["check"]] = (patch, again)
+            elif again["verdict"] != PASS:
+                turned_pass.pop(check["check"], None)
+            last[check["check"]] = again["verdict"]
+    for check in followed:
+        if check["check"] not in turned_pass:
+            continue
+        patch, again = turned_pass[check["check"]]
+        ids = with_requirements(patch, patches, applied)
+        settings = {pid: chosen[pid] for pid in ids if chosen.get(pid)}
+        fix = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
+               "options": settings, "plugin": plugin_command(ctx, ids, settings),
+               "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
+        if where_to_patch(ctx):
+            fix["note"] = where_to_patch(ctx)
+        if check["fix"] is not None:  # converting the drafter fixes it already: the patch is the other way
+            check["fix"]["alternative"] = fix
+        else:
+            check["fix"] = fix
+
+
+def patch_options(ctx, patch) -> dict:
+    """The patch's options for this target and drafter: the target's model_type added to a whitelist,
+    the drafter's settled layer-id convention for a patch that reads nested ids."""
+    options = dict(patch.options)
+    if "model_types" in options and ctx.target.model_type and ctx.target.model_type not in options["model_types"]:
+        options["model_types"] = (*tuple(options["model_types"]), ctx.target.model_type)
+    if "nested_ids_convention" in options and ctx.drafter.convention:
+        options["nested_ids_convention"] = ctx.drafter.convention
+    return options
+
+
+def _beyond_defaults(options: dict, defaults: dict) -> dict:
+    """The options doctor set that the patch does not have by default (for lists: the added items)."""
+    out = {}
+    for key, value in options.items():
+        default = defaults.get(key)
+        if isinstance(value, (list, tuple)):
+            added = [v for v in value if v not in (default or ())]
+            if added:
+                out[key] = added
+        elif value != default:
+            out[key] = value
+    return out
+
+
+OPTION_FLAGS = {"model_types": "--model-type", "nested_ids_convention": "--nested-ids-convention"}
+
+
+def option_argv(settings: dict) -> list[str]:
+    """Command-line spelling of the options doctor chose (beyond each patch's defaults)."""
+    argv = []
+    for options in settings.values():
+        for key, value in options.items():
+            flag = OPTION_FLAGS.get(key, "--" + key.replace("_", "-"))
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if key == "model_types" and item in argv:
+                    continue
+                argv += [flag, str(item)]
+    return argv
 
 
 def applicable_patches(engine: str, version: str | None) -> list:
@@ -149,7 +204,7 @@ def with_requirements(patch, patches, applied: list[str]) -> list[str]:
     return sorted(ids, key=applied.index)
 
 
-def patch_command(ctx, ids: list[str], model_types: list[str]) -> str:
+def patch_command(ctx, ids: list[str], settings: dict) -> str:
     """`compat patch` for the engine this diagnosis is about; a released tree is a shared cache, so the
     command patches the installed engine of the serving venv (--python when doctor was told it)."""
     src = ctx.report.get("source") or {}
@@ -160,19 +215,17 @@ def patch_command(ctx, ids: list[str], model_types: list[str]) -> str:
     parts = ["compat", "patch", *where]
     for pid in ids:
         parts += ["--select", pid]
-    for mt in model_types:
-        parts += ["--model-type", mt]
-    return shlex.join(parts)
+    return shlex.join(parts + option_argv(settings))
 
 
-def plugin_command(ctx, ids: list[str], model_types: list[str]) -> str:
+def plugin_command(ctx, ids: list[str], settings: dict) -> str:
     """The same fix with no engine file changed: compat's plugin applies the patches in memory at import."""
     from compat.plugin import plugin_command as command
 
     src = ctx.report.get("source") or {}
     python = src.get("python") if src.get("kind") == "installed" else ctx.options.python
-    return command(ctx.engine, ids, model_types, python=python,
-                   path=src.get("location") if src.get("kind") == "path" else None)
+    base = command(ctx.engine, ids, [], python=python, path=src.get("location") if src.get("kind") == "path" else None)
+    return " ".join([base, *map(shlex.quote, option_argv(settings))])
 
 
 def where_to_patch(ctx) -> str | None:
@@ -185,11 +238,14 @@ def where_to_patch(ctx) -> str | None:
 
 
 # -- conversion ---------------------------------------------------------------------------------------------
-def fix_with_conversion(ctx, checks: list[dict]) -> None:
-    """Plan `compat convert ckpt --to <engine> --engine-version X` (nothing written) and re-check the result."""
+def fix_with_conversion(ctx, checks: list[dict], *, first_only: bool = False) -> None:
+    """Plan `compat convert ckpt --to <engine> --engine-version X` (nothing written) and re-check the result.
+
+    first_only: only the checks that list "convert" first among their fixes (before any patch is tried)."""
     from compat.checkpoints import CONVENTIONS
 
-    pending = [c for c in unfixed(checks) if may_fix(c, "convert")]
+    pending = [c for c in unfixed(checks) if may_fix(c, "convert")
+               and (not first_only or get_check(c["check"]).fixes[0] == "convert")]
     if not pending or ctx.version is None:
         return
     attempts = {None: converted_drafter(ctx)}

@@ -175,14 +175,15 @@ def test_missing_d2t_is_a_silent_failure_nothing_fixes(tmp_path, kimi, diagnose)
 # -- SGLang ------------------------------------------------------------------------------------------------
 
 
-def test_sglang_0_5_3_has_no_deepseek_capture(kimi, diagnose):
+def test_sglang_0_5_3_has_no_deepseek_capture_which_a_patch_adds(kimi, diagnose):
     d = diagnose("sglang", "0.5.3", kimi.target, kimi.drafter)
-    assert d["verdict"] == DOES_NOT_WORK
+    assert d["verdict"] == WORKS_PATCHED
     interface = check(d, "target-interface")
     assert interface["verdict"] == FAIL and "set_eagle3_layers_to_capture" in interface["detail"]
-    assert interface["fix"] == {"kind": "release", "releases": ">=0.5.4.post2",
-                                "text": "sglang >= 0.5.4.post2 (https://github.com/sgl-project/sglang/issues/6268)"}
-    assert check(d, "layer-ids")["verdict"] == WARN  # nothing is captured, so nothing to compare
+    assert interface["fix"]["kind"] == "patch" and interface["fix"]["patch_ids"] == ["sglang-deepseek-eagle3-capture"]
+    assert "DeepseekV3ForCausalLM" in interface["fix"]["verified"]
+    layer_ids = check(d, "layer-ids")  # nothing is captured before the patch; after it, the trained layers
+    assert layer_ids["verdict"] == WARN and layer_ids["fix"]["kind"] == "patch"
     assert check(d, "target-whitelist")["verdict"] == PASS  # SGLang has none
 
 
@@ -266,7 +267,8 @@ def test_kimi_k25_wrapper_needs_the_interface_patches_on_0_16_and_a_release_befo
     assert check(d, "target-interface")["fix"]["patch_ids"] == ["vllm-deepseek-eagle3-aux", "vllm-kimi-k25-eagle3"]
     old = diagnose("vllm", "0.14.1", target, kimi.drafter)  # kimi_k25.py appears in 0.15.0
     assert old["verdict"] == DOES_NOT_WORK and check(old, "target-interface")["fix"]["kind"] == "release"
-    assert diagnose("sglang", "0.5.9", target, kimi.drafter)["verdict"] == DOES_NOT_WORK
+    k25 = diagnose("sglang", "0.5.9", target, kimi.drafter)  # kimi_k25.py exists without the hook: a patch delegates it
+    assert k25["verdict"] == WORKS_PATCHED and check(k25, "target-interface")["fix"]["patch_ids"] == ["sglang-kimi-k25-eagle3"]
     assert diagnose("sglang", "0.5.10", target, kimi.drafter)["verdict"] == WORKS
 
 
