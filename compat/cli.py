@@ -14,7 +14,7 @@ import sys
 from compat import __version__
 from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES
-from compat.errors import EXIT_USAGE, CompatError
+from compat.errors import EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
@@ -69,16 +69,23 @@ def main(argv: list[str] | None = None) -> int:
 
     console, err_console = make_consoles(args)
     try:
-        return get_command(args.command).run(args, console)
+        code = get_command(args.command).run(args, console)
+        sys.stdout.flush()  # a closed or full stdout fails here, while we still know what was done
+        return code
     except CompatError as err:
         return _report_error(err, args, err_console)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-    except BrokenPipeError:
-        # The reader of our output went away (`compat probe --json | head`): not a failure of ours.
+    except OSError as err:
+        made = getattr(args, "change_made", None)  # set by a command once its change is on disk
+        if made is None and not isinstance(err, BrokenPipeError):
+            raise
         _silence_stdout()
-        return 0
+        if made is None:  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
+            return 0
+        err_console.print(f"error: {made}, but printing the result failed ({err.strerror or err})", markup=False)
+        return EXIT_REPORT_FAILED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:

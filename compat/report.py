@@ -48,7 +48,7 @@ def build_report(tree: EngineTree) -> dict[str, Any]:
 
 def _applied_patches(tree: EngineTree) -> list[dict]:
     """What `compat patch` changed in this tree (its record), so a probe never misleads about a patched engine."""
-    from compat.patching import applied_patches
+    from compat.patch_record import applied_patches
 
     return applied_patches(tree)
 
