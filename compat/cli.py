@@ -8,13 +8,14 @@ mistyped flag is reported with that command's usage and `compat probe` never imp
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
 from compat import __version__
 from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES
-from compat.errors import EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
+from compat.errors import EXIT_CHECK_FAILED, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from compat.console import make_consoles
 
     console, err_console = make_consoles(args)
+    console.on_broken_pipe = _broken_pipe  # rich would exit 1 on its own; below we say what was done
     try:
         code = get_command(args.command).run(args, console)
         sys.stdout.flush()  # a closed or full stdout fails here, while we still know what was done
@@ -77,15 +79,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-    except OSError as err:
-        made = getattr(args, "change_made", None)  # set by a command once its change is on disk
-        if made is None and not isinstance(err, BrokenPipeError):
+    except OSError as err:  # writing our output failed (a file's errors are CompatErrors by now)
+        if err.filename is not None:
             raise
         _silence_stdout()
-        if made is None:  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
-            return 0
-        err_console.print(f"error: {made}, but printing the result failed ({err.strerror or err})", markup=False)
-        return EXIT_REPORT_FAILED
+        # A command that changes things says what it changed in args.change_made (None: nothing yet).
+        made = getattr(args, "change_made", False)
+        if made is False and isinstance(err, BrokenPipeError):
+            return 0  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
+        done = f"{made}, but " if made else "nothing was changed; " if made is None else ""
+        err_console.print(f"error: {done}printing the result failed ({err.strerror or err})", markup=False)
+        return EXIT_REPORT_FAILED if made else EXIT_REFUSED if made is None else EXIT_CHECK_FAILED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:
@@ -97,6 +101,10 @@ def _report_error(err: CompatError, args, err_console) -> int:
         print_json(error_document(err.message, err.hint, err.exit_code), "error")
     err_console.print(Text.assemble(("error: ", "bold red"), str(err)))
     return err.exit_code
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def _silence_stdout() -> None:

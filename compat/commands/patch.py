@@ -110,6 +110,7 @@ def patch_options(args) -> dict:
 def run(args, console) -> int:
     from compat.commands._source import tree_from_args
 
+    args.change_made = None  # what this run changed, once it has (compat.cli reports it if printing then fails)
     options = patch_options(args)
     tree = tree_from_args(args, progress=not args.json)
     writes = not (args.dry_run or args.status)
