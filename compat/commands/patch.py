@@ -67,18 +67,26 @@ def add_arguments(parser) -> None:
 
 
 class _OncePerOption:
-    """An argument group in which a second patch declaring an option already declared (an SGLang and a
-    vLLM whitelist both taking --model-type) shares the first one: parsed once, it reaches both by dest."""
+    """The argument group of one patch, made on its first option. A second patch declaring an option
+    already declared (an SGLang and a vLLM whitelist both taking --model-type) shares the first one:
+    parsed once, it reaches both by dest, and its help says so."""
 
-    def __init__(self, group, seen: set[str]):
-        self.group = group
-        self.seen = seen
+    def __init__(self, parser, patch, declared: dict):
+        self.parser = parser
+        self.patch = patch
+        self.declared = declared  # option string -> its action, across patches
+        self.group = None
 
     def add_argument(self, *flags, **kwargs):
-        if any(flag in self.seen for flag in flags):
-            return None
-        self.seen.update(flags)
-        return self.group.add_argument(*flags, **kwargs)
+        known = next((self.declared[f] for f in flags if f in self.declared), None)
+        if known is not None:
+            known.help = f"{known.help} (also read by {self.patch.id})"
+            return known
+        if self.group is None:
+            self.group = self.parser.add_argument_group(f"patch {self.patch.id}", self.patch.description)
+        action = self.group.add_argument(*flags, **kwargs)
+        self.declared.update(dict.fromkeys(flags, action))
+        return action
 
 
 def _all_patches() -> list:
@@ -89,11 +97,10 @@ def _all_patches() -> list:
 
 def _add_patch_options(parser) -> None:
     """Each patch's own options, in a group named after it (`compat patch --help` lists them)."""
-    seen: set[str] = set()
+    declared: dict = {}
     for patch in _all_patches():
         if patch.takes_options:
-            group = parser.add_argument_group(f"patch {patch.id}", patch.description)
-            patch.add_args(_OncePerOption(group, seen))
+            patch.add_args(_OncePerOption(parser, patch, declared))
 
 
 def patch_options(args) -> dict:

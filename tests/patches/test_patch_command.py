@@ -14,8 +14,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from compat import patch_record
 from compat.cli import main
 from compat.patching import journal
