@@ -84,21 +84,24 @@ def record_bytes(record: dict | None) -> bytes | None:
     return (json.dumps(record, indent=1, sort_keys=True) + "\n").encode()
 
 
-def applied_patches(tree: EngineTree, notify=None) -> list[dict]:
+def applied_patches(tree: EngineTree, notify=None, settle: bool = True) -> list[dict]:
     """The patches compat applied to this tree (for `compat probe`): [] when none or unreadable.
 
     An interrupted patch/revert run is settled first (rolled back or finished, as the next
     `compat patch` would) and said on stderr (or to `notify`). When it cannot be settled here
     (not writable by this user, another run holds the tree), the list ends with one entry
     {"interrupted": ..., "journal": ..., "fix": ...} instead of pretending the files are intact.
+    `settle=False`: the caller has settled the tree already (and holds its lock).
     """
-    say = notify or (lambda text: print(f"note: {text}", file=sys.stderr))
-    # Imported here, not at the top: patching imports this module to read the record.
-    from compat.patching.journal import settle_for_reading
+    unsettled = None
+    if settle:
+        say = notify or (lambda text: print(f"note: {text}", file=sys.stderr))
+        # Imported here, not at the top: patching imports this module to read the record.
+        from compat.patching.journal import settle_for_reading
 
-    notes, unsettled = settle_for_reading(tree)
-    for note in notes:
-        say(note)
+        notes, unsettled = settle_for_reading(tree)
+        for note in notes:
+            say(note)
     try:
         record = read_record(tree)
     except CompatError:

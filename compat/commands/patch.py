@@ -7,6 +7,7 @@ this file is the command line and what it prints. Each patch declares its own op
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from compat.output import EXIT_CODES, print_json
@@ -139,10 +140,12 @@ def run(args, console) -> int:
             out.note(note)
         if unsettled:
             out.note(f"{unsettled['error']} (fix: {unsettled['fix']})")
-        tree = _fresh(tree)
-        if args.status:
-            return _status(tree, args, options, out)
-        planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force, record=_quiet_record(tree))
+        with tree_lock(tree, notify=out.note, shared=True) if tree.source.kind != "released" else nullcontext():
+            tree = _fresh(tree)
+            if args.status:
+                return _status(tree, args, options, out, unsettled)
+            planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force,
+                           record=_quiet_record(tree))
         out.plan(planned, action="dry-run")
         _note_unavailable_selection(planned, args, out)
         out.diffs(combined_edits(planned))
@@ -199,11 +202,11 @@ def _exit_code(planned: list[PlannedPatch], args) -> int:
     return EXIT_OK
 
 
-def _status(tree: EngineTree, args, options: dict, out: "_Output") -> int:
+def _status(tree: EngineTree, args, options: dict, out: "_Output", unsettled: dict | None) -> int:
     record = read_record(tree)
     planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force, record=record)
     out.plan(planned, action="status")
-    out.record(applied_patches(tree), record)
+    out.record(applied_patches(tree, settle=False) + ([unsettled] if unsettled else []), record)
     return out.finish(EXIT_OK)
 
 

@@ -92,9 +92,13 @@ def drop_bytecode(path: Path) -> None:
     seconds and size (which a same-sized edit within one second keeps): only removing them all
     guarantees none can stand in for the new source.
     """
+    removed = False
     for pyc in bytecode_of(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(pyc)
+            removed = True
+    if removed:
+        sync_directory(path.parent / "__pycache__")  # durable before the source changes, even across a power loss
 
 
 def temp_files(path: Path) -> list[Path]:

@@ -63,10 +63,13 @@ def journal_path(tree: EngineTree) -> Path:
 
 # -- the lock ------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def tree_lock(tree: EngineTree, timeout: float | None = None, notify=None):
+def tree_lock(tree: EngineTree, timeout: float | None = None, notify=None, shared: bool = False):
     """An exclusive flock on the package directory: one compat patch run per tree at a time.
 
-    The directory itself is locked, so no lock file is left in site-packages.
+    `shared`: a reader's lock (--status, --dry-run), held by any number of readers at once and
+    never while a run changes the tree, so a reader never sees a run half-way. A filesystem
+    without locks leaves a reader unlocked. The directory itself is locked, so no lock file is
+    left in site-packages.
     """
     timeout = LOCK_TIMEOUT if timeout is None else timeout
     package = tree.root / tree.engine
@@ -80,9 +83,14 @@ def tree_lock(tree: EngineTree, timeout: float | None = None, notify=None):
         told = False
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
+            except OSError as err:
+                if not isinstance(err, BlockingIOError):
+                    if shared:
+                        break
+                    raise RefusedError(f"{package}: cannot lock it ({err.strerror}); nothing was changed",
+                                       hint="patch a copy on a local filesystem (--path DIR)") from None
                 if time.monotonic() >= deadline:
                     raise RefusedError(
                         f"another compat patch run holds {package} (waited {timeout:.0f} s); nothing was changed",

@@ -169,7 +169,7 @@ def test_stray_temp_files_are_removed_and_said(tree, capsys):
 
 
 def test_a_journal_of_a_live_run_is_left_to_it(tree, capsys, monkeypatch):
-    """Seen while another run holds the lock: that run is alive and will finish; readers wait, then say so."""
+    """Seen while another run holds the lock, a journal is that live run's: readers wait for it, then say so."""
     import fcntl
 
     killed_run(tree, 3)
@@ -178,7 +178,29 @@ def test_a_journal_of_a_live_run_is_left_to_it(tree, capsys, monkeypatch):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         code, result = run(capsys, "--path", str(tree), "--status")
-        assert code == 0 and any("another compat patch run holds" in n for n in result["notes"])
+        assert code == 4 and "another compat patch run holds" in result["error"]  # never a half-done state
+        entry = applied_patches(open_path(tree), notify=lambda _: None)[-1]  # compat probe
+        assert entry["interrupted"] == "patch" and "another compat patch run holds" in entry["error"]
         assert leftovers(tree) == [journal.JOURNAL_NAME]
+    finally:
+        os.close(fd)
+    code, result = run(capsys, "--path", str(tree), "--status")
+    assert code == 0 and any("rolled it back" in n for n in result["notes"]) and leftovers(tree) == []
+
+
+def test_readers_wait_for_a_run_in_progress(tree, capsys, monkeypatch):
+    """--status and --dry-run read under a shared lock: never while a run is changing the tree."""
+    import fcntl
+
+    monkeypatch.setattr(journal, "LOCK_TIMEOUT", 0.2)
+    fd = os.open(tree / "vllm", os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for mode in ("--status", "--dry-run"):
+            code, result = run(capsys, "--path", str(tree), mode)
+            assert code == 4 and "another compat patch run holds" in result["error"]
+        fcntl.flock(fd, fcntl.LOCK_SH)  # another reader: no wait
+        for mode in ("--status", "--dry-run"):
+            assert run(capsys, "--path", str(tree), mode)[0] == 0
     finally:
         os.close(fd)
