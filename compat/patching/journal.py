@@ -232,10 +232,10 @@ def _settle_journal(tree: EngineTree, journal: dict, force: bool) -> str:
         said = f"{run} after it had made every change; they stand"
     elif journal.get("on_kill") == FORWARD:
         written = _roll(tree, journal, FORWARD, force)
-        said = f"{run}; finished it: " + (", ".join(written) + " written" if written else "nothing left to write")
+        said = f"{run}; finished it: " + (f"restored {', '.join(written)}" if written else "nothing was left to do")
     else:
         written = _roll(tree, journal, BACK, force)
-        said = f"{run}; rolled it back: " + (", ".join(written) + " put back as they were" if written else "nothing had been changed yet")
+        said = f"{run}; rolled it back: " + (f"restored {', '.join(written)} as before that run" if written else "nothing had been changed yet")
     remove_file(journal_path(tree))
     return said
 
@@ -262,7 +262,7 @@ def _roll(tree: EngineTree, journal: dict, direction: str, force: bool) -> list[
             continue
         data = f[f"{key}_base64"]
         _put(tree, f["relpath"], False, base64.b64decode(data) if data is not None else None)
-        written.append(f["relpath"])
+        written.append(f["relpath"] if data is not None else f"{f['relpath']} (removed)")
     return written
 
 

@@ -83,7 +83,7 @@ def test_a_patch_killed_between_files_is_rolled_back_by_the_next_command(tree, c
     assert state(tree) != original and leftovers(tree) == [journal.JOURNAL_NAME]
     code, result = run(capsys, "--path", str(tree), *first)
     assert code == 0
-    assert any("interrupted; rolled it back: vllm/config/speculative.py put back as they were" in n for n in result["notes"])
+    assert any("interrupted; rolled it back: restored vllm/config/speculative.py as before that run" in n for n in result["notes"])
     if first == []:
         assert sorted(result["changed"]) == [CONFIG, MODEL]  # and then applied, whole
     else:
