@@ -15,7 +15,7 @@ import sys
 from compat import __version__
 from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES
-from compat.errors import EXIT_CHECK_FAILED, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
+from compat.errors import EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
@@ -79,17 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-    except OSError as err:  # writing our output failed (a file's errors are CompatErrors by now)
-        if err.filename is not None:
-            raise
-        _silence_stdout()
-        # A command that changes things says what it changed in args.change_made (None: nothing yet).
+    except OSError as err:
+        # A command that changes things says what it changed in args.change_made (None: nothing yet),
+        # and turns its own file errors into CompatErrors: an OSError left is its output failing.
         made = getattr(args, "change_made", False)
-        if made is False and isinstance(err, BrokenPipeError):
+        if made is False or err.filename is not None:
+            if not isinstance(err, BrokenPipeError):
+                raise
+            _silence_stdout()
             return 0  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
-        done = f"{made}, but " if made else "nothing was changed; " if made is None else ""
-        err_console.print(f"error: {done}printing the result failed ({err.strerror or err})", markup=False)
-        return EXIT_REPORT_FAILED if made else EXIT_REFUSED if made is None else EXIT_CHECK_FAILED
+        _silence_stdout()
+        done = f"{made}, but" if made else "nothing was changed;"
+        err_console.print(f"error: {done} printing the result failed ({err.strerror or err})", markup=False)
+        return EXIT_REPORT_FAILED if made else EXIT_REFUSED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:

@@ -210,16 +210,18 @@ def test_stdout_failing_after_the_change_exits_5_and_says_what_was_done(tree, ca
     class Full:
         """stdout on a disk that fills up once the plan is printed."""
         def __init__(self):
-            self.text = ""
+            self.text, self.pending = "", ""
 
         def write(self, text):
-            if "Applied" in text or "Reverted" in text:
+            if self.pending or "Applied" in text or "Reverted" in text:
+                self.pending += text
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             self.text += text
             return len(text)
 
         def flush(self):
-            pass
+            if self.pending:  # what could not be written is still there, as in a real file's buffer
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
         def isatty(self):
             return False
