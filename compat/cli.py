@@ -10,13 +10,14 @@ the top-level parser (which imports every command for its summary) is built only
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
 from compat import __version__
 from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES
-from compat.errors import EXIT_USAGE, CompatError
+from compat.errors import EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
@@ -70,17 +71,29 @@ def main(argv: list[str] | None = None) -> int:
     from compat.console import make_consoles
 
     console, err_console = make_consoles(args)
+    console.on_broken_pipe = _broken_pipe  # rich would exit 1 on its own; below we say what was done
     try:
-        return get_command(args.command).run(args, console)
+        code = get_command(args.command).run(args, console)
+        sys.stdout.flush()  # a closed or full stdout fails here, while we still know what was done
+        return code
     except CompatError as err:
         return _report_error(err, args, err_console)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-    except BrokenPipeError:
-        # The reader of our output went away (`compat probe --json | head`): not a failure of ours.
+    except OSError as err:
+        # A command that changes things says what it changed in args.change_made (None: nothing yet),
+        # and turns its own file errors into CompatErrors: an OSError left is its output failing.
+        made = getattr(args, "change_made", False)
+        if made is False or err.filename is not None:
+            if not isinstance(err, BrokenPipeError):
+                raise
+            _silence_stdout()
+            return 0  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
         _silence_stdout()
-        return 0
+        done = f"{made}, but" if made else "nothing was changed;"
+        err_console.print(f"error: {done} printing the result failed ({err.strerror or err})", markup=False)
+        return EXIT_REPORT_FAILED if made else EXIT_REFUSED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:
@@ -92,6 +105,10 @@ def _report_error(err: CompatError, args, err_console) -> int:
         print_json(error_document(err.message, err.hint, err.exit_code), "error")
     err_console.print(Text.assemble(("error: ", "bold red"), str(err)))
     return err.exit_code
+
+
+def _broken_pipe() -> None:
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def _silence_stdout() -> None:

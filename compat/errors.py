@@ -9,6 +9,7 @@ EXIT_CHECK_FAILED = 1  # a check failed (doctor), or a patch/convert refused the
 EXIT_USAGE = 2  # bad command line (argparse uses 2 as well)
 EXIT_SOURCE = 3  # the engine source could not be obtained (no such release, offline, not a tree)
 EXIT_REFUSED = 4  # patch/convert refused to touch something (file not as expected, DST exists)
+EXIT_REPORT_FAILED = 5  # the change was made, reporting it failed (stdout closed or full)
 
 
 class CompatError(Exception):

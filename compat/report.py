@@ -116,9 +116,7 @@ def _well_formed(found: Any) -> bool:
 
 def _applied_patches(tree: EngineTree) -> list[dict]:
     """What `compat patch` changed in this tree (its record), so a probe never misleads about a patched engine."""
-    if not os.path.exists(os.path.join(str(tree.root), tree.engine, ".compat-patches.json")):
-        return []  # no record (patching.RECORD_NAME): nothing applied, and no need to import the patch machinery
-    from compat.patching import applied_patches
+    from compat.patch_record import applied_patches  # cheap when the tree holds no trace of compat patch
 
     return applied_patches(tree)
 

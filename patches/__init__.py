@@ -7,7 +7,7 @@ A patch is a module under `patches/<engine>/` that defines, in plain sight:
     WHY          links: the upstream issue / PR, the research note
     ENGINE       "vllm" | "sglang"
     VERSIONS     SpecifierSet(">=0.10.1,<=0.17.1"): releases the patch is offered for
-    OPTIONS      {"model_types": (...)}: defaults, overridable from the command line
+    OPTIONS      {"model_types": (...)}: the option values it uses, with their defaults
     REQUIRES     ids of patches whose fix this one builds on (optional)
 
     find_files(tree) -> {role: relpath}          located by content: files move between releases
@@ -16,6 +16,22 @@ A patch is a module under `patches/<engine>/` that defines, in plain sight:
 
 `has_fix` and `transform` raise `FileNotAsExpected` when the file is neither the release's
 original nor fixed (edited by hand, a fork): `compat patch` then refuses unless --force.
+
+Optional hooks, for a patch that takes options (LibCST's `add_args` is the model):
+
+    add_args(group)
+        Declare the patch's command-line options with `group.add_argument(...)` (an argparse
+        argument group that `compat patch --help` shows under the patch's id). Each option's
+        `dest` is a key of OPTIONS: the value given on the command line reaches `has_fix` and
+        `transform` under that key. A list or tuple default is extended by what is given
+        (`action="append"`); any other default is replaced. Two patches may declare the same
+        option (an SGLang and a vLLM whitelist both taking --model-type): it is parsed once and
+        reaches both.
+    options_for_target(model_type: str | None, architecture: str | None) -> dict
+        The options (by dest) this patch needs so that a target with that config.json
+        `model_type` / architecture is served; {} when its defaults already serve it. Doctor
+        calls it to fix a failing check without knowing any patch's options, and prints them
+        with `compat.patching.option_flags` (e.g. `--model-type glm4_moe`).
 
 The registry fills itself: `all_patches(engine)` imports every module of the engine's folder
 (the pyupgrade `_plugins/` pattern), so adding a patch is adding a file. Modules whose name
@@ -92,6 +108,21 @@ class Patch:
 
     def transform(self, role: str, source: str, options: dict[str, Any]) -> str:
         return self.module.transform(role, source, options)
+
+    @property
+    def takes_options(self) -> bool:
+        """Does the patch declare command-line options (an `add_args` hook)?"""
+        return callable(getattr(self.module, "add_args", None))
+
+    def add_args(self, group) -> None:
+        """Declare the patch's options on an argparse group (nothing when it has none)."""
+        if self.takes_options:
+            self.module.add_args(group)
+
+    def options_for_target(self, model_type: str | None, architecture: str | None) -> dict[str, Any]:
+        """The options this patch needs to serve that target ({}: its defaults do, or it has no options)."""
+        hook = getattr(self.module, "options_for_target", None)
+        return dict(hook(model_type, architecture)) if callable(hook) else {}
 
     def to_json(self) -> dict:
         return {

@@ -1,21 +1,24 @@
 """`compat patch`: apply the version-pinned fixes of patches/<engine>/ to an engine tree (dry-run, status, revert).
 
-The work (plan, apply, record, revert) is compat/patching.py; this file is the command line and
-what it prints.
+The work (plan, apply, revert, the journal) is compat/patching/, the record compat/patch_record.py;
+this file is the command line and what it prints. Each patch declares its own options (its
+`add_args`): they are shown under the patch's id and reach it by dest name.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 from compat.output import EXIT_CODES, print_json
 from compat.commands._source import add_source_arguments
-from compat.errors import EXIT_OK, EXIT_REFUSED, CompatError, RefusedError, UsageError
+from compat.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
+from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
 from compat.patching import (
-    APPLY, BLOCKED, NOT_OFFERED, PRESENT, RECORD_NAME, REFUSED, FileEdit, PlannedPatch, applied_patches, apply,
-    check_record, combined_edits, plan, read_record, record_path, recover, revert, tree_lock, version_range,
+    APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, apply, check_record, combined_edits,
+    option_actions, plan, revert, settle, settle_for_reading, tree_lock, version_range,
 )
-from compat.tree import EngineTree
+from compat.tree import ENGINES, EngineTree
 
 NAME = "patch"
 ORDER = 20
@@ -42,7 +45,9 @@ EPILOG = """examples:
 Patches are pinned to engine version ranges and find their files by content. Running again
 is a no-op; a file that is not what a patch expects (a hand edit, a fork) is refused unless
 --force. The record lives beside the engine: <site-packages>/vllm/.compat-patches.json.
-""" + "\n" + EXIT_CODES
+A run that is killed (or fails on a full disk) leaves a journal there; the next compat run on
+the tree puts it back to exactly before or after that run, and says so.
+""" + "\n" + EXIT_CODES + f"  {EXIT_REPORT_FAILED}  the change was made, but printing the result failed (see --status)\n"
 
 
 def add_arguments(parser) -> None:
@@ -55,27 +60,66 @@ def add_arguments(parser) -> None:
     choice = parser.add_argument_group("which patches")
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
-    choice.add_argument("--model-type", metavar="TYPE", action="append", default=[], dest="model_types",
-                        help="also whitelist this target model_type (repeatable; default kimi_k2, kimi_k25, deepseek_v3, deepseek_v2)")
+    _add_patch_options(parser)
     parser.add_argument("--force", action="store_true",
                         help="patch or revert files that changed since compat wrote them, apply a patch's other files when one "
                         "is not as expected, and offer every patch on a tree of unknown version")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
 
 
-def _validate_model_types(values: list[str]) -> list[str]:
-    from compat.patches.vllm.eagle3_whitelist import MODEL_TYPE_RE
+class _OncePerOption:
+    """The argument group of one patch, made on its first option. A second patch declaring an option
+    already declared (an SGLang and a vLLM whitelist both taking --model-type) shares the first one:
+    parsed once, it reaches both by dest, and its help says so."""
 
-    bad = [v for v in values if not MODEL_TYPE_RE.match(v)]
-    if bad:
-        raise UsageError(f"--model-type {bad[0]!r}: not a model_type", hint="a config.json model_type such as kimi_k2 or glm4_moe (lower case, digits, _ . -)")
-    return values
+    def __init__(self, parser, patch, declared: dict):
+        self.parser = parser
+        self.patch = patch
+        self.declared = declared  # option string -> its action, across patches
+        self.group = None
+
+    def add_argument(self, *flags, **kwargs):
+        known = next((self.declared[f] for f in flags if f in self.declared), None)
+        if known is not None:
+            known.help = f"{known.help} (also read by {self.patch.id})"
+            return known
+        if self.group is None:
+            self.group = self.parser.add_argument_group(f"patch {self.patch.id}", self.patch.description)
+        action = self.group.add_argument(*flags, **kwargs)
+        self.declared.update(dict.fromkeys(flags, action))
+        return action
+
+
+def _all_patches() -> list:
+    from compat.patches import all_patches
+
+    return [p for engine in ENGINES for p in all_patches(engine)]
+
+
+def _add_patch_options(parser) -> None:
+    """Each patch's own options, in a group named after it (`compat patch --help` lists them)."""
+    declared: dict = {}
+    for patch in _all_patches():
+        if patch.takes_options:
+            patch.add_args(_OncePerOption(parser, patch, declared))
+
+
+def patch_options(args) -> dict:
+    """The option values given on the command line, by dest (what `plan(options=...)` takes)."""
+    options = {}
+    for patch in _all_patches():
+        for action in option_actions(patch):
+            value = getattr(args, action.dest, None)
+            if value is not None and value != action.default and value not in ([], ()):
+                options[action.dest] = value
+    return options
 
 
 def run(args, console) -> int:
     from compat.commands._source import tree_from_args
 
-    model_types = _validate_model_types(list(getattr(args, "model_types", []) or []))
+    args.change_made = None  # what this run changed, once it has (compat.cli reports it if printing then fails)
+    options = patch_options(args)
     tree = tree_from_args(args, progress=not args.json)
     writes = not (args.dry_run or args.status)
     if writes and tree.source.kind == "released":
@@ -90,33 +134,51 @@ def run(args, console) -> int:
         )
     out = _Output(console, args.json, tree)
     out.data["selected"] = list(args.select)
-    if args.status:
-        return _status(tree, args, model_types, out)
-    if args.dry_run:
-        planned = plan(tree, select=args.select, skip=args.skip, model_types=model_types, force=args.force, record=_quiet_record(tree))
+    if not writes:
+        notes, unsettled = settle_for_reading(tree, args.force)
+        for note in notes:
+            out.note(note)
+        if unsettled:
+            out.note(f"{unsettled['error']} (fix: {unsettled['fix']})")
+        with tree_lock(tree, notify=out.note, shared=True) if tree.source.kind != "released" else nullcontext():
+            tree = _fresh(tree)
+            if args.status:
+                return _status(tree, args, options, out, unsettled)
+            planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force,
+                           record=_quiet_record(tree))
         out.plan(planned, action="dry-run")
         _note_unavailable_selection(planned, args, out)
         out.diffs(combined_edits(planned))
         return out.finish(_exit_code(planned, args))
     with tree_lock(tree, notify=out.note):
-        record, notes = recover(tree, read_record(tree), args.force)
-        for note in notes:
+        for note in settle(tree, force=args.force):
             out.note(note)
+        tree = _fresh(tree)  # what other runs wrote while this one waited for the lock
+        record = read_record(tree)
         if args.revert:
             return _revert(tree, record, args, out)
         record, notes = check_record(tree, record, args.force)
         for note in notes:
             out.note(note)
-        planned = plan(tree, select=args.select, skip=args.skip, model_types=model_types, force=args.force, record=record)
+        planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force, record=record)
         out.plan(planned, action="apply")
         _note_unavailable_selection(planned, args, out)
         refused = [p for p in planned if p.state in (REFUSED, BLOCKED)]
         if refused:
             out.note("nothing was changed: " + "; ".join(f"{p.patch.id} {p.state}" for p in refused))
             return out.finish(EXIT_REFUSED)
-        record, edits = apply(tree, planned, record)
+        record, edits, notes = apply(tree, planned, record)
+        if edits:
+            args.change_made = f"applied {', '.join(p.patch.id for p in planned if p.state == APPLY)} (record {record_path(tree)})"
+        for note in notes:
+            out.note(note)
         out.applied(edits, planned)
         return out.finish(_exit_code(planned, args))
+
+
+def _fresh(tree: EngineTree) -> EngineTree:
+    """The same tree without its cache of file contents (read before the lock or before settling)."""
+    return EngineTree(tree.engine, tree.root, tree.version, tree.source)
 
 
 def _quiet_record(tree: EngineTree) -> dict | None:
@@ -140,11 +202,11 @@ def _exit_code(planned: list[PlannedPatch], args) -> int:
     return EXIT_OK
 
 
-def _status(tree: EngineTree, args, model_types: list[str], out: "_Output") -> int:
+def _status(tree: EngineTree, args, options: dict, out: "_Output", unsettled: dict | None) -> int:
     record = read_record(tree)
-    planned = plan(tree, select=args.select, skip=args.skip, model_types=model_types, force=args.force, record=record)
+    planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force, record=record)
     out.plan(planned, action="status")
-    out.record(applied_patches(tree), record)
+    out.record(applied_patches(tree, settle=False) + ([unsettled] if unsettled else []), record)
     return out.finish(EXIT_OK)
 
 
@@ -154,7 +216,10 @@ def _revert(tree: EngineTree, record: dict | None, args, out: "_Output") -> int:
         out.data.update(action="revert", reverted=[])
         return out.finish(EXIT_OK)
     ids = [p["id"] for p in record.get("patches", [])]
-    restored = revert(tree, record, args.force)
+    restored, notes = revert(tree, record, args.force)
+    args.change_made = f"reverted {', '.join(ids) or 'nothing'} (removed {record_path(tree)})"
+    for note in notes:
+        out.note(note)
     out.data.update(action="revert", reverted=ids, files=restored)
     if not out.json:
         out.console.print(f"Reverted {', '.join(ids) or 'nothing'}: restored {len(restored)} file(s) byte for byte; removed {record_path(tree)}")
@@ -250,6 +315,9 @@ class _Output:
             return
         self.console.print(f"Applied by compat (record {record_path(self.tree)}):")
         for p in applied:
+            if "interrupted" in p:  # a journal this run could not settle (see the note above)
+                self.console.print(f"  [red]an interrupted {p['interrupted']} run[/] ({', '.join(p['files'])}): journal {p['journal']}")
+                continue
             state = "intact" if p["intact"] else "[red]changed since[/]"
             self.console.print(f"  {p['id']}  {p['applied_at']}  {', '.join(p['files'])}  ({state})")
 

@@ -90,7 +90,7 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
             continue
         current = current.overlay(changes)
         applied.append(patch.id)
-        chosen[patch.id] = _beyond_defaults(options, patch.options)
+        chosen[patch.id] = options
         patched = ctx.with_report(build_report(current))
         for check in followed:
             again = rerun(check, patched)
@@ -117,45 +117,23 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
 
 
 def patch_options(ctx, patch) -> dict:
-    """The patch's options for this target and drafter: the target's model_type added to a whitelist,
-    the drafter's settled layer-id convention for a patch that reads nested ids."""
-    options = dict(patch.options)
-    if "model_types" in options and ctx.target.model_type and ctx.target.model_type not in options["model_types"]:
-        options["model_types"] = (*tuple(options["model_types"]), ctx.target.model_type)
-    if "nested_ids_convention" in options and ctx.drafter.convention:
+    """The options beyond the patch's defaults this target and drafter need: what the patch's own
+    `options_for_target` hook asks for (a whitelist adds the target's model_type), and the drafter's
+    settled layer-id convention for a patch that reads nested ids."""
+    options = patch.options_for_target(ctx.target.model_type, ctx.target.architecture)
+    default = patch.options.get("nested_ids_convention")
+    if default is not None and ctx.drafter.convention and ctx.drafter.convention != default:
         options["nested_ids_convention"] = ctx.drafter.convention
     return options
 
 
-def _beyond_defaults(options: dict, defaults: dict) -> dict:
-    """The options doctor set that the patch does not have by default (for lists: the added items)."""
-    out = {}
-    for key, value in options.items():
-        default = defaults.get(key)
-        if isinstance(value, (list, tuple)):
-            added = [v for v in value if v not in (default or ())]
-            if added:
-                out[key] = added
-        elif value != default:
-            out[key] = value
-    return out
-
-
-OPTION_FLAGS = {"model_types": "--model-type", "nested_ids_convention": "--nested-ids-convention"}
-
-
 def option_argv(settings: dict) -> list[str]:
-    """Command-line spelling of the options doctor chose (beyond each patch's defaults)."""
-    argv = []
-    for options in settings.values():
-        for key, value in options.items():
-            flag = OPTION_FLAGS.get(key, "--" + key.replace("_", "-"))
-            values = value if isinstance(value, (list, tuple)) else [value]
-            for item in values:
-                if key == "model_types" and item in argv:
-                    continue
-                argv += [flag, str(item)]
-    return argv
+    """Command-line spelling of the options doctor chose, by each patch's own declaration."""
+    from compat.patches import all_patches
+    from compat.patching import option_flags
+
+    by_id = {p.id: p for engine in ("vllm", "sglang") for p in all_patches(engine)}
+    return [flag for pid, options in settings.items() for flag in option_flags(by_id[pid], options)]
 
 
 def applicable_patches(engine: str, version: str | None) -> list:
@@ -165,31 +143,27 @@ def applicable_patches(engine: str, version: str | None) -> list:
 
 
 def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
-    """The patch's changed files (relpath -> new bytes, compiled); {} when it changes nothing or refuses.
-
-    Kept in the facts cache per tree content, patch and options (a release is immutable, and the libcst
-    transforms are most of a warm doctor's time)."""
+    """The files `compat patch` would change for this one patch (relpath -> new bytes), planned on the
+    tree (an overlay of the patches before it) by patching's own plan, compile check included; {} when
+    it changes nothing or refuses. Kept in the facts cache per tree content, patch and options (a release
+    is immutable, and the libcst transforms are most of a warm doctor's time)."""
     from compat import facts
 
     inputs = {"patch": patch.id, "options": {k: list(v) if isinstance(v, tuple) else v for k, v in options.items()}}
-    found = facts.memo(tree, "in-memory-patch", inputs, lambda: _transformed(patch, tree, options), code=("compat.patches",))
+    found = facts.memo(tree, "in-memory-patch", inputs, lambda: _planned(patch, tree, options), code=("compat.patches",))
     return {relpath: text.encode() for relpath, text in (found.get("changes") or {}).items()}
 
 
-def _transformed(patch, tree, options: dict) -> dict:
+def _planned(patch, tree, options: dict) -> dict:
+    from compat.patching import APPLY, plan
+
     try:
-        changes = {}
-        for role, relpath in patch.find_files(tree).items():
-            source = tree.text(relpath)
-            if patch.has_fix(role, source, options):
-                continue
-            new = patch.transform(role, source, options)
-            if new != source:
-                compile(new, relpath, "exec", dont_inherit=True)
-                changes[relpath] = new
-        return {"changes": changes}
-    except Exception as err:  # noqa: BLE001 - a patch that cannot apply to this release is not offered as its fix
+        item = plan(tree, select=[patch.id], options=options)[0]
+    except Exception as err:  # noqa: BLE001 - a patch that cannot plan on this release is not offered as its fix
         return {"refused": f"{type(err).__name__}: {err}"}
+    if item.state != APPLY:
+        return {"state": item.state, "reason": item.reason}
+    return {"changes": {e.relpath: e.after.decode("utf-8") for e in item.edits}}
 
 
 def with_requirements(patch, patches, applied: list[str]) -> list[str]:

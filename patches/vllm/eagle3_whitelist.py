@@ -19,6 +19,8 @@ import re
 import libcst as cst
 from packaging.specifiers import SpecifierSet
 
+from compat.errors import UsageError
+
 from .. import FileNotAsExpected
 from .._cst import parse
 
@@ -38,6 +40,31 @@ ORDER = 10
 _MESSAGE = b"only supported for"
 _MODEL_TYPE = b"hf_text_config.model_type"
 MODEL_TYPE_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+
+
+# -- options -------------------------------------------------------------------------------------
+def add_args(group) -> None:
+    group.add_argument(
+        "--model-type", metavar="TYPE", action="append", default=[], dest="model_types",
+        help=f"also whitelist this target model_type (repeatable; default {', '.join(OPTIONS['model_types'])})",
+    )
+
+
+def options_for_target(model_type: str | None, architecture: str | None) -> dict:
+    """A target whose (text config's) model_type no default entry matches needs it added."""
+    if not model_type or not MODEL_TYPE_RE.match(model_type) or not missing(OPTIONS["model_types"], [model_type]):
+        return {}
+    return {"model_types": (model_type,)}
+
+
+def _checked(options) -> tuple[str, ...]:
+    """The types to whitelist; each becomes a string literal in vLLM's source, so only model_type spellings."""
+    types = tuple(options["model_types"])
+    bad = [t for t in types if not isinstance(t, str) or not MODEL_TYPE_RE.match(t)]
+    if bad:
+        raise UsageError(f"--model-type {bad[0]!r}: not a model_type",
+                         hint="a config.json model_type such as kimi_k2 or glm4_moe (lower case, digits, _ . -)")
+    return types
 
 
 def find_files(tree) -> dict[str, str]:
@@ -104,8 +131,9 @@ def entries(relpath: str, source: str) -> tuple[str, list[str]]:
 
 
 def has_fix(role: str, source: str, options) -> bool:
+    wanted = _checked(options)
     _, listed = entries(role, source)
-    return not missing(listed, options["model_types"])
+    return not missing(listed, wanted)
 
 
 class _AddTypes(cst.CSTTransformer):
@@ -122,9 +150,10 @@ class _AddTypes(cst.CSTTransformer):
 
 
 def transform(role: str, source: str, options) -> str:
+    wanted = _checked(options)
     module = parse(role, source)
     _, node = _whitelist(role, module)
-    to_add = missing(_strings(node) or [], options["model_types"])
+    to_add = missing(_strings(node) or [], wanted)
     if not to_add:
         return source
     return module.visit(_AddTypes(node, to_add)).code

@@ -118,3 +118,80 @@ def write_mini_vllm(root: Path, version: str = "0.11.0") -> Path:
         path.write_text(textwrap.dedent(text).lstrip())
     (root / "vllm/_version.py").write_text(f"__version__ = version = {version!r}\n")
     return root
+
+
+KIMI_FILES = {
+    "vllm/model_executor/models/kimi_k25.py": '''
+        from .interfaces import SupportsPP
+
+
+        class KimiK25ForConditionalGeneration(SupportsPP):
+            def __init__(self, language_model):
+                self.language_model = language_model
+
+            def load_weights(self, weights):
+                return weights
+    ''',
+    "vllm/v1/__init__.py": "",
+    "vllm/v1/spec_decode/__init__.py": "",
+    "vllm/v1/spec_decode/eagle.py": '''
+        def load_model(self, target_model):
+            if self.get_model_name(target_model) == "Qwen2_5_VLForConditionalGeneration":
+                self.model.config.image_token_index = target_model.config.image_token_id
+            else:
+                self.model.config.image_token_index = target_model.config.image_token_index
+    ''',
+}
+
+
+def write_mini_kimi_vllm(root: Path, version: str = "0.16.0") -> Path:
+    """The small tree plus a Kimi-K2.5 wrapper and an EAGLE proposer: three patches, four files change."""
+    write_mini_vllm(root, version)
+    for rel, text in KIMI_FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def compile_bytecode(root: Path, relpaths) -> None:
+    """Cached bytecode of each module in the three invalidation modes (one per optimization level):
+    unchecked-hash (never compared with the source), checked-hash, timestamp."""
+    import py_compile
+    import sys
+
+    modes = [py_compile.PycInvalidationMode.UNCHECKED_HASH, py_compile.PycInvalidationMode.CHECKED_HASH,
+             py_compile.PycInvalidationMode.TIMESTAMP]
+    for rel in relpaths:
+        source = root / rel
+        for level, mode in enumerate(modes):
+            suffix = f".opt-{level}" if level else ""
+            cfile = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}{suffix}.pyc"
+            py_compile.compile(str(source), cfile=str(cfile), optimize=level, invalidation_mode=mode, doraise=True)
+
+
+def stale_bytecode(root: Path) -> list[str]:
+    """Cached bytecode that does not belong to its module's current source (in any invalidation mode).
+
+    An unchecked-hash one would be imported instead of the source; the others would be recompiled,
+    but compat removes them all before a module changes, so none may be left either.
+    """
+    import importlib.util
+
+    stale = []
+    for pyc in sorted(root.rglob("__pycache__/*.pyc")):
+        source = pyc.parent.parent / (pyc.name.split(".")[0] + ".py")
+        data = pyc.read_bytes()
+        if not source.exists():
+            stale.append(str(pyc.relative_to(root)))
+            continue
+        flags = int.from_bytes(data[4:8], "little")
+        if flags & 1:  # hash-based
+            fresh = data[8:16] == importlib.util.source_hash(source.read_bytes())
+        else:
+            st = source.stat()
+            fresh = (int.from_bytes(data[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+                     and int.from_bytes(data[12:16], "little") == st.st_size & 0xFFFFFFFF)
+        if not fresh:
+            stale.append(str(pyc.relative_to(root)))
+    return stale

@@ -14,10 +14,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
-from compat import patching
+from compat import patch_record
 from compat.cli import main
+from compat.patching import journal
 from compat.sources import open_path
 
 from patch_trees import snapshot, write_mini_vllm
@@ -54,7 +53,7 @@ def states(result: dict) -> dict[str, str]:
 
 
 def record_of(root: Path) -> dict:
-    return json.loads((root / "vllm" / patching.RECORD_NAME).read_text())
+    return json.loads((root / "vllm" / patch_record.RECORD_NAME).read_text())
 
 
 # -- the happy path -----------------------------------------------------------------------------------
@@ -121,9 +120,9 @@ def test_human_output_says_what_happened(mini_vllm, capsys):
 
 def test_applied_patches_for_compat_probe(mini_vllm, capsys):
     tree = open_path(mini_vllm)
-    assert patching.applied_patches(tree) == []
+    assert patch_record.applied_patches(tree) == []
     run(capsys, "--path", str(mini_vllm))
-    applied = patching.applied_patches(open_path(mini_vllm))
+    applied = patch_record.applied_patches(open_path(mini_vllm))
     assert [(p["id"], p["intact"]) for p in applied] == [("vllm-eagle3-whitelist", True), ("vllm-deepseek-eagle3-aux", True)]
     assert applied[1]["files"] == [MODEL]
 
@@ -250,7 +249,7 @@ def test_file_changed_after_apply_blocks_apply_and_revert_until_forced(mini_vllm
     assert f"{MODEL} changed since compat patched it" in capsys.readouterr().err
     assert snapshot(mini_vllm) == edited
     assert main(["patch", "--path", str(mini_vllm), "--revert", "--force"]) == 0
-    assert model.read_bytes() == original and not (mini_vllm / "vllm" / patching.RECORD_NAME).exists()
+    assert model.read_bytes() == original and not (mini_vllm / "vllm" / patch_record.RECORD_NAME).exists()
 
 
 def test_reinstalled_engine_makes_the_record_stale_and_it_is_forgotten(mini_vllm, capsys):
@@ -276,36 +275,6 @@ def test_released_trees_are_never_patched(mini_vllm, capsys, monkeypatch):
 
 
 # -- transactions -----------------------------------------------------------------------------------
-def _fail_on_call(monkeypatch, n: int, exc: BaseException):
-    real = patching._write_atomic
-    calls = {"n": 0}
-
-    def write(path, data):
-        calls["n"] += 1
-        if calls["n"] == n:
-            raise exc
-        return real(path, data)
-
-    monkeypatch.setattr(patching, "_write_atomic", write)
-
-
-def test_failure_between_two_file_writes_rolls_back_everything(mini_vllm, capsys, monkeypatch):
-    before = snapshot(mini_vllm)
-    _fail_on_call(monkeypatch, 3, OSError(28, "No space left on device"))  # 1: pending record, 2: first file, 3: second
-    with pytest.raises(OSError, match="No space left"):
-        main(["patch", "--path", str(mini_vllm)])
-    assert snapshot(mini_vllm) == before
-
-
-def test_permission_error_mid_write_rolls_back_with_a_clear_error(mini_vllm, capsys, monkeypatch):
-    before = snapshot(mini_vllm)
-    _fail_on_call(monkeypatch, 3, PermissionError(13, "Permission denied", str(mini_vllm / MODEL)))
-    assert main(["patch", "--path", str(mini_vllm)]) == 4
-    err = capsys.readouterr().err
-    assert "deepseek_v2.py is not writable" in err and "sudo" in err
-    assert snapshot(mini_vllm) == before
-
-
 def test_read_only_files_are_refused_before_any_write(mini_vllm, capsys, monkeypatch):
     before = snapshot(mini_vllm)
     real_access = os.access
@@ -316,38 +285,8 @@ def test_read_only_files_are_refused_before_any_write(mini_vllm, capsys, monkeyp
     assert snapshot(mini_vllm) == before
 
 
-CRASH = """
-import os, sys
-from compat import patching
-from compat.cli import main
-real, calls = patching._write_atomic, [0]
-def write(path, data):
-    calls[0] += 1
-    if calls[0] == 3:
-        os._exit(9)          # killed after the first file was replaced, before the second
-    real(path, data)
-patching._write_atomic = write
-sys.exit(main(["patch", "--path", *sys.argv[1:]]))
-"""
-
-
-def test_a_run_killed_between_writes_is_rolled_back_by_the_next_run(mini_vllm, capsys):
-    before = snapshot(mini_vllm)
-    proc = subprocess.run([sys.executable, "-c", CRASH, str(mini_vllm), *skip_the_others()], capture_output=True, text=True)
-    assert proc.returncode == 9
-    assert snapshot(mini_vllm) != before and record_of(mini_vllm)["pending"]  # half applied, and known to be
-    code, result = run(capsys, "--path", str(mini_vllm), "--revert")
-    assert code == 0 and any("interrupted" in n for n in result["notes"])
-    assert snapshot(mini_vllm) == before
-    # and an apply after a crash finishes cleanly
-    subprocess.run([sys.executable, "-c", CRASH, str(mini_vllm), *skip_the_others()], capture_output=True)
-    code, result = run(capsys, "--path", str(mini_vllm))
-    assert code == 0 and sorted(result["changed"]) == [CONFIG, MODEL]
-    assert [p["id"] for p in record_of(mini_vllm)["patches"]] == ["vllm-eagle3-whitelist", "vllm-deepseek-eagle3-aux"]
-
-
 def test_a_held_lock_makes_another_run_wait_then_give_up(mini_vllm, capsys, monkeypatch):
-    monkeypatch.setattr(patching, "LOCK_TIMEOUT", 0.3)
+    monkeypatch.setattr(journal, "LOCK_TIMEOUT", 0.3)
     fd = os.open(mini_vllm / "vllm", os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -415,7 +354,7 @@ def test_installed_engine_in_another_interpreter(tmp_path, capsys):
 
     code, result = run(capsys, "--engine", "vllm", "--python", str(python))
     assert code == 0 and result["source"]["kind"] == "installed" and sorted(result["changed"]) == [CONFIG, MODEL]
-    assert (site / "vllm" / patching.RECORD_NAME).is_file()
+    assert (site / "vllm" / patch_record.RECORD_NAME).is_file()
     code, result = run(capsys, "--engine", "vllm", "--python", str(python), "--revert")
     assert code == 0 and snapshot(site / "vllm") == before
 

@@ -21,7 +21,7 @@ from compat.patches import all_patches
 from compat.report import build_report
 from compat.sources import open_path
 from patch_trees import available_releases, snapshot
-from test_transforms import FakeDecoder, PP_LAST, patched_forward, run_forward
+from patch_testing import PP_LAST, FakeDecoder, patched_forward, run_forward
 
 pytestmark = pytest.mark.matrix
 
