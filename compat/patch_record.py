@@ -98,26 +98,17 @@ def _traces(tree: EngineTree) -> bool:
     return any(n in (RECORD_NAME, JOURNAL_NAME) or n.endswith(TEMP_SUFFIX) for n in names)
 
 
-def applied_patches(tree: EngineTree, notify=None, settle: bool = True) -> list[dict]:
-    """The patches compat applied to this tree (for `compat probe`): [] when none or unreadable.
+def has_traces(tree: EngineTree) -> bool:
+    """Anything compat patch leaves in the package directory: its record, a journal, a temp file."""
+    return _traces(tree)
 
-    An interrupted patch/revert run is settled first (rolled back or finished, as the next
-    `compat patch` would) and said on stderr (or to `notify`). When it cannot be settled here
-    (not writable by this user, another run holds the tree), the list ends with one entry
-    {"interrupted": ..., "journal": ..., "fix": ...} instead of pretending the files are intact.
-    `settle=False`: the caller has settled the tree already (and holds its lock).
-    """
+
+def applied_patches(tree: EngineTree) -> list[dict]:
+    """The patches the record says compat applied to this tree, each with whether its files are intact;
+    [] when none or unreadable. Read only: an interrupted run is settled by compat.patching first
+    (compat.patching.applied_patches_settled does both, for `compat probe`)."""
     if not _traces(tree):
-        return []  # no record, journal or temp file: nothing applied, nothing to settle
-    unsettled = None
-    if settle:
-        say = notify or (lambda text: print(f"note: {text}", file=sys.stderr))
-        # Imported here, not at the top: patching imports this module to read the record.
-        from compat.patching.journal import settle_for_reading
-
-        notes, unsettled = settle_for_reading(tree)
-        for note in notes:
-            say(note)
+        return []  # no record, journal or temp file: nothing applied
     try:
         record = read_record(tree)
     except CompatError:
@@ -136,8 +127,6 @@ def applied_patches(tree: EngineTree, notify=None, settle: bool = True) -> list[
             }
             for p in record.get("patches", [])
         ]
-    if unsettled:
-        out.append(unsettled)
     return out
 
 

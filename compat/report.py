@@ -116,9 +116,13 @@ def _well_formed(found: Any) -> bool:
 
 def _applied_patches(tree: EngineTree) -> list[dict]:
     """What `compat patch` changed in this tree (its record), so a probe never misleads about a patched engine."""
-    from compat.patch_record import applied_patches  # cheap when the tree holds no trace of compat patch
+    from compat.patch_record import has_traces
 
-    return applied_patches(tree)
+    if not has_traces(tree):
+        return []  # no record, journal or temp file: nothing to read, and no need for the patch machinery
+    from compat.patching import applied_patches_settled
+
+    return applied_patches_settled(tree)
 
 
 # -- rendering -----------------------------------------------------------------------------

@@ -126,7 +126,6 @@ def test_no_private_name_or_module_from_another_part():
     assert not offences, "\n".join(dict.fromkeys(offences))
 
 
-@pytest.mark.xfail(reason="issue 8: being split", strict=True)
 def test_no_file_under_compat_over_500_lines():
     big = {str(p.relative_to(ROOT)): n for p in (ROOT / "compat").rglob("*.py")
            if (n := len(p.read_text().splitlines())) > 500}

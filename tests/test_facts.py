@@ -142,7 +142,8 @@ def test_a_file_added_to_the_tree_is_seen(tmp_path, mini, capsys):
 def test_compat_patch_and_revert_are_never_answered_from_a_stale_cache(tmp_path, mini, capsys):
     before = probe_json(mini, capsys)
     assert before["compat_patches"] == [] and "kimi_k2" not in before["eagle3_whitelist"]["model_types"]
-    assert cli.main(["patch", "--path", str(mini)]) == 0
+    mine = ["--select", "vllm-eagle3-whitelist", "--select", "vllm-deepseek-eagle3-aux"]  # the patches the mini tree has files for
+    assert cli.main(["patch", "--path", str(mini), *mine]) == 0
     patched = probe_json(mini, capsys)
     assert "kimi_k2" in patched["eagle3_whitelist"]["model_types"]
     assert [p["id"] for p in patched["compat_patches"]] == ["vllm-eagle3-whitelist", "vllm-deepseek-eagle3-aux"]

@@ -206,7 +206,7 @@ def _status(tree: EngineTree, args, options: dict, out: "_Output", unsettled: di
     record = read_record(tree)
     planned = plan(tree, select=args.select, skip=args.skip, options=options, force=args.force, record=record)
     out.plan(planned, action="status")
-    out.record(applied_patches(tree, settle=False) + ([unsettled] if unsettled else []), record)
+    out.record(applied_patches(tree) + ([unsettled] if unsettled else []), record)
     return out.finish(EXIT_OK)
 
 

@@ -20,7 +20,7 @@ A run holds an exclusive `flock` on the package directory (`tree_lock`), so two 
 """
 
 from compat.patching.apply import apply, check_record, revert
-from compat.patching.journal import settle, settle_for_reading, tree_lock
+from compat.patching.journal import applied_patches_settled, settle, settle_for_reading, tree_lock
 from compat.patching.plan import (
     APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, combined_edits, option_actions, option_flags,
     plan, resolve_options, version_range,
@@ -29,5 +29,5 @@ from compat.patching.plan import (
 __all__ = [
     "APPLY", "BLOCKED", "NOT_OFFERED", "PRESENT", "REFUSED", "FileEdit", "PlannedPatch", "apply", "check_record",
     "combined_edits", "option_actions", "option_flags", "plan", "resolve_options", "revert", "settle",
-    "settle_for_reading", "tree_lock", "version_range",
+    "settle_for_reading", "tree_lock", "version_range", "applied_patches_settled",
 ]

@@ -289,3 +289,19 @@ def settle_for_reading(tree: EngineTree, force: bool = False) -> tuple[list[str]
         "files": [f["relpath"] for f in (journal or {}).get("files", [])], "journal": str(journal_path(tree)),
         "intact": False, "error": problem.message, "fix": problem.hint,
     }
+
+
+def applied_patches_settled(tree: EngineTree, notify=None) -> list[dict]:
+    """What `compat probe` shows: an interrupted patch/revert run settled first (rolled back or finished, as
+    the next `compat patch` would; said on stderr or to `notify`), then the record's patches. When it cannot
+    be settled here (not writable by this user, another run holds the tree), the list ends with one entry
+    {"interrupted": ..., "journal": ..., "fix": ...} instead of pretending the files are intact."""
+    import sys
+
+    from compat.patch_record import applied_patches
+
+    say = notify or (lambda text: print(f"note: {text}", file=sys.stderr))
+    notes, unsettled = settle_for_reading(tree)
+    for note in notes:
+        say(note)
+    return applied_patches(tree) + ([unsettled] if unsettled else [])

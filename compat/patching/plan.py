@@ -146,6 +146,11 @@ def plan(
         if (select and patch.id not in select) or patch.id in skip:
             continue
         item = _plan_one(tree, patch, resolve_options(patch, options), force, current)
+        if item.state == REFUSED and item.reason.startswith(MISSING) and patch.id not in select:
+            # the tree does not have the files this patch is about (a model family it lacks, a trimmed tree):
+            # not offered, said; asked for by name, it is refused
+            item = PlannedPatch(patch, NOT_OFFERED, item.reason + " (not in this tree; --select it to be refused instead)",
+                                item.options)
         item.applied_by_compat = item.state == PRESENT and patch.id in recorded
         missing = [
             r for r in (patch.requires if item.state == APPLY else ())
@@ -191,6 +196,9 @@ def _read(tree: EngineTree, relpath: str) -> bytes:
                            hint="make it readable by this user (or run as the engine's owner), then run again") from None
 
 
+MISSING = "missing file: "
+
+
 def _plan_one(tree: EngineTree, patch: Patch, options: dict, force: bool, current: dict[str, bytes]) -> PlannedPatch:
     if not patch.applies_to(tree.version) and not (force and not tree.version):
         return PlannedPatch(patch, NOT_OFFERED, f"for {patch.engine} {version_range(patch.versions)}; this tree is {tree.version or 'of unknown version'}", options)
@@ -199,7 +207,7 @@ def _plan_one(tree: EngineTree, patch: Patch, options: dict, force: bool, curren
     except FileNotFoundError as err:
         if not tree.version:  # --force on a tree of unknown version: a patch whose files are not here is not for it
             return PlannedPatch(patch, NOT_OFFERED, f"version unknown and its files are not here: {err}", options)
-        return PlannedPatch(patch, REFUSED, f"missing file: {err}", options)
+        return PlannedPatch(patch, REFUSED, f"{MISSING}{err}", options)
     except OSError as err:  # a file of the tree it searched cannot be read
         raise RefusedError(f"{err.filename or tree.root}: cannot read it ({err.strerror or err}); nothing was changed",
                            hint="make the engine's files readable by this user (or run as their owner), then run again") from None

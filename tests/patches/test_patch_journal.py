@@ -15,6 +15,7 @@ import pytest
 
 from compat.cli import main
 from compat.patch_record import RECORD_NAME, applied_patches
+from compat.patching import applied_patches_settled
 from compat.patching import journal
 from compat.sources import open_path
 from patch_trees import compile_bytecode, snapshot, stale_bytecode, write_mini_vllm
@@ -143,7 +144,7 @@ def test_a_journal_this_user_cannot_settle_is_reported_not_hidden(tree, capsys, 
     assert code == 0 and any("is not writable" in n and "run compat patch as the user that owns" in n for n in result["notes"])
     entry = result["applied"][-1]
     assert entry["interrupted"] == "patch" and entry["files"] == [CONFIG, MODEL, f"vllm/{RECORD_NAME}"]
-    assert applied_patches(open_path(tree), notify=lambda _: None)[-1]["interrupted"] == "patch"  # compat probe
+    assert applied_patches_settled(open_path(tree), notify=lambda _: None)[-1]["interrupted"] == "patch"  # compat probe
     assert main(["patch", "--path", str(tree)]) == 4  # a writing run refuses
     assert "is not writable" in capsys.readouterr().err
     assert state(tree) == half
@@ -179,7 +180,7 @@ def test_a_journal_of_a_live_run_is_left_to_it(tree, capsys, monkeypatch):
         fcntl.flock(fd, fcntl.LOCK_EX)
         code, result = run(capsys, "--path", str(tree), "--status")
         assert code == 4 and "another compat patch run holds" in result["error"]  # never a half-done state
-        entry = applied_patches(open_path(tree), notify=lambda _: None)[-1]  # compat probe
+        entry = applied_patches_settled(open_path(tree), notify=lambda _: None)[-1]  # compat probe
         assert entry["interrupted"] == "patch" and "another compat patch run holds" in entry["error"]
         assert leftovers(tree) == [journal.JOURNAL_NAME]
     finally:

@@ -8,7 +8,7 @@ import pytest
 from compat.patches import FileNotAsExpected
 from compat.patches.vllm import deepseek_eagle3_final_layer as patch
 from patch_trees import release_source
-from test_transforms import PP_LAST, FakeDecoder, patched_forward, run_forward
+from patch_testing import PP_LAST, FakeDecoder, patched_forward, run_forward
 
 pytestmark = pytest.mark.network
 
