@@ -26,7 +26,7 @@ FAMILIES = ("llama", "qwen3", "deepseek_v3", "kimi_k2")
 DEFAULT_FAMILIES = ("llama", "kimi_k2")
 CANARY_LAYERS = 8  # the oracle targets' depth (engine_side/oracle_models.py NUM_LAYERS; the job checks it)
 ACCEPTED = 0.5     # a class is "lit" when at least half its first-position drafts were accepted
-MAX_TOKENS = 5     # enough for two or three drafts per class prompt
+MAX_TOKENS = 4     # two or three drafts per class prompt: accepted or not, every one
 # The oracles run in float32 (exact), but vLLM's AMX MLA kernel (CPUs with AMX) packs only bf16/fp16/int8
 # weights, so the MLA families run in bfloat16: the canary's margins are far wider than bf16's rounding.
 FAMILY_DTYPE = {"llama": "float32", "qwen3": "float32", "deepseek_v3": "bfloat16", "kimi_k2": "bfloat16"}
@@ -75,14 +75,13 @@ def measure_canary(*, python: str | None = None, families: list[str] | None = No
                    log_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Run the oracle pairs on the engine; what it measured, not yet compared with anything."""
     from compat.report import build_report
-    from compat.sources import open_tree
 
     chosen = list(families or DEFAULT_FAMILIES)
     unknown = [f for f in chosen if f not in FAMILIES]
     if unknown:
         raise UsageError(f"--family {unknown[0]}: no oracle for it", hint=f"known: {', '.join(FAMILIES)}")
     engine = installed_vllm(python)
-    tree = open_tree("vllm", python=engine.python, progress=False)
+    tree = engine.tree()
     report = build_report(tree)
     job = {"max_tokens": MAX_TOKENS, "num_layers": CANARY_LAYERS,
            "families": [{"family": family, "seed": 0, "dtype": FAMILY_DTYPE[family],
@@ -112,7 +111,8 @@ def judge_canary(measurement: dict, report: dict | None = None) -> dict:
         rows.append(row)
     return {"engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
             "platform": run.platform, "families": measurement["families"], "canary": rows, "agrees": overall(rows),
-            "log": str(run.log), "seconds": run.seconds}
+            "log": str(run.log), "seconds": run.seconds,
+            "import_seconds": run.import_seconds}
 
 
 def overall(rows: list[dict]) -> bool:
@@ -203,7 +203,8 @@ def judge(event: dict, case: Case, target: dict, report: dict) -> dict:
            "predictions": [f.to_json() for f in fed_layers(report, config, n, target.get("architecture"))],
            "runner": runner, "d2t_applied": None,
            "fc": {"in_features": num_aux * (target.get("hidden_size") or 0), "loaded": bool(event.get("ok"))},
-           "agrees": None, "status": INCONCLUSIVE, "detail": "", "needs_patch": None, "error": event.get("error")}
+           "agrees": None, "status": INCONCLUSIVE, "detail": "", "needs_patch": None, "error": event.get("error"),
+           "seconds": event.get("seconds")}
     if not event.get("ok"):
         if _fc_error(event.get("error") or ""):
             row.update(status=DISAGREES, agrees=False,

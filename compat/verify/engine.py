@@ -48,6 +48,12 @@ class EngineRun:
         return next((e for e in self.of("result") if e.get("label") == label), None)
 
     @property
+    def import_seconds(self) -> float | None:
+        """How long importing vLLM took in the child (its biggest fixed cost)."""
+        start, end = self.of("importing"), self.of("imported")
+        return round(end[0]["t"] - start[0]["t"], 3) if start and end else None
+
+    @property
     def platform(self) -> dict:
         found = self.of("platform")
         return {k: v for k, v in found[0].items() if k not in ("event", "t")} if found else {}

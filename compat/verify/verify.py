@@ -73,7 +73,7 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: str | None = 
         "prompts": {**plan.to_json(), "max_tokens": max_tokens, "sampling": "greedy (temperature 0), ignore_eos"},
         "speculative_config": spec,
         **summarize(plain, speculative),
-        "log": str(log), "seconds": run.seconds,
+        "log": str(log), "seconds": run.seconds, "import_seconds": run.import_seconds,
     }
     document["min_acceptance"] = min_acceptance
     document["failures"] = failures(document, min_acceptance)

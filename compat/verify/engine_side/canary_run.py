@@ -31,7 +31,7 @@ def case_run(manifest: dict, drafter: Path, max_tokens: int, dtype: str = "float
     return {"label": f"{manifest['family']} canary", "model": manifest["path"],
             "speculative_config": {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 1},
             "prompts": list(prompts.values()), "max_tokens": max_tokens, "max_model_len": 128, "dtype": dtype,
-            "per_prompt": True, "warmup": True}
+            "per_prompt": True, "warmup": False}  # nothing is timed: no warm-up call
 
 
 def measure_case(manifest: dict, embed, family_dir: Path, case: dict, platform: dict, events, max_tokens: int,
@@ -67,10 +67,7 @@ def main(argv: list[str]) -> int:
     events = vllm_run.Events(argv[2])
     events.emit("importing")
     try:
-        platform = vllm_run.setup_platform(events)
-        import vllm  # noqa: F401
-
-        events.emit("imported", version=getattr(vllm, "__version__", None))
+        platform = vllm_run.import_engine(events)
     except BaseException as exc:  # noqa: BLE001
         events.emit("result", label="import", ok=False, error=f"{type(exc).__name__}: {exc}")
         events.emit("done", ok=False)
