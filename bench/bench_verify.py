@@ -68,12 +68,14 @@ def main() -> int:
             wall_c, code_c, canary = timed(["verify", "--canary", *engine, *families])
             totals.append(wall_v + wall_c)
             spec = (verify.get("throughput") or {}).get("seconds") or {}
-            print(f"[{attempt + 1}] verify  {wall_v:6.1f} s  exit {code_v}  engine process {verify.get('seconds')} s; "
+            print(f"[{attempt + 1}] verify  {wall_v:6.1f} s  exit {code_v}  engine process {verify.get('seconds')} s "
+                  f"(vLLM import {verify.get('import_seconds')} s); "
                   f"plain {spec.get('plain')}, speculative {spec.get('speculative')}; "
                   f"acceptance {(verify.get('acceptance') or {}).get('per_position')}")
             rows = canary.get("canary") or []
-            print(f"[{attempt + 1}] canary  {wall_c:6.1f} s  exit {code_c}  engine process {canary.get('seconds')} s; "
-                  + ", ".join(f"{r['family']}/{r['case']}: {r['status']}" for r in rows))
+            print(f"[{attempt + 1}] canary  {wall_c:6.1f} s  exit {code_c}  engine process {canary.get('seconds')} s "
+                  f"(vLLM import {canary.get('import_seconds')} s); "
+                  + ", ".join(f"{r['family']}/{r['case']}: {r['status']} {r.get('seconds')}" for r in rows))
             if "error" in verify or "error" in canary:
                 print(verify.get("error") or "", canary.get("error") or "", sep="\n")
     load_after = os.getloadavg()

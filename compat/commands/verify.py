@@ -197,6 +197,8 @@ def render(d: dict, console) -> None:
     for failure in d["failures"]:
         if not failure.startswith("greedy outputs differ"):
             console.print(Text.assemble(("FAIL ", "bold red"), failure))
+    if d.get("min_acceptance") is not None and a["rate"] is not None and a["rate"] >= d["min_acceptance"]:
+        console.print(Text.assemble(("PASS ", "green"), f"acceptance {a['rate']:.3f} >= --min-acceptance {d['min_acceptance']}"))
     console.print(Text(f"log: {d['log']}", style="dim"), soft_wrap=True)
 
 

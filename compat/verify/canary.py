@@ -206,12 +206,11 @@ def judge(event: dict, case: Case, target: dict, report: dict) -> dict:
            "agrees": None, "status": INCONCLUSIVE, "detail": "", "needs_patch": None, "error": event.get("error"),
            "seconds": event.get("seconds")}
     if not event.get("ok"):
-        if _fc_error(event.get("error") or ""):
+        if _fc_error(event.get("error") or "", target.get("hidden_size"), row["fc"]["in_features"]):
             row.update(status=DISAGREES, agrees=False,
                        detail=f"the engine built fc for another number of aux states than the {num_aux} predicted")
         else:
-            row.update(status=CANNOT_RUN, detail="the pair does not run on this engine" +
-                       (" (not tried: the family's first case failed)" if event.get("skipped") else ""))
+            row.update(status=CANNOT_RUN, detail="the pair does not run on this engine")
         return row
     measured = decode(event, target.get("classes") or [], num_aux)
     row.update(fed_ids=measured["fed_ids"], d2t_applied=measured["d2t_applied"])
@@ -231,5 +230,8 @@ def judge(event: dict, case: Case, target: dict, report: dict) -> dict:
                   "detail": f"measured {measured['fed_ids']}, the probe predicts {predicted} ({how})"}
 
 
-def _fc_error(error: str) -> bool:
-    return bool(re.search(r"\bfc\b", error) and re.search(r"size|shape", error, re.IGNORECASE))
+def _fc_error(error: str, hidden: int | None, in_features: int) -> bool:
+    """The engine refused the drafter's fc: named, or its shape [hidden, in_features] quoted in a size error."""
+    if not re.search(r"size|shape", error, re.IGNORECASE):
+        return False
+    return bool(re.search(r"\bfc\b", error)) or (hidden is not None and f"[{hidden}, {in_features}]" in error)

@@ -127,6 +127,14 @@ def test_engine_failures_cannot_run_unless_fc_was_refused():
     assert row["status"] == CANNOT_RUN and row["agrees"] is None and row["error"].startswith("ValueError")
     fc = dict(failed, error="AssertionError: fc.weight size mismatch: [128, 512] vs [128, 384]")
     assert judge(fc, CASE["top-level"], TARGET, REPORT)["status"] == DISAGREES
+    # vLLM 0.32's own words when a drafter declares 4 top-level ids: it builds fc for 3 aux states
+    real = dict(failed, error="AssertionError: Tried to load weights of size torch.Size([128, 512])to a parameter "
+                              "of size torch.Size([128, 384])")
+    row = judge(real, CASE["top-level"], TARGET, REPORT)
+    assert row["status"] == DISAGREES and "fc" in row["detail"]
+    other = dict(failed, error="AssertionError: Tried to load weights of size torch.Size([512, 128])to a parameter "
+                               "of size torch.Size([256, 128])")  # lm_head, not fc
+    assert judge(other, CASE["top-level"], TARGET, REPORT)["status"] == CANNOT_RUN
 
 
 def test_overall_needs_a_measurement_and_no_disagreement():
