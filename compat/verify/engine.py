@@ -1,0 +1,206 @@
+"""Run a script of engine_side/ in the engine's interpreter: a child process with a timeout, its
+stdout and stderr kept in a log file, its events (one JSON line each, in a file of their own)
+read while it runs so a progress line can say what the engine is doing.
+
+The scripts need only what the engine's venv has (vLLM, torch, safetensors): compat is not
+installed there, and this process never imports any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from compat.errors import EXIT_CHECK_FAILED, CompatError
+
+ENGINE_SIDE = Path(__file__).resolve().parent / "engine_side"
+# Forced for every run, whatever the shell says: a verify never downloads anything.
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+               "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+DEFAULT_TIMEOUT_S = 1800.0
+POLL_S = 0.25
+KILL_GRACE_S = 10.0
+
+
+class EngineRunError(CompatError):
+    """The engine could not do what was asked (it crashed, refused the model, or ran out of time)."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+@dataclass
+class EngineRun:
+    events: list[dict]
+    log: Path
+    returncode: int
+    seconds: float
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    def result(self, label: str) -> dict | None:
+        return next((e for e in self.of("result") if e.get("label") == label), None)
+
+    @property
+    def import_seconds(self) -> float | None:
+        """How long importing vLLM took in the child (its biggest fixed cost)."""
+        start, end = self.of("importing"), self.of("imported")
+        return round(end[0]["t"] - start[0]["t"], 3) if start and end else None
+
+    @property
+    def platform(self) -> dict:
+        found = self.of("platform")
+        return {k: v for k, v in found[0].items() if k not in ("event", "t")} if found else {}
+
+
+def installed_vllm(python: str | None):
+    """The vLLM installed in `python` (this interpreter when None): a SourceError when there is none."""
+    from compat.errors import SourceError
+    from compat.sources import find_installed
+
+    found = [e for e in find_installed(python) if e.engine == "vllm"]
+    if not found:
+        raise SourceError(f"vLLM is not installed in {python or 'this interpreter'}",
+                          hint="point --python at the serving venv's interpreter (the one that runs vllm)")
+    return found[0]
+
+
+def default_log_dir() -> Path:
+    from compat.sources.released import cache_root
+
+    return cache_root() / "verify-logs"
+
+
+def new_log_path(kind: str, log_dir: str | Path | None = None) -> Path:
+    """A fresh log file for one engine run: under --log-dir, else the user cache (kept: it is the evidence)."""
+    directory = Path(log_dir).expanduser() if log_dir else default_log_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise EngineRunError(f"--log-dir {directory}: cannot create it ({err.strerror})",
+                             hint="pass a writable directory with --log-dir") from None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return directory / f"{kind}-{stamp}-{os.getpid()}.log"
+
+
+def run_script(python: str, script: str, job: dict, *, work: Path, log: Path, timeout: float = DEFAULT_TIMEOUT_S,
+               on_event: Callable[[dict], None] | None = None) -> EngineRun:
+    """Run engine_side/`script` with `python` on `job`; events as they come to `on_event`."""
+    job_path, events_path = work / "job.json", work / "events.jsonl"
+    job_path.write_text(json.dumps(job, indent=1))
+    events_path.write_text("")
+    argv = [python, str(ENGINE_SIDE / script), str(job_path), str(events_path)]
+    env = {**os.environ, **OFFLINE_ENV, "PYTHONUNBUFFERED": "1"}
+    started = time.monotonic()
+    with open(log, "w", encoding="utf-8") as out:
+        out.write(f"# compat: {' '.join(argv)}\n# job: {json.dumps(job)}\n")
+        out.flush()
+        try:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work,
+                                    env=env, start_new_session=True)
+        except OSError as err:
+            raise EngineRunError(f"--python {python}: cannot run it ({err.strerror})",
+                                 hint="pass the serving venv's interpreter, e.g. /opt/venv/bin/python") from None
+        reader = _EventReader(events_path)
+        try:
+            while proc.poll() is None:
+                for event in reader.new():
+                    _deliver(on_event, event)
+                if time.monotonic() - started > timeout:
+                    _stop(proc)
+                    raise EngineRunError(f"the engine did not finish within {timeout:.0f} s and was stopped; its log: {log}",
+                                         hint="read the log; pass a larger --timeout for a large model")
+                time.sleep(POLL_S)
+        except BaseException:
+            _stop(proc)
+            raise
+    for event in reader.new():
+        _deliver(on_event, event)
+    run = EngineRun(reader.events, log, proc.returncode, round(time.monotonic() - started, 3))
+    if not run.of("done"):
+        raise EngineRunError(f"the engine process exited with code {proc.returncode} before it finished"
+                             f"{_last_error(run, log)}; its log: {log}", hint="read the log for the engine's own message")
+    return run
+
+
+def _deliver(on_event, event: dict) -> None:
+    if on_event is not None:
+        on_event(event)
+
+
+class _EventReader:
+    """Complete JSON lines appended to the events file since the last call."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.events: list[dict] = []
+
+    def new(self) -> list[dict]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        complete = data[: data.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        fresh = []
+        for line in complete.splitlines():
+            try:
+                fresh.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # not ours (cannot happen unless the file was touched); skip, do not die
+        self.events += fresh
+        return fresh
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the child and everything it started (its own session), politely first."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _last_error(run: EngineRun, log: Path) -> str:
+    errors = [e.get("error") for e in run.of("result") if not e.get("ok") and e.get("error")]
+    if errors:
+        return f" ({errors[-1][:300]})"
+    try:
+        tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-1:]
+    except OSError:
+        tail = []
+    return f" (last line: {tail[0][:300]})" if tail else ""
+
+
+def describe(event: dict) -> str | None:
+    """The progress line for one event, in words (None: nothing to say)."""
+    kind = event.get("event")
+    if kind == "importing":
+        return "importing vLLM in the engine's interpreter"
+    if kind == "imported":
+        return f"vLLM {event.get('version') or ''} imported".replace("  ", " ")
+    if kind == "building":
+        return f"{event.get('family')}: writing the tiny oracle target and drafters"
+    if kind == "loading":
+        return f"{event.get('label')}: loading the engine"
+    if kind == "generating":
+        return f"{event.get('label')}: generating"
+    if kind == "result":
+        return f"{event.get('label')}: {'done' if event.get('ok') else 'failed'}"
+    return None

@@ -1,0 +1,174 @@
+"""What verify reads before the engine runs: the two model directories and the prompts.
+
+Prompts are texts when the target has a tokenizer; otherwise (or with --prompt-ids) token ids
+drawn from the drafter's draft vocabulary, which its d2t names (target id = draft id + d2t[draft
+id]): a greedy walk that starts there is where the drafter can be right. d2t is read from the
+safetensors header and the few bytes of that one tensor (compat's own reader; no numpy).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat.errors import RefusedError, UsageError
+from compat.safetensors_stream import read_header, read_tensor_bytes
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")
+DEFAULT_TEXTS = (
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Speculative decoding speeds up inference because",
+    "Translate to German: The weather is nice today.\nGerman:",
+    "1, 2, 3, 5, 8, 13,",
+)
+PROMPT_LENGTH = 8  # token-id prompts
+MAX_D2T_BYTES = 64 * 1024 * 1024  # a d2t of 8M entries is no drafter; refuse before reading it
+INT_FORMATS = {"I64": "q", "I32": "i", "U32": "I", "U64": "Q"}
+
+
+class ModelReadError(RefusedError):
+    """A target or drafter directory is not what verify can run."""
+
+
+@dataclass(frozen=True)
+class ModelDir:
+    path: Path
+    config: dict
+    architecture: str | None
+    model_type: str | None
+    num_layers: int | None
+    vocab_size: int | None
+    max_positions: int | None
+    has_tokenizer: bool
+    special_ids: frozenset[int] = field(default_factory=frozenset)
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "architecture": self.architecture, "model_type": self.model_type,
+                "num_hidden_layers": self.num_layers, "vocab_size": self.vocab_size, "tokenizer": self.has_tokenizer}
+
+
+def read_model_dir(path: str | Path, role: str) -> ModelDir:
+    """The model directory `path` (config.json + weights) as the engine will load it."""
+    directory = Path(path).expanduser()
+    if directory.name == "config.json" and directory.is_file():
+        directory = directory.parent
+    if not directory.is_dir():
+        raise UsageError(f"{role} {path}: no such directory", hint=f"give the {role} model directory (config.json + weights)")
+    config_path = directory / "config.json"
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelReadError(f"{config_path}: missing; the engine cannot load the {role} without it") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelReadError(f"{config_path}: not readable JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ModelReadError(f"{config_path}: not a JSON object")
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    architectures = config.get("architectures") or []
+    return ModelDir(
+        path=directory.resolve(), config=config,
+        architecture=architectures[0] if architectures and isinstance(architectures[0], str) else None,
+        model_type=config.get("model_type"), num_layers=_int(text.get("num_hidden_layers")),
+        vocab_size=_int(text.get("vocab_size")), max_positions=_int(text.get("max_position_embeddings")),
+        has_tokenizer=any((directory / name).is_file() for name in TOKENIZER_FILES),
+        special_ids=frozenset(_ids(text, "bos_token_id", "eos_token_id", "pad_token_id")),
+    )
+
+
+def _int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ids(config: dict, *keys: str) -> list[int]:
+    out = []
+    for key in keys:
+        value = config.get(key)
+        out += [v for v in (value if isinstance(value, list) else [value]) if _int(v) is not None]
+    return out
+
+
+# -- d2t ------------------------------------------------------------------------------------------
+
+def drafter_files(directory: Path) -> list[Path]:
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map") or {}
+        except (OSError, json.JSONDecodeError) as err:
+            raise ModelReadError(f"{index}: not readable JSON ({err})") from None
+        return sorted({directory / name for name in weight_map.values() if isinstance(name, str)})
+    return sorted(directory.glob("*.safetensors"))
+
+
+def read_d2t(directory: Path) -> list[int] | None:
+    """The drafter's d2t offsets (None when it ships none), read from its safetensors."""
+    for path in drafter_files(directory):
+        if not path.is_file():
+            raise ModelReadError(f"{path}: named by the index but missing")
+        header = read_header(path)
+        for name, info in header.tensors.items():
+            if name != "d2t" and not name.endswith(".d2t"):
+                continue
+            if info.dtype not in INT_FORMATS or len(info.shape) != 1:
+                raise ModelReadError(f"{path}: tensor {name!r} is {info.dtype} {list(info.shape)}; d2t is a 1-d integer tensor")
+            if info.nbytes > MAX_D2T_BYTES:
+                raise ModelReadError(f"{path}: tensor {name!r} is {info.nbytes} bytes; no draft vocabulary is that large")
+            count = info.shape[0]
+            return list(struct.unpack(f"<{count}{INT_FORMATS[info.dtype]}", read_tensor_bytes(info)))
+    return None
+
+
+def draft_vocabulary(d2t: list[int], vocab_size: int | None) -> list[int]:
+    """Target ids of the draft vocabulary: draft id i is target id i + d2t[i]."""
+    ids = [i + offset for i, offset in enumerate(d2t)]
+    bad = [t for t in ids if t < 0 or (vocab_size is not None and t >= vocab_size)]
+    if bad:
+        raise ModelReadError(f"d2t maps draft ids outside the target vocabulary (e.g. {bad[0]}; vocab_size {vocab_size})",
+                             hint="the drafter was built for another target, or its d2t holds ids rather than offsets")
+    return ids
+
+
+def draw_prompt_ids(pool: list[int], count: int, length: int = PROMPT_LENGTH, seed: int = 0) -> list[list[int]]:
+    """`count` prompts of `length` ids drawn (with a fixed seed) from `pool`."""
+    if not pool:
+        raise ModelReadError("no token ids to draw prompts from")
+    rng = random.Random(seed)
+    return [[rng.choice(pool) for _ in range(length)] for _ in range(count)]
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    kind: str  # "text" | "token-ids"
+    prompts: list
+    source: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "count": len(self.prompts), "source": self.source}
+
+
+def plan_prompts(target: ModelDir, drafter: ModelDir, *, texts: list[str] | None = None, prompt_ids: bool = False,
+                 count: int = 4) -> PromptPlan:
+    if texts and prompt_ids:
+        raise UsageError("give either --prompt texts or --prompt-ids, not both")
+    if texts:
+        if not target.has_tokenizer:
+            raise UsageError(f"--prompt: the target {target.path} has no tokenizer files, so text cannot be encoded",
+                             hint="drop --prompt (token-id prompts are drawn from the draft vocabulary)")
+        return PromptPlan("text", list(texts), "given with --prompt")
+    if target.has_tokenizer and not prompt_ids:
+        return PromptPlan("text", list(DEFAULT_TEXTS[:count]) if count <= len(DEFAULT_TEXTS)
+                          else [DEFAULT_TEXTS[i % len(DEFAULT_TEXTS)] for i in range(count)], "built-in texts")
+    d2t = read_d2t(drafter.path)
+    if d2t is not None:
+        pool = [t for t in draft_vocabulary(d2t, target.vocab_size) if t not in target.special_ids]
+        source = f"drawn from the drafter's draft vocabulary ({len(d2t)} ids, its d2t)"
+    else:
+        if target.vocab_size is None:
+            raise ModelReadError(f"{target.path / 'config.json'}: no vocab_size, and the drafter has no d2t to draw prompt ids from")
+        pool = [t for t in range(target.vocab_size) if t not in target.special_ids]
+        source = f"drawn from the target vocabulary ({target.vocab_size} ids; the drafter has no d2t)"
+    return PromptPlan("token-ids", draw_prompt_ids(pool, count), source)
