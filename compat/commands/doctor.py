@@ -35,6 +35,10 @@ EXAMPLES = """examples:
   compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine sglang==0.5.8 --json
   compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm --releases '>=0.10,<0.34'
   compat doctor TARGET DRAFTER --path ./vllm-checkout --spec disable_by_batch_size=4
+  compat doctor ./Kimi-K2.5 ./drafter --engine vllm==0.16.0 --layer-ids-convention output-of
+                                   when nothing in the drafter says how its layer ids were written
+  compat doctor ./target ./drafter --engine vllm --python /opt/venv/bin/python --verify
+                                   then run the engine on the pair (outputs, acceptance per position)
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -67,6 +71,10 @@ def add_arguments(parser) -> None:
                         help="how the drafter's declared layer ids were written when nothing in it says so: output-of "
                         "(SpecForge, AngelSlim, ModelOpt HF training) or capture-before (vLLM, speculators); the same "
                         "flag and values as compat convert ckpt")
+    parser.add_argument("--verify", action="store_true",
+                        help="after a diagnosis that says it works, run the engine on the pair (compat verify: outputs "
+                        "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
+    parser.add_argument("--min-acceptance", type=float, metavar="R", help="with --verify: an acceptance below R fails")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
 
 
@@ -117,11 +125,44 @@ def run(args, console) -> int:
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
+    if not args.json:
+        render(diagnosis, console)
+    if args.verify:
+        diagnosis["verify"] = _verify(args, diagnosis, tree, console)
     if args.json:
         print_json(diagnosis, "doctor")
-    else:
-        render(diagnosis, console)
-    return EXIT_OK if all(c["verdict"] != FAIL for c in diagnosis["checks"]) else EXIT_CHECK_FAILED
+    failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
+    verified = diagnosis.get("verify") or {}
+    return EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
+
+
+def _verify(args, diagnosis: dict, tree, console) -> dict:
+    """doctor --verify: measure on the engine what the static diagnosis says (only once it says it works)."""
+    from rich.text import Text
+
+    from compat.commands.verify import ProgressLine, render as render_verify
+    from compat.verify import run_verify
+
+    python = (tree.source.detail or {}).get("python") if tree.source.kind == "installed" else args.python
+    why = None
+    if tree.engine != "vllm":
+        why = "compat verify runs vLLM engines only"
+    elif diagnosis["verdict"] != WORKS:
+        why = f"the diagnosis says {diagnosis['verdict']}: run the fixes above first, then verify"
+    elif tree.source.kind != "installed" and not args.python:
+        why = "verify runs the installed engine: give --python with the serving venv's python (or --engine vllm)"
+    if why:
+        if not args.json:
+            console.print(Text(f"verify: not run: {why}", style="yellow"))
+        return {"ran": False, "why": why}
+    with ProgressLine(enabled=not args.json) as progress:
+        document = run_verify(diagnosis["target"]["path"], diagnosis["drafter"]["path"], python=python,
+                              num_speculative_tokens=args.num_speculative_tokens, min_acceptance=args.min_acceptance,
+                              progress=progress)
+    if not args.json:
+        console.print()
+        render_verify(document, console)
+    return {"ran": True, **document}
 
 
 def _progress(items: list[str], what: str):
