@@ -186,3 +186,15 @@ def test_canary_kimi_k2_names_the_patch_then_agrees_once_patched(engine_python, 
         reverted = compat_cli("patch", "--python", str(engine_python), "--engine", "vllm", "--revert")
         assert reverted.returncode == 0, reverted.stdout + reverted.stderr
         assert _modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
+
+
+def test_doctor_verify_measures_the_pair_once_the_diagnosis_says_it_works(compat_cli, engine_python, llama, native):
+    base = ["doctor", str(llama.path), str(native), "--engine", "vllm", "--python", str(engine_python), "--verify", "--json"]
+    asked = compat_cli(*base)  # a hand-made vLLM-layout drafter: its ids' convention is not known, so no engine run
+    d = json.loads(asked.stdout)
+    assert asked.returncode == 1 and d["verify"] == {"ran": False, "why": d["verify"]["why"]} and "diagnosis says" in d["verify"]["why"]
+    told = compat_cli(*base, "--layer-ids-convention", "capture-before")
+    d = json.loads(told.stdout)
+    assert told.returncode == 0, told.stderr[-3000:]
+    assert d["verdict"] == "works as is" and d["verify"]["ran"] and d["verify"]["outputs_equal"]
+    assert d["verify"]["acceptance"]["per_position"][0] >= GOOD_FIRST_POSITION
