@@ -20,7 +20,7 @@ import time
 
 from compat import __version__
 from compat.commands import command_names, get_command
-from compat.output import EXIT_CODES
+from compat.output import EXIT_CODES, exit_code_if_unread
 from compat.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
@@ -141,21 +141,29 @@ def _parse_before(words: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except BrokenPipeError as gone:
+        return _reader_went_away(gone)
+
+
+def _main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         args = parse(argv)
     except UsageProblem as problem:
         return _report_usage(problem, argv)
+    except SystemExit:  # --help, --version: flushed here, so a reader gone away (`| head`) is handled by main
+        sys.stdout.flush()
+        raise
     if args is None:
         return EXIT_USAGE
     from compat.console import make_consoles
 
     console, err_console = make_consoles(args)
-    try:
-        code = _run(args, console, err_console)
-        sys.stdout.flush()  # here, not at interpreter exit: a reader gone away is handled below
-    except BrokenPipeError:
-        return _reader_went_away()
+    code = _run(args, console, err_console)
+    with exit_code_if_unread(code):  # here, not at interpreter exit: a reader gone away is handled by main
+        sys.stdout.flush()
     if args.verbose:
         err_console.print(f"compat {args.command}: exit {code} in {time.monotonic() - started:.2f} s")
     return code
@@ -177,7 +185,8 @@ def _report_error(err: CompatError, args, err_console) -> int:
     from compat.output import error_document, print_json
 
     if getattr(args, "json", False):
-        print_json(error_document(err.message, err.hint, err.exit_code), "error")
+        with exit_code_if_unread(err.exit_code):
+            print_json(error_document(err.message, err.hint, err.exit_code), "error")
     err_console.print(Text.assemble(("error: ", "bold red"), str(err)))
     if args.verbose:
         import traceback
@@ -193,7 +202,8 @@ def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
     if "--json" in argv:
         from compat.output import error_document, print_json
 
-        print_json(error_document(f"{problem.parser.prog}: {problem.message}", fix, EXIT_USAGE), "error")
+        with exit_code_if_unread(EXIT_USAGE):
+            print_json(error_document(f"{problem.parser.prog}: {problem.message}", fix, EXIT_USAGE), "error")
     problem.parser.print_usage(sys.stderr)
     print(f"{problem.parser.prog}: error: {problem.message}", file=sys.stderr)
     if fix:
@@ -214,12 +224,14 @@ def _usage_fix(problem: UsageProblem) -> str:
     return f"did you mean {', '.join(dict.fromkeys(guesses))}? ({listed})" if guesses else listed
 
 
-def _reader_went_away() -> int:
-    """The reader of our output went away (`compat probe --json | head`): not a failure of ours.
-    stdout is pointed at /dev/null so neither rich nor the interpreter's final flush raises again."""
+def _reader_went_away(gone: BrokenPipeError) -> int:
+    """The reader of our output went away (`compat probe --json | head -1`): not a failure of ours, so no
+    traceback and exit 0, or the code of what the command found when it was known before printing
+    (compat/output.py exit_code_if_unread: doctor's failed check stays 1 whether or not its report was read). stdout is
+    pointed at /dev/null so neither rich nor the interpreter's final flush raises again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
-    return EXIT_OK
+    return getattr(gone, "exit_code", EXIT_OK)

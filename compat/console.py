@@ -75,8 +75,9 @@ def console_options(stream, *, color: str, quiet: bool = False) -> dict:
         options.update(soft_wrap=True, width=pipe_width())
     if color == "never":
         options.update(color_system=None, no_color=True)
-    elif color == "always":
-        options.update(force_terminal=True, no_color=False)
+    elif color == "always":  # even where TERM says the terminal has no colours (rich would print none)
+        dumb = os.environ.get("TERM", "").strip().lower() in ("dumb", "unknown")
+        options.update(force_terminal=True, no_color=False, color_system="standard" if dumb else "auto")
     return options
 
 

@@ -18,6 +18,7 @@ null, "exit_code": ...}`; the same message is on stderr for people.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 SCHEMA_VERSION = 1  # bumped when a key of a JSON document changes meaning or goes away
@@ -69,3 +70,14 @@ def human_size(n: float) -> str:
             return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+@contextlib.contextmanager
+def exit_code_if_unread(code: int):
+    """Printing the result of work whose exit code is already known (a failed check, an error): should the
+    reader go away meanwhile, the run still exits with that code (compat/cli.py ends it quietly)."""
+    try:
+        yield
+    except BrokenPipeError as gone:
+        gone.exit_code = code
+        raise

@@ -169,6 +169,8 @@ def _render_dict(d: dict) -> Any:
     if d.get("present") is False and ("reason" in d or "error" in d):
         return Text("absent in this release: " + str(d.get("reason") or d.get("error")), style="yellow")
     if len(d) > 12 and all(isinstance(v, str) for v in d.values()):  # a long name -> location map
+        from rich.markup import escape
+
         return Text(f"{len(d)}: " + ", ".join(escape(k) for k in d) + "  (locations in --json)")
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)

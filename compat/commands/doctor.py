@@ -10,7 +10,7 @@ import argparse
 import json
 import shlex
 
-from compat.output import exit_codes, print_json
+from compat.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, tree_from_args
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
@@ -126,13 +126,16 @@ def run(args, console) -> int:
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=_progress if show_progress(args) else None)
         table["notes"] = ignored_options(args, spec.engine)
-        if args.json:
-            print_json(table, "doctor-releases")
-        else:
-            render_table(table, console)
         if any(r["verdict"] == SOURCE_UNAVAILABLE for r in table["rows"]):
-            return EXIT_SOURCE
-        return EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
+            code = EXIT_SOURCE
+        else:
+            code = EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
+        with exit_code_if_unread(code):
+            if args.json:
+                print_json(table, "doctor-releases")
+            else:
+                render_table(table, console)
+        return code
     if not args.engine and not args.path:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
     if spec is not None and spec.released and args.python:
@@ -143,11 +146,13 @@ def run(args, console) -> int:
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
     diagnosis["notes"] = ignored_options(args, tree.engine) + _dropped_keys(diagnosis)
-    if args.json:
-        print_json(diagnosis, "doctor")
-    else:
-        render(diagnosis, console, only_problems=bool(args.quiet))
-    return EXIT_OK if all(c["verdict"] != FAIL for c in diagnosis["checks"]) else EXIT_CHECK_FAILED
+    code = EXIT_OK if all(c["verdict"] != FAIL for c in diagnosis["checks"]) else EXIT_CHECK_FAILED
+    with exit_code_if_unread(code):  # `| head` cuts the report, never the verdict
+        if args.json:
+            print_json(diagnosis, "doctor")
+        else:
+            render(diagnosis, console, only_problems=bool(args.quiet))
+    return code
 
 
 def _progress(items: list[str], what: str):
@@ -168,22 +173,28 @@ def _progress(items: list[str], what: str):
 # ---------------------------------------------------------------------------------------------
 # Rendering for people
 
+INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
                   WORKS_PATCHED_CONVERTED: "yellow", DOES_NOT_WORK: "bold red"}
 
 
-def _indented(console, text, indent: int = 5) -> None:
-    """A detail line: on a terminal what wraps is indented under the first line (a hanging indent); into a
+def _hanging(console, head, text) -> None:
+    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
     pipe the line is never wrapped (compat/console.py), so a path or command stays whole."""
-    from rich.padding import Padding
+    from rich.table import Table
     from rich.text import Text
 
+    head = head if isinstance(head, Text) else Text(head)
     text = text if isinstance(text, Text) else Text(text)
     if console.soft_wrap:
-        console.print(Text(" " * indent) + text)
-    else:
-        console.print(Padding(text, (0, 0, 0, indent)))
+        console.print(head + text)
+        return
+    grid = Table.grid(padding=0)
+    grid.add_column(no_wrap=True, width=head.cell_len)
+    grid.add_column(overflow="fold")
+    grid.add_row(head, text)
+    console.print(grid)
 
 
 def render(d: dict, console, only_problems: bool = False) -> None:
@@ -199,20 +210,19 @@ def render(d: dict, console, only_problems: bool = False) -> None:
     console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
                        f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
     for note in d.get("notes") or []:
-        console.print(Text.assemble(("  warning: ", "yellow"), note))
+        _hanging(console, Text("  warning: ", style="yellow"), note)
     console.print()
     for c in d["checks"]:
         if only_problems and c["verdict"] == PASS:
             continue
         label, style = _STYLE[c["verdict"]]
-        console.print(Text.assemble((f"{label} ", style), (c["title"], "bold")))
-        _indented(console, c["detail"])
+        _hanging(console, Text(f"{label} ", style=style), Text(c["title"], style="bold"))
+        _hanging(console, INDENT, c["detail"])
         if c.get("location"):
-            _indented(console, Text(f"at {c['location']}", style="dim"))
+            _hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
         fix = c.get("fix")
         if fix:
-            text = fix.get("command") or fix.get("text")
-            _indented(console, Text.assemble(("fix: ", "cyan"), text))
+            _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.get("command") or fix.get("text"))
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
     steps = d.get("fix_steps") or []
@@ -266,4 +276,8 @@ def render_table(table: dict, console) -> None:
     for note in table.get("notes") or []:
         console.print(Text.assemble(("warning: ", "yellow"), note))
     console.print(Text(f"target  {table['target']}\ndrafter {table['drafter']}"))
-    console.print("details of one release: compat doctor TARGET DRAFTER --engine ENGINE==VERSION")
+    rows = table["rows"]
+    pick = next((r for r in rows if r["verdict"] != WORKS), rows[0] if rows else None)
+    if pick is not None:
+        one = shlex.join(["compat", "doctor", table["target"], table["drafter"], "--engine", f"{table['engine']}=={pick['version']}"])
+        console.print(Text(f"details of one release: {one}"))
