@@ -218,7 +218,8 @@ def _clean(cache: Path, args, console) -> int:
         raise UsageError("compat cache clean: say what to remove", hint="a SPEC (vllm==0.11.0, vllm, 'sglang<0.5'), --facts or --all")
     if args.all and args.spec:
         raise UsageError("give SPEC or --all, not both")
-    releases = [r for r in cached_releases(cache) if args.all or any(_matches(r, spec) for spec in args.spec)]
+    every = args.all or not args.spec  # --all, or --facts of every release
+    releases = [r for r in cached_releases(cache) if every or any(_matches(r, spec) for spec in args.spec)]
     if args.spec and not args.facts:
         releases = [r for r in releases if r["state"] != "building"]  # a build folder goes with --all only
     removed, skipped = [], []

@@ -156,7 +156,13 @@ def run(args, console) -> int:
 
 
 def _progress(items: list[str], what: str):
-    """A transient progress bar on stderr over the releases of a --releases run."""
+    """A transient progress bar on stderr over the releases of a --releases run (on a terminal only: into a
+    file or a pipe it would leave a stray line)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        yield from items
+        return
     from rich.console import Console
     from rich.progress import Progress
 
