@@ -174,9 +174,12 @@ def _run(args, console, err_console) -> int:
         return get_command(args.command).run(args, console)
     except CompatError as err:
         return _report_error(err, args, err_console)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as signal:  # Ctrl-C, or SIGTERM/SIGHUP during a conversion (its cleanup has run)
+        return _report_error(_Interrupted(f"interrupted ({signal})" if str(signal) else "interrupted"), args, err_console)
+
+
+class _Interrupted(CompatError):
+    exit_code = EXIT_INTERRUPTED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:

@@ -38,11 +38,11 @@ def exit_codes(**details: str) -> str:
     """The exit-code table for a --help epilog; `details` (keyword `c1="..."`) says what a code means for one command."""
     lines = ["exit codes (the same for every compat command):"]
     for code, meaning in EXIT_TABLE.items():
-        extra = details.get(f"c{code}")
-        text = meaning + (f"; here: {extra}" if extra else "")
-        first, *rest = text.split("\n")
+        first, *rest = meaning.split("\n")
         lines.append(f"  {code:<4} {first}")
         lines.extend(f"       {line}" for line in rest)
+        if details.get(f"c{code}"):
+            lines.append(f"       here: {details[f'c{code}']}")
     return "\n".join(lines) + "\n"
 
 

@@ -100,3 +100,24 @@ def test_success_documents_carry_a_schema_too(tmp_path, env):
                        (["cache", "dir"], "compat.cache-dir/1"), (["env"], "compat.env/1")):
         run = compat(*argv, "--json", cwd=tmp_path, env=env)
         assert run.code == 0 and json.loads(run.out)["schema"] == kind
+
+
+def test_an_interrupted_run_is_an_error_document_too(tmp_path, env):
+    """Ctrl-C while compat waits on the serving venv's interpreter (a slow one, written here)."""
+    import signal
+    import subprocess
+    import time
+
+    from cli_helpers import COMPAT
+
+    slow = tmp_path / "slow-python"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    proc = subprocess.Popen([str(COMPAT), "probe", "--engine", "vllm", "--python", str(slow), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert json.loads(out) == {"schema": "compat.error/1", "error": "interrupted", "fix": None, "exit_code": 130}
+    assert "error: interrupted" in err and "Traceback" not in err
