@@ -11,6 +11,7 @@ research checkpoint-formats.md 2.4): `speculators_model_type`, `architectures ["
 from __future__ import annotations
 
 from compat.errors import RefusedError
+from compat.hub import hub_id
 
 from ._canonical import (
     canonical_name, BASIS_FLAG, BASIS_LAYOUT,
@@ -90,8 +91,8 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
     if drafter.torch_dtype:
         layer["torch_dtype"] = drafter.torch_dtype
     verifier = dict(drafter.verifier or {})
-    if ctx.target is not None:
-        verifier.setdefault("name_or_path", str(ctx.target.path).removesuffix("/config.json"))
+    if ctx.target is not None:  # a target from the Hugging Face cache is recorded by its hub id, as vLLM takes it
+        verifier.setdefault("name_or_path", hub_id(ctx.target.path) or str(ctx.target.path).removesuffix("/config.json"))
         verifier.setdefault("architectures", ctx.target.architectures)
     if not verifier.get("name_or_path"):
         ctx.note("warning: no verifier recorded (pass --target): `vllm serve <drafter>` cannot infer the target")

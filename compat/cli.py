@@ -5,29 +5,72 @@ The command name is read first and only that command's module is imported and bu
 way), so a mistyped flag is reported with that command's usage and `compat probe` never imports doctor;
 the top-level parser (which imports every command for its summary) is built only for `compat --help`,
 `--version`, or a command that does not exist.
+
+The global options (-q, -v, --color) go before or after the command name. Every early exit speaks
+the same way: a usage error prints the usage of the (sub)command it is about, and with `--json` on
+the line the error is also one JSON document on stdout (compat/output.py error_document).
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import sys
+import time
 
 from compat import __version__
 from compat.commands import command_names, get_command
-from compat.output import EXIT_CODES
-from compat.errors import EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
+from compat.output import EXIT_CODES, exit_code_if_unread
+from compat.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
 
+GLOBAL_EPILOG = """global options (before or after the command name):
+  -q, --quiet      no progress bars or notes on stderr; -qq: nothing on stdout either (the exit code says it)
+  -v, --verbose    say where an error was raised and how long the run took (on stderr)
+  --color WHEN     auto (default: colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on), always, never
+"""
+
+_VALUED_GLOBALS = ("--color",)  # global options that take a value (the next word is not the command)
+
+
+class UsageProblem(Exception):
+    """An argparse usage error, raised instead of exiting so that main can answer it in --json too."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str):
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class CompatParser(argparse.ArgumentParser):
+    """argparse, but a usage error is raised (UsageProblem) rather than printed and exited on the spot.
+    Subparsers (`compat convert ckpt`) are made of this class too (argparse uses the parent's class)."""
+
+    def error(self, message: str):
+        raise UsageProblem(self, message)
+
+
+def add_global_arguments(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """-q / -v / --color; `suppress`: leave them out of the namespace unless given (the command's copy)."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    group = parser.add_argument_group("global options (also before the command name)")
+    group.add_argument("-q", "--quiet", action="count", help="less output: no progress or notes; -qq: nothing on stdout",
+                       **(default or {"default": 0}))
+    group.add_argument("-v", "--verbose", action="count", help="where an error was raised, and the run's time (stderr)",
+                       **(default or {"default": 0}))
+    group.add_argument("--color", choices=("auto", "always", "never"), metavar="WHEN",
+                       help="auto|always|never (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it)",
+                       **(default or {"default": None}))
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: `compat --help` lists every command with its summary."""
-    parser = argparse.ArgumentParser(prog="compat", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_CODES)
+    parser = CompatParser(prog="compat", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                          epilog=GLOBAL_EPILOG + "\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"compat {__version__}")
+    add_global_arguments(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_names():
         sub.add_parser(name, help=get_command(name).SUMMARY, add_help=False)
@@ -37,63 +80,125 @@ def build_parser() -> argparse.ArgumentParser:
 def command_parser(name: str) -> argparse.ArgumentParser:
     """`compat NAME`'s own parser: its usage is what a user sees when a flag is wrong."""
     module = get_command(name)
-    parser = argparse.ArgumentParser(prog=f"compat {name}", description=module.DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=getattr(module, "EPILOG", EXIT_CODES))
+    parser = CompatParser(prog=f"compat {name}", description=module.DESCRIPTION,
+                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=getattr(module, "EPILOG", EXIT_CODES))
     module.add_arguments(parser)
+    _add_globals_everywhere(parser)
     return parser
+
+
+def _add_globals_everywhere(parser: argparse.ArgumentParser) -> None:
+    """The global options on a command's parser and on each of its subcommands' (`compat convert ckpt -q`)."""
+    add_global_arguments(parser, suppress=True)
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its subparsers only there
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in dict.fromkeys(action.choices.values()):
+                _add_globals_everywhere(sub)
+
+
+def _command_position(argv: list[str]) -> int | None:
+    """Index of the command name: the first word that is neither an option nor a global option's value."""
+    skip = False
+    for i, word in enumerate(argv):
+        if skip:
+            skip = False
+        elif word in _VALUED_GLOBALS:
+            skip = True
+        elif not word.startswith("-"):
+            return i
+    return None
 
 
 def parse(argv: list[str]) -> argparse.Namespace | None:
     """The namespace of the command argv names (with `.command`), or None after top-level help/version."""
-    name = next((a for a in argv if not a.startswith("-")), None)
+    at = _command_position(argv)
+    name = argv[at] if at is not None else None
     if name is None or get_command(name) is None:
         top = build_parser()
         top.parse_args(argv)  # --help / --version exit here; an unknown command is a usage error (exit 2)
         top.print_help()
         return None
-    before = argv[:argv.index(name)]
-    if before:
-        build_parser().parse_args(before)  # only --help / --version may come before the command
+    before = _parse_before(argv[:at])
     parser = command_parser(name)
-    args, extra = parser.parse_known_args(argv[argv.index(name) + 1:])
+    args, extra = parser.parse_known_args(argv[at + 1:])
     if extra:  # said by the innermost parser (`compat convert ckpt`), with its usage
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    for key in ("quiet", "verbose", "color"):  # after the command wins over before it
+        if not hasattr(args, key):
+            setattr(args, key, getattr(before, key))
     args.command = name
     return args
 
 
+def _parse_before(words: list[str]) -> argparse.Namespace:
+    """What comes before the command name: the global options, or --help / --version (the whole top parser)."""
+    if any(w in ("-h", "--help", "--version") for w in words):
+        return build_parser().parse_args(words)  # prints and exits
+    parser = CompatParser(prog="compat", add_help=False)
+    add_global_arguments(parser, suppress=False)
+    return parser.parse_args(words)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = parse(argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError as gone:
+        return _reader_went_away(gone)
+
+
+def _main(argv: list[str]) -> int:
+    started = time.monotonic()
+    try:
+        args = parse(argv)
+    except UsageProblem as problem:
+        return _report_usage(problem, argv)
+    except SystemExit:  # --help, --version: flushed here, so a reader gone away (`| head`) is handled by main
+        sys.stdout.flush()
+        raise
     if args is None:
         return EXIT_USAGE
     from compat.console import make_consoles
 
     console, err_console = make_consoles(args)
-    console.on_broken_pipe = _broken_pipe  # rich would exit 1 on its own; below we say what was done
+    code = _run(args, console, err_console)
+    with exit_code_if_unread(code):  # here, not at interpreter exit: a reader gone away is handled by main
+        sys.stdout.flush()
+    if args.verbose:
+        err_console.print(f"compat {args.command}: exit {code} in {time.monotonic() - started:.2f} s")
+    return code
+
+
+def _run(args, console, err_console) -> int:
     try:
-        code = get_command(args.command).run(args, console)
-        sys.stdout.flush()  # a closed or full stdout fails here, while we still know what was done
-        return code
+        return get_command(args.command).run(args, console)
     except CompatError as err:
         return _report_error(err, args, err_console)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        return 130
+    except KeyboardInterrupt as signal:  # Ctrl-C, or SIGTERM/SIGHUP during a conversion (its cleanup has run)
+        return _report_error(_Interrupted(f"interrupted ({signal})" if str(signal) else "interrupted"), args, err_console)
     except OSError as err:
-        # A command that changes things says what it changed in args.change_made (None: nothing yet),
-        # and turns its own file errors into CompatErrors: an OSError left is its output failing.
+        # A command that changes things says what it changed in args.change_made (None: nothing yet) and turns
+        # its own file errors into CompatErrors: an OSError left is its output failing after (or before) the change.
         made = getattr(args, "change_made", False)
         if made is False or err.filename is not None:
-            if not isinstance(err, BrokenPipeError):
-                raise
-            _silence_stdout()
-            return 0  # the reader of our output went away (`compat probe --json | head`): not a failure of ours
-        _silence_stdout()
+            raise  # a reader gone away (main ends it quietly), or not ours to explain
+        _quiet_stdout()
         done = f"{made}, but" if made else "nothing was changed;"
         err_console.print(f"error: {done} printing the result failed ({err.strerror or err})", markup=False)
         return EXIT_REPORT_FAILED if made else EXIT_REFUSED
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so neither rich nor the interpreter's final flush raises again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class _Interrupted(CompatError):
+    exit_code = EXIT_INTERRUPTED
 
 
 def _report_error(err: CompatError, args, err_console) -> int:
@@ -102,19 +207,53 @@ def _report_error(err: CompatError, args, err_console) -> int:
     from compat.output import error_document, print_json
 
     if getattr(args, "json", False):
-        print_json(error_document(err.message, err.hint, err.exit_code), "error")
+        with exit_code_if_unread(err.exit_code):
+            print_json(error_document(err.message, err.hint, err.exit_code), "error")
     err_console.print(Text.assemble(("error: ", "bold red"), str(err)))
+    if args.verbose:
+        import traceback
+
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        err_console.print(f"  (raised at {where.filename}:{where.lineno} in {where.name}, {type(err).__name__})")
     return err.exit_code
 
 
-def _broken_pipe() -> None:
-    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
+    """argparse's message with the usage of the parser it is about; with --json, the error document too."""
+    fix = _usage_fix(problem)
+    if "--json" in argv:
+        from compat.output import error_document, print_json
+
+        with exit_code_if_unread(EXIT_USAGE):
+            print_json(error_document(f"{problem.parser.prog}: {problem.message}", fix, EXIT_USAGE), "error")
+    problem.parser.print_usage(sys.stderr)
+    print(f"{problem.parser.prog}: error: {problem.message}", file=sys.stderr)
+    if fix:
+        print(f"  fix: {fix}", file=sys.stderr)
+    return EXIT_USAGE
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+def _usage_fix(problem: UsageProblem) -> str:
+    """'did you mean --json?' for a mistyped option, and where the options are listed."""
+    import difflib
+
+    prog = problem.parser.prog
+    words = problem.message.split(": ", 1)[-1].split() if "unrecognized arguments" in problem.message else []
+    options = [s for action in problem.parser._actions for s in action.option_strings]  # noqa: SLF001
+    guesses = [match for word in words if word.startswith("-")
+               for match in difflib.get_close_matches(word.split("=")[0], options, n=1, cutoff=0.6)]
+    listed = f"{prog} --help lists the options"
+    return f"did you mean {', '.join(dict.fromkeys(guesses))}? ({listed})" if guesses else listed
+
+
+def _reader_went_away(gone: BrokenPipeError) -> int:
+    """The reader of our output went away (`compat probe --json | head -1`): not a failure of ours, so no
+    traceback and exit 0, or the code of what the command found when it was known before printing
+    (compat/output.py exit_code_if_unread: doctor's failed check stays 1 whether or not its report was read). stdout is
+    pointed at /dev/null so neither rich nor the interpreter's final flush raises again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+    return getattr(gone, "exit_code", EXIT_OK)

@@ -2,11 +2,43 @@
 
 Both are made on first use: rich costs tens of milliseconds to import, and `compat probe --json`
 (or any command that prints only JSON and no error) never needs it.
+
+How they print, decided here once for every command:
+- colour: `--color always|never|auto`; with auto, NO_COLOR (any value) turns it off and FORCE_COLOR
+  (any value) on, else colour only on a terminal;
+- width: on a terminal, its width, and text wraps (doctor indents what wraps); into a pipe or a file,
+  text is never wrapped (a path or a command stays on one line, whole), and only tables and rules,
+  which need a width, take $COLUMNS (else PIPE_WIDTH);
+- `-qq` silences stdout (the exit code says it all; errors still go to stderr);
+- a reader that goes away (`compat probe | head -1`) raises BrokenPipeError for compat/cli.py to
+  end the run quietly with 0, instead of rich's own exit 1.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+
+PIPE_WIDTH = 160  # tables and rules into a pipe when $COLUMNS is not set
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def color_choice(flag: str | None, environ=os.environ) -> str:
+    """"always" | "never" | "auto": the flag first, then NO_COLOR, then FORCE_COLOR."""
+    if flag in ("always", "never"):
+        return flag
+    if environ.get("NO_COLOR"):
+        return "never"
+    if environ.get("FORCE_COLOR"):
+        return "always"
+    return "auto"
+
+
+def pipe_width(environ=os.environ) -> int:
+    try:
+        return max(40, int(environ.get("COLUMNS", "")))
+    except ValueError:
+        return PIPE_WIDTH
 
 
 class LazyConsole:
@@ -18,14 +50,52 @@ class LazyConsole:
 
     def __getattr__(self, name):
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._options)
+            self._console = _console_class()(**self._options)
         return getattr(self._console, name)
 
 
+def _console_class():
+    from rich.console import Console
+
+    class CompatConsole(Console):
+        def on_broken_pipe(self) -> None:  # rich exits 1 here; the reader leaving is not our failure
+            self.quiet = True
+            raise BrokenPipeError
+
+    return CompatConsole
+
+
+def console_options(stream, *, color: str, quiet: bool = False) -> dict:
+    """The rich Console options for one stream (sys.stdout or sys.stderr)."""
+    tty = _isatty(stream)
+    options = {"stderr": stream is sys.stderr, "highlight": False, "quiet": quiet}
+    if tty:
+        options.update(soft_wrap=False)
+    else:
+        options.update(soft_wrap=True, width=pipe_width())
+    if color == "never":
+        options.update(color_system=None, no_color=True)
+    elif color == "always":  # even where TERM says the terminal has no colours (rich would print none)
+        dumb = os.environ.get("TERM", "").strip().lower() in ("dumb", "unknown")
+        options.update(force_terminal=True, no_color=False, color_system="standard" if dumb else "auto")
+    return options
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def make_consoles(args):
-    width = None if sys.stdout.isatty() else 120
-    console = LazyConsole(stderr=False, highlight=False, soft_wrap=False, width=width)
-    err_console = LazyConsole(stderr=True, highlight=False, soft_wrap=True)
+    color = color_choice(getattr(args, "color", None))
+    quiet = (getattr(args, "quiet", 0) or 0) >= 2
+    console = LazyConsole(**console_options(sys.stdout, color=color, quiet=quiet))
+    err_console = LazyConsole(**{**console_options(sys.stderr, color=color), "soft_wrap": True})
     return console, err_console
+
+
+def show_progress(args) -> bool:
+    """Progress bars and waiting messages on stderr: not under --json, not with -q."""
+    return not getattr(args, "json", False) and not (getattr(args, "quiet", 0) or 0)

@@ -5,11 +5,12 @@ Every command uses the same codes so CI scripts can tell "your setup is wrong" f
 """
 
 EXIT_OK = 0
-EXIT_CHECK_FAILED = 1  # a check failed (doctor), or a patch/convert refused the input
-EXIT_USAGE = 2  # bad command line (argparse uses 2 as well)
+EXIT_CHECK_FAILED = 1  # a check failed (doctor), or what convert wrote did not verify
+EXIT_USAGE = 2  # bad command line, or a path / model name that names nothing (argparse uses 2 as well)
 EXIT_SOURCE = 3  # the engine source could not be obtained (no such release, offline, not a tree)
-EXIT_REFUSED = 4  # patch/convert refused to touch something (file not as expected, DST exists)
+EXIT_REFUSED = 4  # an input exists but is not what was expected, or the output exists (nothing changed)
 EXIT_REPORT_FAILED = 5  # the change was made, reporting it failed (stdout closed or full)
+EXIT_INTERRUPTED = 130  # SIGINT/SIGTERM (128 + 2, the shell's convention)
 
 
 class CompatError(Exception):

@@ -1,18 +1,52 @@
-"""What every command prints the same way: the exit codes in --help, and JSON documents (with their schema)."""
+"""What every command prints the same way: the exit codes in --help, and JSON documents (with their schema).
+
+The exit codes are one table (`EXIT_TABLE`), printed at the end of every `--help` (`exit_codes()`,
+with a command's own examples of a code where it helps) and used by every command:
+
+    0    done: report produced, checks pass, patch applied, checkpoint written, cache cleaned
+    1    a check failed (doctor: it will not launch or will degrade; convert: verification failed)
+    2    usage error: an unknown option, a bad value, a path or model name that names nothing
+    3    the engine source could not be obtained (no such release, offline with an empty cache, not a tree)
+    4    refused: an input exists but is not what was expected (a directory without config.json, a
+         broken header, a file changed since compat patched it), or the output exists; nothing changed
+    130  interrupted (Ctrl-C, SIGTERM): what was half done is undone
+
+Under `--json` an error is one document on stdout, whatever the command and however early it
+happens (argparse's usage errors included): `{"schema": "compat.error/1", "error": ..., "fix": ... or
+null, "exit_code": ...}`; the same message is on stderr for people.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 SCHEMA_VERSION = 1  # bumped when a key of a JSON document changes meaning or goes away
 
-EXIT_CODES = """exit codes:
-  0  done (report produced, patch applied, checkpoint written)
-  1  a check failed
-  2  usage error
-  3  the engine source could not be obtained (no such release, offline with an empty cache, not a tree)
-  4  refused: an input or file is not what was expected, or the output exists (nothing was changed)
-"""
+EXIT_TABLE: dict[int, str] = {
+    0: "done (report produced, checks pass, patch applied, checkpoint written)",
+    1: "a check failed",
+    2: "usage error: an unknown option, a bad value, a path or model name that names nothing",
+    3: "the engine source could not be obtained (no such release, offline with an empty cache, not a tree)",
+    4: "refused: an input exists but is not what was expected (a directory without config.json, a broken\n"
+       "header), or the output exists; nothing was changed",
+    130: "interrupted (Ctrl-C, SIGTERM): what was half done is undone",
+}
+
+
+def exit_codes(**details: str) -> str:
+    """The exit-code table for a --help epilog; `details` (keyword `c1="..."`) says what a code means for one command."""
+    lines = ["exit codes (the same for every compat command):"]
+    for code, meaning in EXIT_TABLE.items():
+        first, *rest = meaning.split("\n")
+        lines.append(f"  {code:<4} {first}")
+        lines.extend(f"       {line}" for line in rest)
+        if details.get(f"c{code}"):
+            lines.append(f"       here: {details[f'c{code}']}")
+    return "\n".join(lines) + "\n"
+
+
+EXIT_CODES = exit_codes()
 
 
 def add_json_argument(parser, help_text: str = "print the result as JSON (stable keys, for CI)") -> None:
@@ -27,3 +61,23 @@ def print_json(document: dict, kind: str) -> None:
 def error_document(message: str, fix: str | None, exit_code: int) -> dict:
     """The one shape of an error under --json, whatever the command."""
     return {"error": message, "fix": fix, "exit_code": exit_code}
+
+
+def human_size(n: float) -> str:
+    """1536 -> "1.5 KiB": sizes as people read them (binary units, one decimal)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+@contextlib.contextmanager
+def exit_code_if_unread(code: int):
+    """Printing the result of work whose exit code is already known (a failed check, an error): should the
+    reader go away meanwhile, the run still exits with that code (compat/cli.py ends it quietly)."""
+    try:
+        yield
+    except BrokenPipeError as gone:
+        gone.exit_code = code
+        raise

@@ -1,28 +1,100 @@
-"""Where an engine's source comes from: the options every command shares, and the tree they name."""
+"""Where an engine's source comes from: the options every command shares, and the tree they name.
+
+Paths on the command line are made absolute here, once, against the working directory the user
+typed them in: `--python ./venv-serve/bin/python` then means the same thing in a subprocess started
+elsewhere and in every command a fix prints.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 
 ENGINE_HELP = ("vllm or sglang: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
                "the package index")
+PYTHON_HELP = ("look for the installed engine in this interpreter (e.g. the serving venv's python; relative paths "
+               "are fine)")
 
 
-def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None) -> None:
+def absolute_path(value: str) -> str:
+    """`./venv/bin/python` -> `/home/me/venv/bin/python`: absolute against the working directory, `~` expanded,
+    symlinks kept (a venv's python is a symlink to the base interpreter: resolving it would leave the venv)."""
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None,
+                         title: str = "engine source"):
     """--engine / --path / --python / --cache-dir / --offline, in one group."""
-    group = parser.add_argument_group("engine source")
+    group = parser.add_argument_group(title)
     group.add_argument("--engine", metavar="SPEC", help=engine_help or ENGINE_HELP)
-    group.add_argument("--path", metavar="DIR", help="a source tree: DIR holds vllm/ or sglang/")
-    group.add_argument("--python", metavar="PATH",
-                       help="look for the installed engine in this interpreter (e.g. the serving venv's python)")
-    group.add_argument("--cache-dir", metavar="DIR",
+    group.add_argument("--path", metavar="DIR", type=absolute_path, help="a source tree: DIR holds vllm/ or sglang/")
+    group.add_argument("--python", metavar="PATH", type=absolute_path, help=PYTHON_HELP)
+    group.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                        help="where fetched releases are kept (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
     group.add_argument("--offline", action="store_true", help="never touch the network; use only cached releases")
+    return group
 
 
 def tree_from_args(args, *, progress: bool):
     """The EngineTree the source options name (installed, released or a path)."""
     from compat.sources import open_tree
 
+    quiet = bool(getattr(args, "quiet", 0))
     return open_tree(args.engine, path=args.path, python=args.python, cache_dir=args.cache_dir,
-                     offline=args.offline, progress=progress)
+                     offline=args.offline, progress=progress and not quiet)
+
+
+def release_version(args, engine: str | None = None) -> tuple[str, str, str | None, str]:
+    """(engine, version, python, where) of the release the source options name, without fetching its tree.
+
+    The installed engine's version (in --python), a --path tree's, or for `--engine vllm==X` / a range /
+    latest the release the package index (or the cached listing, or a cached release) has: a version that
+    does not exist is refused with the releases near it, exactly as `compat probe` refuses it."""
+    from compat.errors import UsageError
+    from compat.sources import open_path, parse_engine_spec
+
+    spec = parse_engine_spec(args.engine) if args.engine else None
+    if spec is not None and engine is not None and spec.engine != engine:
+        raise UsageError(f"--engine {args.engine} names {spec.engine}, but the layout is loaded by {engine}",
+                         hint=f"--engine {engine}==VERSION (or --to {spec.engine})")
+    if args.path:
+        if spec is not None and spec.released:
+            raise UsageError("give either --path or a released --engine version, not both")
+        tree = open_path(args.path, spec.engine if spec else engine)
+        return tree.engine, tree.version, None, f"the tree {tree.root}"
+    if spec is None:
+        raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed) or --path DIR")
+    if not spec.released:
+        from compat.sources.installed import installed_tree
+
+        tree = installed_tree(spec.engine, args.python)
+        return tree.engine, tree.version, tree.source.detail.get("python"), f"installed in {tree.source.detail.get('python')}"
+    if args.python:
+        raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
+    return (spec.engine, _released_version(spec.engine, spec.specifier, args.cache_dir, args.offline), None,
+            "a release on the package index")
+
+
+def _released_version(engine: str, specifier: str, cache_dir: str | None, offline: bool) -> str:
+    from compat.errors import SourceError
+    from compat.sources.cache import cache_root, cached_release, plain_pin
+
+    cache = cache_root(cache_dir)
+    pinned = plain_pin(specifier)
+    if pinned is not None:  # a release in the cache exists: no index needed
+        hit = cached_release(cache, engine, pinned)
+        if hit is not None:
+            return hit.name
+    from compat.sources.choice import choose, parse_specifier
+    from compat.sources.index import index_urls, listing
+
+    indexes = index_urls()
+    files, from_cache = listing(engine, indexes, cache, offline)
+    where = indexes[0]
+    try:
+        return choose(engine, parse_specifier(specifier), files, where)[0]
+    except SourceError:
+        if offline or not from_cache:
+            raise
+        files, _ = listing(engine, indexes, cache, offline, fresh=True)  # a release newer than the cached listing?
+        return choose(engine, parse_specifier(specifier), files, where)[0]

@@ -11,22 +11,38 @@ import argparse
 import json
 from pathlib import Path
 
+from compat.output import exit_codes
+
 NAME = "convert"
 ORDER = 30
 SUMMARY = "rewrite a drafter checkpoint into the layout an engine release loads"
-DESCRIPTION = "compat convert ckpt SRC DST --to vllm|sglang|speculators|eagle|mla ... ('compat convert ckpt --help' for the options)"
-EPILOG = ""
+DESCRIPTION = ("Rewrite a drafter checkpoint into the layout an engine release loads. One subcommand:\n"
+               "  compat convert ckpt SRC DST --to vllm|sglang|speculators|eagle|mla [--engine SPEC | --path DIR]\n"
+               "('compat convert ckpt --help' lists its options).")
+EPILOG = exit_codes()
 
 CKPT_EPILOG = (
     "Layer ids. capture-before i = the residual stream entering target layer i (HF hidden_states[i];\n"
     "vLLM and speculators). output-of j = the output of target layer j = capture-before j + 1\n"
     "(SpecForge, AngelSlim, ModelOpt HF training). SGLang adds +1 to declared ids (for DeepSeek/Kimi\n"
     "targets from 0.5.13 only when the first id is 1).\n\n"
+    "The release: the same source options as every compat command. --engine vllm (installed here, or\n"
+    "in --python PY), --engine vllm==0.20.0 or a range (a release on the package index; only its version\n"
+    "is looked up, nothing is downloaded), --path DIR (a tree's version). A release that does not exist\n"
+    "is refused, with the releases near it. Without any, DST is written so every known release loads it\n"
+    "(refused when no single spelling does). --engine-version X is the older spelling of\n"
+    "--engine <the --to layout's engine>==X (deprecated; validated the same way).\n\n"
+    "SRC, DST and --target are directories (or --target's config.json); SRC and --target may also be a\n"
+    "Hugging Face id (org/name, org/name@rev) found in the local Hugging Face cache (never downloaded).\n\n"
     "Examples:\n"
-    "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine-version 0.20.0 --target ./Kimi-K2\n"
-    "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine-version 0.5.8 --dry-run\n\n"
-    "Exit codes: 0 ok, 1 verification failed, 2 usage, 4 refused (bad input, DST exists, a disk error;\n"
-    "nothing changed), 130 interrupted (SIGINT, SIGTERM or SIGHUP; the partial output is removed)."
+    "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine vllm==0.20.0 --target ./Kimi-K2\n"
+    "  compat convert ckpt ./drafter ./drafter-vllm --to vllm --engine vllm --python ./venv-serve/bin/python\n"
+    "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine sglang==0.5.8 --dry-run\n"
+    "  compat convert ckpt ./drafter ./drafter-spec --to speculators --target moonshotai/Kimi-K2.5\n\n"
+    + exit_codes(c1="what was written did not verify against SRC (DST is not put in place)",
+                 c3="--engine names a release the package index cannot be asked about (offline, no listing)",
+                 c4="a drafter, config or header that is not what it should be, DST exists, a disk error",
+                 c130="SIGINT, SIGTERM or SIGHUP; the partial output is removed")
 )
 
 
@@ -63,15 +79,22 @@ def add_arguments(parser) -> None:
                           description=_ckpt_description(), epilog=CKPT_EPILOG,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     ckpt.set_defaults(_parser=ckpt)
-    ckpt.add_argument("src", type=Path, metavar="SRC", help="drafter directory: config.json + model.safetensors, "
-                      "sharded safetensors with an index, or pytorch_model.bin (read with weights_only=True)")
+    ckpt.add_argument("src", metavar="SRC", help="drafter directory: config.json + model.safetensors, "
+                      "sharded safetensors with an index, or pytorch_model.bin (read with weights_only=True); "
+                      "or a Hugging Face id in the local cache")
     ckpt.add_argument("dst", type=Path, metavar="DST", help="output directory (must not exist unless --force)")
     ckpt.add_argument("--to", required=True, choices=layouts, help="destination layout")
     ckpt.add_argument("--from", dest="source_layout", choices=layouts, help="source layout (default: detected)")
-    ckpt.add_argument("--engine-version", metavar="X", help="the vLLM or SGLang release that will load DST (default: "
-                      "write what every known release loads, refusing when no single spelling does)")
-    ckpt.add_argument("--target", type=Path, metavar="PATH", help="the target model directory or its config.json: "
-                      "checks hidden size, vocab, layer ids and fc width, and fills default layer ids")
+    from compat.commands._source import add_source_arguments
+
+    add_source_arguments(ckpt, title="the release that will load DST (default: every known release)",
+                         engine_help="vllm or sglang: the installed one (with --python, the serving venv's); "
+                         "vllm==0.20.0, 'sglang>=0.5.8,<0.6', vllm==latest: that release of the package index")
+    ckpt.add_argument("--engine-version", metavar="X", help="deprecated: the same as --engine <the --to layout's "
+                      "engine>==X, validated the same way")
+    ckpt.add_argument("--target", metavar="PATH", help="the target model directory or its config.json (or a Hugging "
+                      "Face id in the local cache): checks hidden size, vocab, layer ids and fc width, fills default "
+                      "layer ids, and names the verifier in --to speculators")
     ckpt.add_argument("--layer-ids", metavar="IDS", nargs="+", help="the target layers the drafter was trained on "
                       "(e.g. 2 30 58 or 2,30,58), in --layer-ids-convention (default capture-before)")
     ckpt.add_argument("--layer-ids-convention", choices=CONVENTIONS, help="the convention of the source's declared ids "
@@ -85,12 +108,13 @@ def add_arguments(parser) -> None:
                       "compared byte for byte with the source")
     ckpt.add_argument("--force", action="store_true", help="replace DST if it exists")
     ckpt.add_argument("--dry-run", action="store_true", help="print the plan; write nothing")
-    ckpt.add_argument("--json", action="store_true", help="print the plan and the result as JSON")
+    ckpt.add_argument("--json", action="store_true", help="print the plan and the result as JSON (errors too)")
 
 
 def _options(ns: argparse.Namespace):
     from compat.convert import Options
     from compat.errors import UsageError
+    from compat.hub import resolve_model
     from compat.safetensors_stream import parse_size
 
     try:
@@ -103,35 +127,90 @@ def _options(ns: argparse.Namespace):
             layer_ids = [int(part) for item in ns.layer_ids for part in item.split(",") if part.strip()]
         except ValueError:
             raise UsageError(f"--layer-ids {' '.join(ns.layer_ids)}: not integers", hint="e.g. --layer-ids 2 30 58") from None
-    return Options(src=ns.src, dst=ns.dst, to=ns.to, source_layout=ns.source_layout, engine_version=ns.engine_version,
-                   target=ns.target, layer_ids=layer_ids, layer_ids_convention=ns.layer_ids_convention, dtype=ns.dtype,
-                   max_shard_size=max_shard, force=ns.force, checksum=ns.checksum)
+    version, where = release_of(ns)
+    target = resolve_model(ns.target, what="target") if ns.target else None
+    return Options(src=resolve_model(ns.src, what="SRC"), dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
+                   engine_version=version, engine_source=where, target=target, layer_ids=layer_ids,
+                   layer_ids_convention=ns.layer_ids_convention, dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,
+                   checksum=ns.checksum)
+
+
+def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(version, where it was read) of the release the source options name; (None, None): every known release."""
+    from compat.commands._source import release_version
+    from compat.convert.plan import ENGINES
+    from compat.errors import RefusedError, UsageError
+
+    layout_engine = ENGINES.get(ns.to)
+    if ns.engine_version is not None:
+        ns = _from_engine_version(ns, layout_engine)
+    elif ns.python and not ns.engine:
+        raise UsageError("--python names the serving venv of an installed engine: give --engine vllm or sglang too",
+                         hint=f"--engine {layout_engine or 'vllm'} --python {ns.python}")
+    if not ns.engine and not ns.path:
+        return None, None
+    engine, version, _, where = release_version(ns, layout_engine)
+    if not version:
+        raise RefusedError(f"cannot tell which {engine} release {where.removeprefix('the tree ')} is",
+                           hint=f"name the release instead: --engine {engine}==X.Y.Z")
+    return version, f"{engine} {version}, {where}"
+
+
+def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> argparse.Namespace:
+    """--engine-version X, the older spelling: --engine <the layout's engine>==X."""
+    from packaging.version import InvalidVersion, Version
+
+    from compat.errors import UsageError
+
+    if ns.engine or ns.path or ns.python:
+        raise UsageError("--engine-version is the older spelling of --engine ENGINE==X: give one of them",
+                         hint=f"--engine {layout_engine or 'vllm'}=={ns.engine_version}")
+    try:
+        Version(ns.engine_version)
+    except InvalidVersion:
+        raise UsageError(f"--engine-version {ns.engine_version!r} is not a release number",
+                         hint="e.g. --engine vllm==0.20.0 (or --engine vllm==latest)") from None
+    if layout_engine is None:
+        raise UsageError(f"--engine-version {ns.engine_version}: the {ns.to} layout is not one engine's, so the "
+                         "version does not say which engine", hint=f"--engine vllm=={ns.engine_version} or --engine sglang=={ns.engine_version}")
+    return argparse.Namespace(**{**vars(ns), "engine": f"{layout_engine}=={ns.engine_version}", "engine_version": None})
 
 
 def run(args, console) -> int:
+    from compat.console import show_progress
     from compat.convert import execute, make_plan
     from compat.errors import EXIT_OK
     from compat.output import print_json
 
+    options = _options(args)
     recovered = _recover(args)
-    plan = make_plan(_options(args))
+    plan = make_plan(options)
+    say = _say(console)
     if args.dry_run:
         if args.json:
             print_json({"dry_run": True, "recovered": recovered, "plan": plan.to_json()}, "convert")
         else:
-            _print_plan(plan, dry_run=True)
+            _print_plan(plan, dry_run=True, say=say)
         return EXIT_OK
     if not args.json:
-        _print_plan(plan, dry_run=False)
-    result = execute(plan, progress=True)
+        _print_plan(plan, dry_run=False, say=say)
+    result = execute(plan, progress=show_progress(args))
     if args.json:
         print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result.to_json()}, "convert")
     else:
-        print(f"wrote {result.dst} ({', '.join(result.files)}; {_size(result.bytes_written)}); "
-              f"verified {len(result.tensors)} tensors byte for byte against the source")
+        say(f"wrote {result.dst} ({', '.join(result.files)}; {_size(result.bytes_written)}); "
+            f"verified {len(result.tensors)} tensors byte for byte against the source")
         for note in result.notes:
-            print(f"note: {note}")
+            say(f"note: {note}")
     return EXIT_OK
+
+
+def _say(console):
+    """Plain lines on stdout (no markup: names hold brackets), silenced by -qq like every console."""
+    def say(text: str) -> None:
+        console.out(text, highlight=False)
+
+    return say
 
 
 def _recover(args) -> list[str]:
@@ -155,33 +234,33 @@ def _recover(args) -> list[str]:
 
 
 def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024
-    return str(n)
+    from compat.output import human_size
+
+    return human_size(n)
 
 
-def _print_plan(plan, dry_run: bool) -> None:
+def _print_plan(plan, dry_run: bool, say=print) -> None:
     release = f", {plan.engine} {plan.engine_version or '(every known release)'}" if plan.engine else ""
-    print(f"{'plan (dry run, nothing written)' if dry_run else 'plan'}: {plan.src} [{plan.source_layout}, {plan.source_kind}] "
-          f"-> {plan.dst} [{plan.dest_layout}{release}]")
-    print("tensors:")
+    say(f"{'plan (dry run, nothing written)' if dry_run else 'plan'}: {plan.src} [{plan.source_layout}, {plan.source_kind}] "
+        f"-> {plan.dst} [{plan.dest_layout}{release}]")
+    if plan.engine_source:
+        say(f"release: {plan.engine_source}")
+    say("tensors:")
     for t in plan.tensors:
         arrow = f"{t.source_name or '(derived)'} -> {t.dest_name or '(dropped)'}"
         dtype = t.dtype if t.dtype == t.out_dtype else f"{t.dtype} -> {t.out_dtype}"
-        print(f"  {arrow:70} {dtype:12} {list(t.shape)}  {t.action}")
-    print("config.json changes:")
+        say(f"  {arrow:70} {dtype:12} {list(t.shape)}  {t.action}")
+    say("config.json changes:")
     for key, change in plan.config_changes().items():
-        print(f"  {key}: {json.dumps(change['from'])} -> {json.dumps(change['to'])}")
+        say(f"  {key}: {json.dumps(change['from'])} -> {json.dumps(change['to'])}")
     ids = plan.layer_ids
-    print("layer ids:")
-    print(f"  trained on (capture-before): {ids['capture_before'] if ids['capture_before'] is not None else 'engine default'}")
-    print(f"  from: {ids['origin']}")
+    say("layer ids:")
+    say(f"  trained on (capture-before): {ids['capture_before'] if ids['capture_before'] is not None else 'engine default'}")
+    say(f"  from: {ids['origin']}")
     for key, value in ids["written"].items():
-        print(f"  written: {key} = {value}")
+        say(f"  written: {key} = {value}")
     if plan.notes:
-        print("notes:")
+        say("notes:")
         for note in plan.notes:
-            print(f"  - {note}")
-    print("output: " + ", ".join(f"{name} ({_size(sum(t.out_nbytes for t in items))})" for name, items in plan.shards))
+            say(f"  - {note}")
+    say("output: " + ", ".join(f"{name} ({_size(sum(t.out_nbytes for t in items))})" for name, items in plan.shards))

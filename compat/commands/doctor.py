@@ -10,12 +10,13 @@ import argparse
 import json
 import shlex
 
-from compat.output import print_json
+from compat.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, tree_from_args
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
 )
+from compat.console import show_progress
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
 NAME = "doctor"
@@ -31,6 +32,7 @@ DESCRIPTION = (
 
 EXAMPLES = """examples:
   compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm==0.18.0
+  compat doctor moonshotai/Kimi-K2.5 ./kimi-k25-eagle3 --engine vllm    (an id in the local Hugging Face cache)
   compat doctor ./Kimi-K2-Instruct/config.json ./kimi-k2-eagle3 --engine vllm --python /opt/venv/bin/python
   compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine sglang==0.5.8 --json
   compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm --releases '>=0.10,<0.34'
@@ -45,28 +47,30 @@ memory and probed again), a `compat convert ckpt` invocation (planned and re-che
 written), or a release that works. Nothing is downloaded but the engine's Python source.
 """
 
-EXIT_CODES = """exit codes:
-  0  every check passes (with --releases: every release works as is)
-  1  a check fails: it will not launch, or it will launch and silently degrade
-  2  usage error
-  3  the engine source could not be obtained (no such release, offline with an empty cache, not a tree;
-     with --releases: any release of the range)
-  4  the target or drafter could not be read (not JSON, broken safetensors header)
-"""
+EXIT_CODES = exit_codes(
+    c0="every check passes (with --releases: every release works as is)",
+    c1="it will not launch, or it will launch and silently degrade",
+    c3="with --releases: any release of the range",
+    c4="the target or drafter could not be read (no config.json, not JSON, a broken safetensors header)",
+)
 
 EPILOG = EXAMPLES + "\n" + EXIT_CODES
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("target", metavar="TARGET", help="the target model directory or its config.json (only the config is read)")
-    parser.add_argument("drafter", metavar="DRAFTER", help="the drafter directory (config.json + safetensors; only headers are read)")
+    parser.add_argument("target", metavar="TARGET", help="the target model directory or its config.json (only the config "
+                        "is read), or a Hugging Face id (org/name, org/name@rev) in the local Hugging Face cache")
+    parser.add_argument("drafter", metavar="DRAFTER", help="the drafter directory (config.json + safetensors; only headers "
+                        "are read), or a Hugging Face id in the local cache")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
                         help=f"draft tokens per step (vLLM num_speculative_tokens; SGLang --speculative-num-steps) (default {DEFAULT_SPEC_TOKENS})")
-    parser.add_argument("--topk", type=int, default=DEFAULT_TOPK, metavar="K", help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK})")
+    parser.add_argument("--topk", type=int, default=None, metavar="K",
+                        help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK}; vLLM has none: a note says so)")
     parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
-                        help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped when the release lacks it")
+                        help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped, with a "
+                        "warning, when the release lacks it (SGLang has no --speculative-config: a note says so)")
     parser.add_argument("--layer-ids-convention", choices=("capture-before", "output-of"),
                         help="how the drafter's declared layer ids were written when nothing in it says so: output-of "
                         "(SpecForge, AngelSlim, ModelOpt HF training) or capture-before (vLLM, speculators); the same "
@@ -91,16 +95,36 @@ def _extra_spec(items: list[str]) -> dict:
     return out
 
 
+def ignored_options(args, engine: str) -> list[str]:
+    """The options this engine has no place for: said in the diagnosis (`notes`), never dropped silently."""
+    notes = []
+    if engine == "vllm" and args.topk is not None:
+        notes.append(f"--topk {args.topk} is ignored: vLLM's EAGLE-3 proposes one chain of draft tokens "
+                     "(--topk is SGLang's --speculative-eagle-topk)")
+    if engine == "sglang" and args.spec:
+        notes.append(f"--spec {' '.join(args.spec)} is ignored: SGLang takes --speculative-* flags, not a "
+                     "--speculative-config (--num-speculative-tokens and --topk set them)")
+    return notes
+
+
+def _dropped_keys(diagnosis: dict) -> list[str]:
+    launch = next((c for c in diagnosis.get("checks", []) if c.get("check") == "launch-command"), {}).get("launch") or {}
+    return [f"--spec {key}: {why}; left out of the launch command" for key, why in (launch.get("dropped") or {}).items()
+            if key not in ("method", "model", "num_speculative_tokens")]
+
+
 def run(args, console) -> int:
-    if args.num_speculative_tokens < 1 or args.topk < 1:
+    if args.num_speculative_tokens < 1 or (args.topk is not None and args.topk < 1):
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
+    from compat.hub import resolve_model
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine) if args.engine else None
     # --python names the serving venv; with a released --engine it is where the fixes apply
-    options = Options(args.num_speculative_tokens, args.topk, _extra_spec(args.spec), python=args.python)
-    target = read_target(args.target)
-    drafter = read_drafter(args.drafter, target, args.layer_ids_convention)
+    topk = DEFAULT_TOPK if args.topk is None else args.topk
+    options = Options(args.num_speculative_tokens, topk, _extra_spec(args.spec), python=args.python)
+    target = read_target(resolve_model(args.target, what="target"))
+    drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention)
     if args.releases:
         if not args.engine or args.path:
             raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",
@@ -108,32 +132,41 @@ def run(args, console) -> int:
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
-                               offline=args.offline, progress=None if args.json else _progress)
-        if args.json:
-            print_json(table, "doctor-releases")
-        else:
-            render_table(table, console)
+                               offline=args.offline, progress=_progress if show_progress(args) else None)
+        table["notes"] = ignored_options(args, spec.engine)
         if any(r["verdict"] == SOURCE_UNAVAILABLE for r in table["rows"]):
-            return EXIT_SOURCE
-        return EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
+            code = EXIT_SOURCE
+        else:
+            code = EXIT_OK if all(r["verdict"] == WORKS for r in table["rows"]) else EXIT_CHECK_FAILED
+        with exit_code_if_unread(code):
+            if args.json:
+                print_json(table, "doctor-releases")
+            else:
+                render_table(table, console)
+        return code
     if not args.engine and not args.path:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
     if spec is not None and spec.released and args.python:
         args = argparse.Namespace(**{**vars(args), "python": None})  # the release's source; PY only for the fixes
-    tree = tree_from_args(args, progress=not args.json)
+    tree = tree_from_args(args, progress=show_progress(args))
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
-    if not args.json:
-        render(diagnosis, console)
+    diagnosis["notes"] = ignored_options(args, tree.engine) + _dropped_keys(diagnosis)
+    if args.verify and not args.json:
+        render(diagnosis, console, only_problems=bool(args.quiet))
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, console)
-    if args.json:
-        print_json(diagnosis, "doctor")
     failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
     verified = diagnosis.get("verify") or {}
-    return EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
+    code = EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
+    with exit_code_if_unread(code):  # `| head` cuts the report, never the verdict
+        if args.json:
+            print_json(diagnosis, "doctor")
+        elif not args.verify:
+            render(diagnosis, console, only_problems=bool(args.quiet))
+    return code
 
 
 def _verify(args, diagnosis: dict, tree, console) -> dict:
@@ -166,11 +199,19 @@ def _verify(args, diagnosis: dict, tree, console) -> dict:
 
 
 def _progress(items: list[str], what: str):
-    """A transient progress bar on stderr over the releases of a --releases run."""
+    """A transient progress bar on stderr over the releases of a --releases run (on a terminal only: into a
+    file or a pipe it would leave a stray line)."""
+    import sys
+
+    if not sys.stderr.isatty():
+        yield from items
+        return
     from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    from compat.console import color_choice
+
+    with Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True) as bar:
         task = bar.add_task(f"doctor: {what}", total=len(items))
         for item in items:
             bar.update(task, description=f"doctor: {what} ({item})")
@@ -181,35 +222,58 @@ def _progress(items: list[str], what: str):
 # ---------------------------------------------------------------------------------------------
 # Rendering for people
 
+INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
                   WORKS_PATCHED_CONVERTED: "yellow", DOES_NOT_WORK: "bold red"}
 
 
-def render(d: dict, console) -> None:
-    from rich.markup import escape
+def _hanging(console, head, text) -> None:
+    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
+    pipe the line is never wrapped (compat/console.py), so a path or command stays whole."""
+    from rich.table import Table
+    from rich.text import Text
+
+    head = head if isinstance(head, Text) else Text(head)
+    text = text if isinstance(text, Text) else Text(text)
+    if console.soft_wrap:
+        console.print(head + text)
+        return
+    grid = Table.grid(padding=0)
+    grid.add_column(no_wrap=True, width=head.cell_len)
+    grid.add_column(overflow="fold")
+    grid.add_row(head, text)
+    console.print(grid)
+
+
+def render(d: dict, console, only_problems: bool = False) -> None:
     from rich.text import Text
 
     src = d.get("source") or {}
     console.print(Text.assemble(("compat doctor  ", "bold"), f"{d['engine']} {d.get('version') or '?'}",
                                 f"  ({src.get('kind')}: {src.get('location')})"))
     t, dr = d["target"], d["drafter"]
-    console.print(f"  target  {escape(t['path'])}  model_type={t['model_type']} {t['architecture']} "
-                  f"{t['num_hidden_layers']} layers")
-    console.print(f"  drafter {escape(dr['path'])}  {dr['architecture']} ({dr['layout']} layout, {dr['tensors']} tensors)")
+    layers = f"{t['num_hidden_layers']} layers" if t["num_hidden_layers"] else "(no num_hidden_layers)"
+    console.print(Text(f"  target  {t['path']}  model_type={t['model_type'] or '(none)'} "
+                       f"{t['architecture'] or '(no architectures)'} {layers}"))
+    console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
+                       f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
+    for note in d.get("notes") or []:
+        _hanging(console, Text("  warning: ", style="yellow"), note)
     console.print()
     for c in d["checks"]:
+        if only_problems and c["verdict"] == PASS:
+            continue
         label, style = _STYLE[c["verdict"]]
-        console.print(Text.assemble((f"{label} ", style), (c["title"], "bold")))
-        console.print(Text("     " + c["detail"]))
+        _hanging(console, Text(f"{label} ", style=style), Text(c["title"], style="bold"))
+        _hanging(console, INDENT, c["detail"])
         if c.get("location"):
-            console.print(Text(f"     at {c['location']}", style="dim"))
+            _hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
         fix = c.get("fix")
         if fix:
-            text = fix.get("command") or fix.get("text")
-            console.print(Text.assemble(("     fix: ", "cyan"), text))
+            _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.get("command") or fix.get("text"))
             if fix.get("alternative"):
-                console.print(Text.assemble(("     or:  ", "cyan"), fix["alternative"]["command"]))
+                _hanging(console, Text(INDENT + "or:  ", style="cyan"), fix["alternative"]["command"])
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
     steps = d.get("fix_steps") or []
@@ -262,5 +326,11 @@ def render_table(table: dict, console) -> None:
         fixes = "; ".join(group.get("fixes") or []) or group.get("error") or "-"
         grid.add_row(group["releases"], Text(group["verdict"], style=style), fixes)
     console.print(grid)
-    console.print(f"target  {table['target']}\ndrafter {table['drafter']}")
-    console.print("details of one release: compat doctor TARGET DRAFTER --engine ENGINE==VERSION")
+    for note in table.get("notes") or []:
+        console.print(Text.assemble(("warning: ", "yellow"), note))
+    console.print(Text(f"target  {table['target']}\ndrafter {table['drafter']}"))
+    rows = table["rows"]
+    pick = next((r for r in rows if r["verdict"] != WORKS), rows[0] if rows else None)
+    if pick is not None:
+        one = shlex.join(["compat", "doctor", table["target"], table["drafter"], "--engine", f"{table['engine']}=={pick['version']}"])
+        console.print(Text(f"details of one release: {one}"))

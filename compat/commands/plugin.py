@@ -38,12 +38,14 @@ ACTIONS = ("install", "status", "remove")
 
 
 def add_arguments(parser) -> None:
+    from compat.commands._source import absolute_path
+
     parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, or remove it")
     where = parser.add_argument_group("where")
     where.add_argument("--engine", metavar="ENGINE", required=True, choices=("vllm", "sglang"), help="vllm or sglang")
-    where.add_argument("--python", metavar="PATH",
+    where.add_argument("--python", metavar="PATH", type=absolute_path,
                        help="the serving environment's interpreter (default: this one); the plugin goes into its site-packages")
-    where.add_argument("--path", metavar="DIR",
+    where.add_argument("--path", metavar="DIR", type=absolute_path,
                        help="install: the engine tree that interpreter imports, when it is not an installed distribution "
                        "(a checkout on its path); default: the engine installed in --python")
     choice = parser.add_argument_group("which patches (install; as for compat patch)")

@@ -19,7 +19,7 @@ DESCRIPTION = (
 EPILOG = """examples:
   compat probe                                  which engines are installed here
   compat probe --engine vllm                    the vLLM installed in this interpreter
-  compat probe --engine vllm --python /opt/venv/bin/python   ... in the serving venv
+  compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached)
   compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
   compat probe --engine vllm==latest --json     for CI
@@ -42,7 +42,9 @@ def run(args, console) -> int:
         return _list_installed(args, console)
     from compat.report import build_report, render
 
-    tree = tree_from_args(args, progress=not args.json)
+    from compat.console import show_progress
+
+    tree = tree_from_args(args, progress=show_progress(args))
     report = build_report(tree)
     if args.json:
         print_json(report, "probe")

@@ -66,6 +66,7 @@ class Plan:
     trainer: dict | None = None  # {"id", "description", "from"}: who made the source (the record's source.trainer)
     source_record: dict | None = None  # SRC's own compat record, when it was converted by compat
     source_roots: tuple[Path, ...] = ()
+    engine_source: str | None = None  # where engine_version was read (Options.engine_source)
 
     def config_changes(self) -> dict:
         before, after = self.config_before, self.config_after
@@ -81,7 +82,7 @@ class Plan:
         return {
             "src": str(self.src), "dst": str(self.dst), "source_format": self.source_kind,
             "from": self.source_layout, "to": self.dest_layout,
-            "engine": self.engine, "engine_version": self.engine_version,
+            "engine": self.engine, "engine_version": self.engine_version, "engine_source": self.engine_source,
             "trainer": self.trainer,
             "tensors": [{"source": t.source_name, "canonical": t.canonical, "dest": t.dest_name, "action": t.action,
                          "dtype": t.dtype, "out_dtype": t.out_dtype, "shape": list(t.shape)} for t in self.tensors],
@@ -104,7 +105,7 @@ class Options:
     dst: Path
     to: str
     source_layout: str | None = None
-    engine_version: str | None = None
+    engine_version: str | None = None  # the release that will load DST (None: every known release)
     target: Path | None = None
     layer_ids: list[int] | None = None
     layer_ids_convention: str | None = None
@@ -112,6 +113,9 @@ class Options:
     max_shard_size: int = parse_size(DEFAULT_MAX_SHARD)
     force: bool = False
     checksum: str = CHECKSUM
+    # Where engine_version comes from, as the command line named it (`--engine vllm==0.16.0`: "vllm 0.16.0, a
+    # release on the package index"; installed, a --path tree): shown in the plan, kept in its JSON.
+    engine_source: str | None = None
 
 
 def make_plan(opts: Options) -> Plan:
@@ -165,7 +169,7 @@ def _make_plan(opts: Options) -> Plan:
     wctx = WriteContext(version, target)
     config_after = dest_layout.write_config(drafter, wctx)
     if version is not None and opts.to not in ENGINES:
-        wctx.note(f"--engine-version {version} does not change the {opts.to} layout (written for every release)")
+        wctx.note(f"the release ({version}) does not change the {opts.to} layout (written for every release)")
     extras, extra_notes = extra_files(source)
     notes = wctx.notes + notes + extra_notes
 
@@ -189,6 +193,7 @@ def _make_plan(opts: Options) -> Plan:
         shards=_shard(kept, opts.max_shard_size), extra_files=extras,
         metadata={**(source.metadata or {}), "format": "pt"}, force=opts.force, target=target, checksum=opts.checksum,
         trainer=_trainer(source_layout, source.config, prior), source_record=prior, source_roots=source.roots,
+        engine_source=opts.engine_source,
     )
 
 
@@ -265,7 +270,7 @@ def _parse_version(text: str | None) -> Version | None:
     try:
         return Version(text)
     except InvalidVersion:
-        raise UsageError(f"--engine-version {text!r} is not a release number", hint="for example 0.11.0 or 0.5.12") from None
+        raise UsageError(f"engine version {text!r} is not a release number", hint="for example --engine vllm==0.11.0 or sglang==0.5.12") from None
 
 
 def _source_layout(source: SourceCheckpoint, forced: str | None):

@@ -302,9 +302,18 @@ def user_convention(ctx) -> str | None:
 
 
 def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
+    """`compat convert ckpt` for the release diagnosed, named with the source options that name it: a tree by
+    --path, the installed engine by --engine (and --python), a release by --engine ENGINE==VERSION."""
     convention = convention or user_convention(ctx) or _settled(ctx, layer_ids)
+    src = ctx.report.get("source") or {}
+    if src.get("kind") == "path" and src.get("location"):
+        release = ["--path", src["location"]]
+    elif src.get("kind") == "installed":
+        release = ["--engine", ctx.engine] + (["--python", src["python"]] if src.get("python") else [])
+    else:
+        release = ["--engine", f"{ctx.engine}=={ctx.version}"]
     parts = ["compat", "convert", "ckpt", str(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
-             "--engine-version", str(ctx.version), "--target", str(ctx.target.path)]
+             *release, "--target", str(ctx.target.path)]
     if layer_ids is not None:
         parts += ["--layer-ids", ",".join(str(i) for i in layer_ids)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
@@ -327,4 +336,6 @@ def fix_with_release(ctx, checks: list[dict]) -> None:
             hint = check.get("convert_refused")
             check["fix"] = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
                                                     + (f" (conversion refused: {hint})" if hint else "")
-                                                    + f"; compare releases: compat doctor ... --engine {ctx.engine} --releases '>=X'")}
+                                                    + "; compare the releases after this one: " + shlex.join(
+                                                        ["compat", "doctor", str(ctx.target.path), str(ctx.drafter.path),
+                                                         "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}

@@ -93,7 +93,7 @@ def test_vllm_after_0_22_reads_nested_ids_needs_converted_drafter(kimi, diagnose
     assert {"by": "runner v1", "ids": [1, 29, 57], "how": "eagle_config.eagle_aux_hidden_state_layer_ids + 0"} in layer_ids["fed"]
     fix = layer_ids["fix"]
     assert fix["kind"] == "convert"
-    assert f"--to vllm --engine-version {version} --target" in fix["command"]
+    assert f"--to vllm --engine vllm=={version} --target" in fix["command"]
     assert "[2, 30, 58]" in fix["verified"]
     assert_launch_json_accepted(d, release, version)
 
@@ -222,7 +222,7 @@ def test_sglang_layers0_names_skipped_silently_before_0_5_12(tmp_path, kimi, dia
     assert tensors["verdict"] == FAIL
     assert any(s.startswith("layers.0.self_attn.q_proj.weight") for s in tensors["skipped"])
     assert "layers.0.self_attn.q_proj.weight" in tensors["random"]
-    assert tensors["fix"]["kind"] == "convert" and "--to sglang --engine-version 0.5.8" in tensors["fix"]["command"]
+    assert tensors["fix"]["kind"] == "convert" and "--to sglang --engine sglang==0.5.8" in tensors["fix"]["command"]
     # nested-only ids with layers.0.* names (ModelOpt >= 0.43 style) do not say their convention: the user must
     assert tensors["fix"]["command"].endswith("--layer-ids-convention capture-before|output-of")
     layer_ids = check(d, "layer-ids")  # and so the layers it was trained on are not known: both readings, and ask

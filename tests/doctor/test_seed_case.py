@@ -59,7 +59,7 @@ def test_vllm_0_16_told_output_of_gives_the_patch_and_the_conversion(seed, docto
     patch, convert = d["fix_steps"]
     assert patch["kind"] == "patch" and patch["patch_ids"] == KIMI_PATCHES
     assert patch["command"].startswith("compat patch --engine vllm --python /srv/venv/bin/python --select ")
-    assert convert["kind"] == "convert" and "--to vllm --engine-version 0.16.0" in convert["command"]
+    assert convert["kind"] == "convert" and "--to vllm --engine vllm==0.16.0" in convert["command"]
     assert convert["command"].endswith("--layer-ids-convention output-of")
     spec = d["launch"]["speculative_config"]
     assert spec["model"] == convert["dst"] and d["launch"]["runnable"] and d["launch"]["after"] == ["patch", "convert"]

@@ -1,0 +1,315 @@
+"""`compat cache dir|list|clean`: where fetched releases and probe facts are kept, how big, and cleaning them.
+
+The cache (compat/sources/cache.py) is `--cache-dir`, else `$XDG_CACHE_HOME/compat`, else `~/.cache/compat`:
+
+    releases/<engine>/<version>/         a release's Python source (+ facts/: its probe answers, compat/facts.py)
+    index/<engine>.json                  the last index listing (`latest` and ranges offline)
+    locks/<engine>-<version>.lock        held while a release is being fetched
+    facts/                               probe answers of --path trees and installed engines (COMPAT_FACTS_DIR moves them)
+
+`clean` takes a release's lock before deleting it and skips a release another compat run holds (it is
+being fetched); the folder is renamed first and then removed, so no run is handed half a release.
+Anything else in the folder (a venv the tests build, logs) is listed but never removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from compat.commands._source import absolute_path
+from compat.output import exit_codes, human_size, print_json
+
+NAME = "cache"
+ORDER = 60
+SUMMARY = "where fetched releases are cached, how big they are, and cleaning them"
+DESCRIPTION = (
+    "Releases fetched by --engine vllm==X (their Python source only, about 10-60 MB each) and the facts the "
+    "probes found in them are kept in the user cache, so a release is downloaded once and probed once. "
+    "dir prints where that is, list what is there with sizes, clean removes releases or facts "
+    "(never one another compat run is fetching)."
+)
+EPILOG = """examples:
+  compat cache dir                       the folder (du -sh "$(compat cache dir)")
+  compat cache list                      every cached release and the facts cache, with sizes
+  compat cache list --json               the same for scripts (sizes in bytes)
+  compat cache clean vllm==0.11.0        one release (and its facts)
+  compat cache clean vllm                every cached vLLM release; 'sglang<0.5' a range
+  compat cache clean --facts             only the probe facts (recomputed on the next run)
+  compat cache clean --all --dry-run     what --all would remove, and how much it frees
+  compat cache clean --all               every release, listing and fact compat cached
+
+The cache honours --cache-dir and XDG_CACHE_HOME; the facts of --path trees and installed engines honour
+COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed.
+
+""" + exit_codes(c4="clean skipped a release another compat run holds (it is being fetched); the rest was removed")
+
+ACTIONS = ("dir", "list", "clean")
+_OURS = {"releases", "index", "locks", "facts"}
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("action", choices=ACTIONS, help="dir: where the cache is; list: what it holds; clean: remove")
+    parser.add_argument("spec", nargs="*", metavar="SPEC",
+                        help="clean: vllm, sglang, vllm==0.11.0 or a range like 'sglang<0.5' (cached releases only)")
+    parser.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
+                        help="the cache folder (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
+    parser.add_argument("--all", action="store_true", help="clean: every release, index listing and fact")
+    parser.add_argument("--facts", action="store_true", help="clean: the probe facts only (of SPEC's releases, or all)")
+    parser.add_argument("--dry-run", action="store_true", help="clean: say what would be removed; remove nothing")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (sizes in bytes)")
+
+
+def run(args, console) -> int:
+    from compat.errors import UsageError
+    from compat.sources.cache import cache_root
+
+    cache = cache_root(args.cache_dir)
+    if args.action != "clean" and (args.spec or args.all or args.facts or args.dry_run):
+        raise UsageError(f"SPEC, --all, --facts and --dry-run are for clean, not {args.action}")
+    if args.action == "dir":
+        return _dir(cache, args, console)
+    if args.action == "list":
+        return _list(cache, args, console)
+    return _clean(cache, args, console)
+
+
+# -- what is there ------------------------------------------------------------------------------------------
+def tree_size(path: Path) -> int:
+    """Bytes of the files under `path` (links counted as links, never followed)."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    with contextlib.suppress(OSError):
+        if path.is_file() or path.is_symlink():
+            total += os.lstat(path).st_size
+    return total
+
+
+def cache_size(cache: Path) -> int:
+    """Bytes of compat's own entries in the cache (not of anything else kept in that folder)."""
+    return sum(tree_size(cache / name) for name in sorted(_OURS) if (cache / name).exists())
+
+
+def facts_dirs(cache: Path) -> list[Path]:
+    """Where the facts kept outside release folders are (compat/facts.py's rule): COMPAT_FACTS_DIR, else the
+    cache's facts/ (the facts of --path trees and installed engines, kept in the default cache)."""
+    moved = os.environ.get("COMPAT_FACTS_DIR")
+    return [Path(moved).expanduser()] if moved else [cache / "facts"]
+
+
+def cached_releases(cache: Path) -> list[dict]:
+    """Every release folder (complete or left by a killed fetch) and build folder, with sizes and lock state."""
+    from compat.sources.cache import is_complete, release_record
+    from compat.tree import ENGINES
+
+    rows = []
+    for engine in ENGINES:
+        folder = cache / "releases" / engine
+        for entry in sorted(folder.iterdir(), key=_version_key) if folder.is_dir() else ():
+            if not entry.is_dir():
+                continue
+            building = entry.name.startswith(".")
+            version = entry.name.split("-")[1] if building and entry.name.count("-") >= 1 else entry.name
+            facts = entry / "facts"
+            record = release_record(entry) or {}
+            rows.append({
+                "engine": engine, "version": version, "path": str(entry), "bytes": tree_size(entry),
+                "facts_bytes": tree_size(facts) if facts.is_dir() else 0,
+                "state": "building" if building else ("complete" if is_complete(entry, engine) else "incomplete"),
+                "in_use": _lock_held(cache, engine, version), "fetched_at": record.get("fetched_at"),
+            })
+    return rows
+
+
+def _version_key(entry: Path):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(entry.name), entry.name)
+    except InvalidVersion:
+        return (1, Version("0"), entry.name)
+
+
+def _lock_path(cache: Path, engine: str, version: str) -> Path:
+    return cache / "locks" / f"{engine}-{version}.lock"
+
+
+def _lock_held(cache: Path, engine: str, version: str) -> bool:
+    """True when another process holds the release's lock now (a fetch in progress). Creates nothing."""
+    path = _lock_path(cache, engine, version)
+    try:
+        handle = open(path)
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+def inventory(cache: Path) -> dict:
+    """The whole cache as `compat cache list --json` reports it."""
+    releases = cached_releases(cache)
+    index = sorted((cache / "index").glob("*.json")) if (cache / "index").is_dir() else []
+    facts = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
+    other = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir()) if p.name not in _OURS] \
+        if cache.is_dir() else []
+    ours = sum(r["bytes"] for r in releases) + sum(tree_size(p) for p in index) + sum(f["bytes"] for f in facts)
+    return {
+        "cache": str(cache), "exists": cache.is_dir(), "releases": releases,
+        "index": [{"path": str(p), "engine": p.stem, "bytes": tree_size(p)} for p in index],
+        "facts": facts, "facts_bytes": sum(f["bytes"] for f in facts) + sum(r["facts_bytes"] for r in releases),
+        "other": other, "bytes": ours, "total_bytes": ours + sum(o["bytes"] for o in other),
+    }
+
+
+def _dir(cache: Path, args, console) -> int:
+    where = "--cache-dir" if args.cache_dir else ("$XDG_CACHE_HOME/compat" if os.environ.get("XDG_CACHE_HOME") else "~/.cache/compat")
+    if args.json:
+        print_json({"cache": str(cache), "from": where, "exists": cache.is_dir(),
+                    "facts": [str(d) for d in facts_dirs(cache)]}, "cache-dir")
+    else:
+        console.out(str(cache), highlight=False)
+    return 0
+
+
+def _list(cache: Path, args, console) -> int:
+    data = inventory(cache)
+    if args.json:
+        print_json(data, "cache-list")
+        return 0
+    say = lambda text: console.out(text, highlight=False)  # noqa: E731 - plain lines, never wrapped or marked up
+    say(f"compat cache: {cache}" + ("" if data["exists"] else " (empty: nothing fetched yet)"))
+    by_engine: dict[str, list[dict]] = {}
+    for row in data["releases"]:
+        by_engine.setdefault(row["engine"], []).append(row)
+    for engine, rows in by_engine.items():
+        say(f"{engine}: {len(rows)} release(s), {human_size(sum(r['bytes'] for r in rows))}")
+        for r in rows:
+            flags = [f"facts {human_size(r['facts_bytes'])}"] if r["facts_bytes"] else []
+            flags += [r["state"]] if r["state"] != "complete" else []
+            flags += ["being fetched by another compat run"] if r["in_use"] else []
+            say(f"  {r['version']:<14} {human_size(r['bytes']):>10}" + (f"  ({', '.join(flags)})" if flags else ""))
+    for item in data["index"]:
+        say(f"index listing {item['engine']}: {human_size(item['bytes'])}  ({item['path']})")
+    say(f"facts: {human_size(data['facts_bytes'])} (probe answers; recomputed when removed)"
+        + "".join(f"\n  {f['path']}  {human_size(f['bytes'])}" for f in data["facts"]))
+    if data["other"]:
+        say("not compat's cache (never removed by compat cache clean): "
+            + ", ".join(f"{Path(o['path']).name} {human_size(o['bytes'])}" for o in data["other"]))
+    say(f"total: {human_size(data['bytes'])} of compat's cache (compat cache clean --all removes it)")
+    return 0
+
+
+# -- cleaning -----------------------------------------------------------------------------------------------
+def _clean(cache: Path, args, console) -> int:
+    from compat.errors import EXIT_OK, EXIT_REFUSED, UsageError
+
+    if not (args.spec or args.all or args.facts):
+        raise UsageError("compat cache clean: say what to remove", hint="a SPEC (vllm==0.11.0, vllm, 'sglang<0.5'), --facts or --all")
+    if args.all and args.spec:
+        raise UsageError("give SPEC or --all, not both")
+    every = args.all or not args.spec  # --all, or --facts of every release
+    releases = [r for r in cached_releases(cache) if every or any(_matches(r, spec) for spec in args.spec)]
+    if args.spec and not args.facts:
+        releases = [r for r in releases if r["state"] != "building"]  # a build folder goes with --all only
+    removed, skipped = [], []
+    for row in releases:
+        if args.facts and not args.all:
+            target = Path(row["path"]) / "facts"
+            if target.is_dir():
+                removed.append(_remove(target, row["facts_bytes"], f"{row['engine']} {row['version']} facts", args.dry_run))
+            continue
+        if row["in_use"] or not _remove_release(cache, row, args.dry_run, removed):
+            skipped.append({**row, "why": "another compat run holds its lock (it is being fetched); run clean again later"})
+    if args.all or (args.facts and not args.spec):
+        for folder in facts_dirs(cache):
+            if folder.is_dir():
+                removed.append(_remove(folder, tree_size(folder), f"facts {folder}", args.dry_run))
+    if args.all:
+        for listing in sorted((cache / "index").glob("*.json")) if (cache / "index").is_dir() else []:
+            removed.append(_remove(listing, tree_size(listing), f"index listing {listing.stem}", args.dry_run))
+    freed = sum(item["bytes"] for item in removed)
+    if args.json:
+        print_json({"cache": str(cache), "dry_run": args.dry_run, "removed": removed, "skipped": skipped,
+                    "freed_bytes": freed}, "cache-clean")
+    else:
+        say = lambda text: console.out(text, highlight=False)  # noqa: E731
+        verb = "would remove" if args.dry_run else "removed"
+        for item in removed:
+            say(f"{verb} {item['what']} ({human_size(item['bytes'])})")
+        for row in skipped:
+            say(f"skipped {row['engine']} {row['version']}: {row['why']}")
+        if not removed and not skipped:
+            wanted = " ".join(args.spec) or ("the facts" if args.facts else "anything")
+            say(f"nothing to remove: {wanted} is not in the cache {cache}")
+        else:
+            say(f"{'would free' if args.dry_run else 'freed'} {human_size(freed)} in {cache}")
+    return EXIT_REFUSED if skipped else EXIT_OK
+
+
+def _matches(row: dict, text: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from compat.sources import parse_engine_spec
+
+    spec = parse_engine_spec(text)
+    if row["engine"] != spec.engine:
+        return False
+    if spec.specifier is None:
+        return True
+    if spec.specifier == "latest":
+        from compat.errors import UsageError
+
+        raise UsageError("compat cache clean: name versions (vllm==0.11.0, 'vllm<0.12'), not latest")
+    try:
+        return SpecifierSet(spec.specifier).contains(Version(row["version"]), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict:
+    if not dry_run:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+    return {"what": what, "path": str(path), "bytes": size}
+
+
+def _remove_release(cache: Path, row: dict, dry_run: bool, removed: list[dict]) -> bool:
+    """Remove one release folder under its lock; False when another run took the lock first."""
+    what = f"{row['engine']} {row['version']}" + (f" ({row['state']})" if row["state"] != "complete" else "")
+    if dry_run:
+        removed.append({"what": what, "path": row["path"], "bytes": row["bytes"]})
+        return True
+    lock = _lock_path(cache, row["engine"], row["version"])
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        try:
+            folder = Path(row["path"])
+            doomed = folder.with_name(f".removing-{folder.name}-{os.getpid()}")
+            try:
+                os.rename(folder, doomed)  # atomic: a run looking for the release finds it whole or not at all
+            except FileNotFoundError:
+                return True
+            shutil.rmtree(doomed, ignore_errors=True)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    removed.append({"what": what, "path": row["path"], "bytes": row["bytes"]})
+    return True

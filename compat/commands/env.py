@@ -1,0 +1,225 @@
+"""`compat env`: the block to paste into a bug report (like `vllm collect-env`, `python -m sglang.check_env`).
+
+What compat is and runs on, and for this interpreter and `--python PY` (the serving venv): the engines
+installed there (found without importing them), what compat patched in each (its record) and the
+compat plugin state, and the torch / CUDA that interpreter sees: asked of it in a subprocess, so torch
+is never imported into compat. Then where the release cache is and how big.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+from compat.commands._source import PYTHON_HELP, absolute_path
+from compat.output import exit_codes, human_size, print_json
+
+NAME = "env"
+ORDER = 70
+SUMMARY = "compat, Python, platform, the engines found (and what compat patched), torch/CUDA: for bug reports"
+DESCRIPTION = (
+    "Print what a bug report needs: compat's version, the Python and platform, the vLLM/SGLang installed in this "
+    "interpreter and in --python PY (the serving venv) with the patches compat applied to them and its plugin, "
+    "the torch and CUDA versions each interpreter sees (asked of it, never imported here), and the cache."
+)
+EPILOG = """examples:
+  compat env                                   this interpreter
+  compat env --python ./venv-serve/bin/python  and the serving venv
+  compat env --json                            for a CI log
+
+""" + exit_codes()
+
+# Runs inside the interpreter asked (sent as source): stdlib only, py3.8+. torch's versions are read from its
+# torch/version.py without importing it (an import takes seconds); with --cuda torch is imported there to ask
+# whether it sees a GPU.
+_PROBE = r"""
+import ast, json, os, platform, sys
+from importlib import metadata, util
+out = {"python_version": sys.version.split()[0], "executable": sys.executable,
+       "implementation": platform.python_implementation(), "packages": {}}
+for name in ("torch", "transformers", "triton", "flashinfer-python", "xformers", "safetensors", "numpy"):
+    try:
+        out["packages"][name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
+spec = util.find_spec("torch") if "torch" in out["packages"] else None
+if spec is not None and spec.origin:
+    torch = {}
+    try:
+        with open(os.path.join(os.path.dirname(spec.origin), "version.py")) as f:
+            for node in ast.parse(f.read()).body:
+                target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+                if isinstance(target, ast.Name) and target.id in ("__version__", "cuda", "hip") and node.value is not None:
+                    try:
+                        torch[target.id.strip("_")] = ast.literal_eval(node.value)
+                    except ValueError:
+                        pass
+    except (OSError, SyntaxError) as err:
+        torch["error"] = "cannot read torch/version.py: %s" % err
+    if ASK_CUDA:
+        try:
+            import torch as t
+            torch["cuda_available"] = bool(t.cuda.is_available())
+            torch["devices"] = [t.cuda.get_device_name(i) for i in range(t.cuda.device_count())] if torch["cuda_available"] else []
+        except Exception as err:
+            torch["error"] = "import torch: %s: %s" % (type(err).__name__, err)
+    out["torch"] = torch
+print(json.dumps(out))
+"""
+
+
+def machine_gpus() -> dict:
+    """The NVIDIA driver and device nodes this machine has (read from /proc and /dev, no tool run)."""
+    import glob
+
+    out: dict = {"devices": sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))}
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            out["driver"] = f.readline().strip()
+    except OSError:
+        out["driver"] = None
+    return out
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--python", metavar="PATH", type=absolute_path, help=PYTHON_HELP + "; reported beside this one")
+    parser.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
+                        help="the release cache (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
+    parser.add_argument("--cuda", action="store_true", help="also import torch in each interpreter to ask whether it "
+                        "sees a GPU (seconds per interpreter; by default torch's versions are read from its files)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args, console) -> int:
+    report = collect(args.python, args.cache_dir, ask_cuda=args.cuda)
+    if args.json:
+        print_json(report, "env")
+    else:
+        render(report, console)
+    return 0
+
+
+def collect(python: str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict:
+    from compat import __version__
+    from compat.commands.cache import cache_size
+    from compat.hub import hf_hub_cache
+    from compat.sources.cache import cache_root
+
+    import compat
+
+    pythons = [sys.executable] + ([python] if python and os.path.abspath(python) != os.path.abspath(sys.executable) else [])
+    cache = cache_root(cache_dir)
+    return {
+        "compat": {"version": __version__, "location": os.path.dirname(compat.__file__)},
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "platform": {"system": platform.platform(), "machine": platform.machine(),
+                     "libc": " ".join(platform.libc_ver()).strip() or None, "cpus": os.cpu_count()},
+        "gpus": machine_gpus(),
+        "interpreters": _in_parallel(pythons, ask_cuda),
+        "cache": {"path": str(cache), "bytes": cache_size(cache)},
+        "hf_hub_cache": str(hf_hub_cache()),
+        "environment": {k: os.environ[k] for k in sorted(os.environ)
+                        if k in ("PIP_INDEX_URL", "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "COMPAT_FACTS_DIR",
+                                 "COMPAT_FACTS_CACHE", "COMPAT_PLUGIN_DISABLE", "CUDA_VISIBLE_DEVICES", "VLLM_USE_V1")},
+    }
+
+
+def _in_parallel(pythons: list[str], ask_cuda: bool) -> list[dict]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(pythons)) as pool:  # each waits on subprocesses of its interpreter
+        return list(pool.map(lambda p: interpreter(p, this=p == sys.executable, ask_cuda=ask_cuda), pythons))
+
+
+def interpreter(python: str, *, this: bool, ask_cuda: bool = False) -> dict:
+    """What one interpreter has: its engines (with compat's patches and plugin), torch and CUDA."""
+    from compat.errors import CompatError
+    from compat.sources import find_installed
+
+    out: dict = {"python": python, "this": this}
+    try:
+        engines = find_installed(None if this else python)
+    except CompatError as err:
+        return {**out, "error": str(err).replace("\n", " ")}
+    out["engines"] = [_engine(e) for e in engines]
+    out["plugins"] = _plugins(python)
+    out.update(_ask(python, ask_cuda))
+    return out
+
+
+def _engine(found) -> dict:
+    from compat.patching import applied_patches
+
+    row = {"engine": found.engine, "distribution": found.distribution, "version": found.version, "root": found.root}
+    row["patches"] = [{"id": p["id"], "applied_at": p.get("applied_at"), "intact": p.get("intact"), "record": p.get("record")}
+                      for p in applied_patches(found.tree())]
+    return row
+
+
+def _plugins(python: str) -> list[dict] | dict:
+    from compat.errors import CompatError
+
+    try:
+        from compat.plugin import installed_plugins
+
+        return [{k: p.get(k) for k in ("engine", "engine_version", "site_packages", "patches", "damaged") if k in p}
+                for p in installed_plugins(python)]
+    except CompatError as err:
+        return {"error": str(err).replace("\n", " ")}
+
+
+def _ask(python: str, ask_cuda: bool) -> dict:
+    code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE
+    try:
+        # -E: ignore PYTHON* variables of this shell; cwd="/": no local folder shadows a package.
+        proc = subprocess.run([python, "-E", "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as err:
+        return {"error": f"could not ask {python}: {err}"}
+
+
+def render(r: dict, console) -> None:
+    say = lambda text: console.out(text, highlight=False)  # noqa: E731 - plain lines to paste into an issue
+    say(f"compat {r['compat']['version']}  ({r['compat']['location']})")
+    say(f"python {r['python']['version']}  ({r['python']['executable']})")
+    p = r["platform"]
+    say(f"platform {p['system']}  ({p['machine']}, {p['cpus']} CPUs{', ' + p['libc'] if p['libc'] else ''})")
+    for i in r["interpreters"]:
+        say("")
+        say(f"{'this interpreter' if i['this'] else '--python'}: {i['python']}" + (f"  (python {i['python_version']})" if i.get("python_version") else ""))
+        if i.get("error"):
+            say(f"  error: {i['error']}")
+            continue
+        if not i["engines"]:
+            say("  engines: no vLLM or SGLang installed")
+        for e in i["engines"]:
+            say(f"  {e['engine']} {e['version']}  (distribution {e['distribution']}, {e['root']})")
+            patches = ", ".join(f"{p['id']} ({'intact' if p['intact'] else 'changed since'}, {p['applied_at']})" for p in e["patches"])
+            say(f"    compat patches: {patches or 'none'}")
+        plugins = i.get("plugins")
+        if isinstance(plugins, dict):
+            say(f"  compat plugin: {plugins['error']}")
+        else:
+            say("  compat plugin: " + ("; ".join(f"{p['engine']} ({p.get('damaged') or 'built for ' + str(p.get('engine_version'))}: "
+                                                f"{', '.join(x['id'] if isinstance(x, dict) else str(x) for x in p.get('patches') or [])})"
+                                                for p in plugins) or "none"))
+        packages = i.get("packages") or {}
+        say("  packages: " + (", ".join(f"{k} {v}" for k, v in packages.items()) or "none of torch, transformers, triton"))
+        torch = i.get("torch")
+        if torch:
+            build = f"built for CUDA {torch['cuda']}" if torch.get("cuda") else (
+                f"built for ROCm/HIP {torch['hip']}" if torch.get("hip") else "a CPU build")
+            seen = ""
+            if "cuda_available" in torch:
+                seen = f"; sees {', '.join(torch['devices'])}" if torch["devices"] else "; sees no GPU"
+            say(f"  torch {torch.get('version', '?')}: {build}{seen}" + (f"  ({torch['error']})" if torch.get("error") else ""))
+    say("")
+    g = r["gpus"]
+    say(f"GPUs: {g['driver'] or 'no NVIDIA driver loaded'}" + (f"; {len(g['devices'])} device(s) {' '.join(g['devices'])}" if g["devices"] else ""))
+    say(f"release cache: {r['cache']['path']}  ({human_size(r['cache']['bytes'])}; compat cache list shows what)")
+    say(f"Hugging Face cache: {r['hf_hub_cache']}")
+    for key, value in r["environment"].items():
+        say(f"  {key}={value}")

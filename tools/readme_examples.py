@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Run the README's examples and write what the commands really print into it (`--check`: only compare).
+
+An example is a fenced block right after a marker line:
+
+    <!-- example: NAME needs=vllm==0.17.1,vllm==0.18.0 -->
+    ```text
+    $ compat patch --path demo --dry-run | head -20
+    ...what it prints...
+    $ compat patch --path demo
+    ...
+    ```
+
+Each `$ ` line is run by bash (pipes and all, `set -o pipefail`) in a temporary directory holding the
+fixtures below, stdout and stderr together, with COLUMNS=100 and no colour; the lines after it, up to the
+next `$ ` line, are its output. Paths are normalised: the temporary directory is shown as `~/work`
+(`~/work/demo`, not `/tmp/compat-readme-x/demo`) and the home directory as `~`. `needs=` names the engine releases the example reads; with
+`--offline` an example whose releases are not in the user cache is skipped (and `network` marks one that
+always needs the package index, like `--releases`), so the test of this script needs no network.
+
+Fixtures (built only when an example's commands name them):
+    Kimi-K2-Instruct/   a Kimi-K2 target config (tests/doctor/doctor_models.py: what the real one declares)
+    kimi-k2-eagle3/     a SpecForge-layout EAGLE-3 drafter for it (tiny tensors, real names and config)
+    demo/               a copy of vLLM 0.17.1's released source (from the user cache, or fetched once)
+    cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts)
+
+    python tools/readme_examples.py             rewrite README.md's examples
+    python tools/readme_examples.py --check     exit 1 (with a diff) when README.md differs from the commands
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MARKER = re.compile(r"^<!-- example: (?P<name>[\w.-]+)(?P<options>[^>]*)-->\s*$")
+FENCE = "```"
+WORK = "~/work"  # what the temporary directory is shown as: a user's working directory
+
+
+@dataclass
+class Example:
+    name: str
+    needs: list[str]
+    network: bool
+    start: int  # index of the first line inside the fence
+    end: int  # index of the closing fence
+    commands: list[str]
+    output: list[list[str]] = field(default_factory=list)
+
+
+def parse(lines: list[str]) -> list[Example]:
+    examples = []
+    for i, line in enumerate(lines):
+        match = MARKER.match(line)
+        if not match:
+            continue
+        if i + 1 >= len(lines) or not lines[i + 1].startswith(FENCE):
+            raise SystemExit(f"README line {i + 1}: example {match['name']} is not followed by a ``` block")
+        end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith(FENCE))
+        options = match["options"].split()
+        needs = [n for o in options if o.startswith("needs=") for n in o[len("needs="):].split(",") if n]
+        body = lines[i + 2:end]
+        commands, output = [], []
+        for text in body:
+            if text.startswith("$ "):
+                commands.append(text[2:])
+                output.append([])
+            elif output:
+                output[-1].append(text)
+        if not commands:
+            raise SystemExit(f"README line {i + 1}: example {match['name']} has no `$ ` command")
+        examples.append(Example(match["name"], needs, "network" in options, i + 2, end, commands, output))
+    return examples
+
+
+def cached(spec: str) -> bool:
+    from compat.sources.cache import cache_root, cached_release, plain_pin
+
+    engine, _, version = spec.partition("==")
+    return cached_release(cache_root(), engine, plain_pin("==" + version) or version) is not None
+
+
+def release_tree(spec: str, offline: bool) -> Path:
+    from compat.sources.released import fetch_release
+
+    engine, _, version = spec.partition("==")
+    return fetch_release(engine, f"=={version}", offline=offline, progress=False).root
+
+
+def build_fixtures(work: Path, commands: str, offline: bool) -> None:
+    if "Kimi-K2-Instruct" in commands or "kimi-k2-eagle3" in commands:
+        sys.path.insert(0, str(ROOT / "tests" / "doctor"))
+        from doctor_models import kimi_k2_target, specforge_drafter
+
+        if not (work / "Kimi-K2-Instruct").exists():
+            kimi_k2_target(work / "Kimi-K2-Instruct")
+            specforge_drafter(work / "kimi-k2-eagle3")
+    if re.search(r"(?<![\w/.-])demo\b", commands):
+        shutil.rmtree(work / "demo", ignore_errors=True)
+        shutil.copytree(release_tree("vllm==0.17.1", offline) / "vllm", work / "demo" / "vllm")
+    if "--cache-dir cache" in commands:
+        shutil.rmtree(work / "cache", ignore_errors=True)
+        source = release_tree("vllm==0.11.0", offline)
+        dest = work / "cache" / "releases" / "vllm" / "0.11.0"
+        shutil.copytree(source / "vllm", dest / "vllm")
+        shutil.copy2(source / "release.json", dest / "release.json")
+
+
+def normalise(text: str, work: Path) -> list[str]:
+    home = str(Path.home())
+    for real in {str(work), os.path.realpath(work)}:
+        text = text.replace(real, WORK)
+    text = text.replace(home + "/", "~/")
+    return [line.rstrip() for line in text.rstrip("\n").split("\n")] if text.strip() else []
+
+
+def run_example(example: Example, offline: bool) -> list[list[str]]:
+    with tempfile.TemporaryDirectory(prefix="compat-readme-") as tmp:
+        work = Path(tmp)
+        build_fixtures(work, "\n".join(example.commands), offline)
+        env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore",
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        env.pop("FORCE_COLOR", None)
+        outputs = []
+        for command in example.commands:
+            proc = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=work, env=env, capture_output=True,
+                                  text=True, timeout=900)
+            text = proc.stdout + proc.stderr
+            if "Traceback (most recent call last)" in text:
+                raise SystemExit(f"example {example.name}: `{command}` printed a traceback:\n{text}")
+            outputs.append(normalise(text, work))
+        return outputs
+
+
+def render(example: Example, outputs: list[list[str]]) -> list[str]:
+    lines = []
+    for command, output in zip(example.commands, outputs):
+        lines.append(f"$ {command}")
+        lines.extend(output)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md")
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 with a diff when they differ")
+    parser.add_argument("--offline", action="store_true", help="skip examples whose releases are not cached")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this example only (repeatable)")
+    args = parser.parse_args(argv)
+    lines = args.readme.read_text().split("\n")
+    examples = [e for e in parse(lines) if not args.only or e.name in args.only]
+    changed, ran, skipped = [], [], []
+    for example in reversed(examples):  # from the end, so earlier line numbers stay valid while rewriting
+        missing = [n for n in example.needs if not cached(n)]
+        if args.offline and (example.network or missing):
+            skipped.append(f"{example.name} ({'needs the package index' if example.network else 'not cached: ' + ', '.join(missing)})")
+            continue
+        new = render(example, run_example(example, offline=args.offline))
+        ran.append(example.name)
+        old = lines[example.start:example.end]
+        if new != old:
+            changed.append((example.name, old, new))
+            lines[example.start:example.end] = new
+    for name, old, new in reversed(changed):
+        verb = "differs from what the commands print" if args.check else "rewritten"
+        print(f"example {name}: {verb}")
+        if args.check:
+            sys.stdout.writelines(difflib.unified_diff([f"{x}\n" for x in old], [f"{x}\n" for x in new],
+                                                       f"README.md ({name})", "the commands"))
+    print(f"examples run: {', '.join(reversed(ran)) or 'none'}" + (f"; skipped: {'; '.join(reversed(skipped))}" if skipped else ""))
+    if args.check:
+        return 1 if changed else 0
+    if changed:
+        args.readme.write_text("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
