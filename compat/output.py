@@ -9,6 +9,7 @@ with a command's own examples of a code where it helps) and used by every comman
     3    the engine source could not be obtained (no such release, offline with an empty cache, not a tree)
     4    refused: an input exists but is not what was expected (a directory without config.json, a
          broken header, a file changed since compat patched it), or the output exists; nothing changed
+    5    the change was made, but printing the result failed (stdout closed or full)
     130  interrupted (Ctrl-C, SIGTERM): what was half done is undone
 
 Under `--json` an error is one document on stdout, whatever the command and however early it
@@ -30,6 +31,7 @@ EXIT_TABLE: dict[int, str] = {
     3: "the engine source could not be obtained (no such release, offline with an empty cache, not a tree)",
     4: "refused: an input exists but is not what was expected (a directory without config.json, a broken\n"
        "header), or the output exists; nothing was changed",
+    5: "the change was made (a patch applied), but printing the result failed (stdout closed or full)",
     130: "interrupted (Ctrl-C, SIGTERM): what was half done is undone",
 }
 

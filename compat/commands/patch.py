@@ -47,7 +47,7 @@ is a no-op; a file that is not what a patch expects (a hand edit, a fork) is ref
 --force. The record lives beside the engine: <site-packages>/vllm/.compat-patches.json.
 A run that is killed (or fails on a full disk) leaves a journal there; the next compat run on
 the tree puts it back to exactly before or after that run, and says so.
-""" + "\n" + EXIT_CODES + f"  {EXIT_REPORT_FAILED}  the change was made, but printing the result failed (see --status)\n"
+""" + "\n" + EXIT_CODES
 
 
 def add_arguments(parser) -> None:
