@@ -151,11 +151,11 @@ def interpreter(python: str, *, this: bool, ask_cuda: bool = False) -> dict:
 
 
 def _engine(found) -> dict:
-    from compat.patching import applied_patches
+    from compat.patch_record import applied_patches  # read only: a bug report never changes the serving venv
 
     row = {"engine": found.engine, "distribution": found.distribution, "version": found.version, "root": found.root}
     row["patches"] = [{"id": p["id"], "applied_at": p.get("applied_at"), "intact": p.get("intact"), "record": p.get("record")}
-                      for p in applied_patches(found.tree())]
+                      for p in applied_patches(found.tree()) if "id" in p]
     return row
 
 
