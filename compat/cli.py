@@ -180,8 +180,8 @@ def _run(args, console, err_console) -> int:
         # A command that changes things says what it changed in args.change_made (None: nothing yet) and turns
         # its own file errors into CompatErrors: an OSError left is its output failing after (or before) the change.
         made = getattr(args, "change_made", False)
-        if made is False or err.filename is not None:
-            raise  # a reader gone away (main ends it quietly), or not ours to explain
+        if made is False or err.filename is not None or (made is None and isinstance(err, BrokenPipeError)):
+            raise  # a reader gone away before any change (main ends it quietly), or not ours to explain
         _quiet_stdout()
         done = f"{made}, but" if made else "nothing was changed;"
         err_console.print(f"error: {done} printing the result failed ({err.strerror or err})", markup=False)
@@ -193,8 +193,9 @@ def _quiet_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")  # what is still buffered in the old one is dropped
 
 
 class _Interrupted(CompatError):

@@ -60,7 +60,7 @@ def add_arguments(parser) -> None:
     choice = parser.add_argument_group("which patches")
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
-    _add_patch_options(parser)
+    add_patch_options(parser)
     parser.add_argument("--force", action="store_true",
                         help="patch or revert files that changed since compat wrote them, apply a patch's other files when one "
                         "is not as expected, and offer every patch on a tree of unknown version")
@@ -96,7 +96,7 @@ def _all_patches() -> list:
     return [p for engine in ENGINES for p in all_patches(engine)]
 
 
-def _add_patch_options(parser) -> None:
+def add_patch_options(parser) -> None:
     """Each patch's own options, in a group named after it (`compat patch --help` lists them)."""
     declared: dict = {}
     for patch in _all_patches():

@@ -51,26 +51,23 @@ def add_arguments(parser) -> None:
     choice = parser.add_argument_group("which patches (install; as for compat patch)")
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
-    choice.add_argument("--model-type", metavar="TYPE", action="append", default=[], dest="model_types",
-                        help="also whitelist this target model_type (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
+    from compat.commands.patch import add_patch_options
+
+    add_patch_options(parser)  # each patch's own options (e.g. --model-type), as for compat patch
 
 
 def patch_options(args) -> dict:
-    """The patch options of the command line, as compat.plugin.build.plan_patches takes them."""
-    from compat.errors import UsageError
-    from compat.patches.vllm.eagle3_whitelist import MODEL_TYPE_RE
+    """The patch options of the command line by dest, as compat patch reads them (each patch validates its own)."""
+    from compat.commands.patch import patch_options as read_options
 
-    bad = [v for v in args.model_types if not MODEL_TYPE_RE.match(v)]
-    if bad:
-        raise UsageError(f"--model-type {bad[0]!r}: not a model_type", hint="a config.json model_type such as kimi_k2 or glm4_moe")
-    return {"model_types": list(args.model_types)}
+    return read_options(args)
 
 
 def run(args, console) -> int:
     from compat import plugin
 
-    if args.action != "install" and (args.select or args.skip or args.model_types or args.path):
+    if args.action != "install" and (args.select or args.skip or patch_options(args) or args.path):
         from compat.errors import UsageError
 
         raise UsageError(f"--select/--skip/--model-type/--path are for install, not {args.action}")

@@ -15,7 +15,8 @@ from datetime import datetime, timezone
 
 from compat import __version__
 from compat.errors import RefusedError
-from compat.patching import APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, PlannedPatch, combined_edits, plan, read_record, version_range
+from compat.patch_record import read_record
+from compat.patching import APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, PlannedPatch, combined_edits, plan, version_range
 from compat.sources.version import VERSION_FILES, version_assignment
 from compat.tree import EngineTree
 
@@ -23,9 +24,8 @@ DATA_FORMAT = 1  # runtime.DATA_FORMAT: the runtime refuses data of another form
 
 
 def plan_patches(tree: EngineTree, select: list[str], skip: list[str], options: dict) -> list[PlannedPatch]:
-    """The one call of compat.patching.plan. `options` are the patch options of the command line
-    ({"model_types": [...]} today); when plan takes `options={...}`, this line is the one edit."""
-    return plan(tree, select=select, skip=skip, model_types=list(options.get("model_types", ())), record=_record(tree))
+    """The one call of compat.patching.plan. `options` are the patch options of the command line, by dest."""
+    return plan(tree, select=select, skip=skip, options=options, record=_record(tree))
 
 
 def _record(tree: EngineTree) -> dict | None:
