@@ -206,8 +206,8 @@ def where_to_patch(ctx) -> str | None:
     """A note for fixes that patch a released tree's engine without knowing the serving venv."""
     src = ctx.report.get("source") or {}
     if src.get("kind") == "released" and not ctx.options.python:
-        return (f"run it with the python of the venv that serves {ctx.engine} {ctx.report.get('version')} "
-                "(or give doctor --python PATH to name it)")
+        return (f"run it with the python of the venv that serves {ctx.engine} {ctx.report.get('version')}, "
+                "or give doctor --python PATH to name it")
     return None
 
 
