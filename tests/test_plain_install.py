@@ -52,10 +52,14 @@ def run(compat: Path, *args, cwd=None) -> subprocess.CompletedProcess:
     (["doctor", "{target}", "{drafter}", "--engine", "vllm==0.16.0"], (1,)),
     (["doctor", "{target}", "{drafter}", "--engine", "sglang==0.5.14", "--json"], (0, 1)),
     (["convert", "ckpt", "{drafter}", "{tmp}/converted", "--to", "vllm", "--engine-version", "0.16.0", "--target", "{target}"], (0,)),
+    (["convert", "ckpt", "{drafter}", "{tmp}/cast", "--to", "vllm", "--engine-version", "0.16.0", "--target", "{target}",
+      "--dtype", "bfloat16"], (2,)),  # casting needs numpy: said, with the extra that brings it
     (["--help"], (0,)),
-], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "help"])
+], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "convert-dtype", "help"])
 def test_every_main_job_runs_without_the_extras(plain, inputs, tmp_path, argv, codes):
     argv = [a.format(target=inputs["target"], drafter=inputs["drafter"], tmp=tmp_path) for a in argv]
     proc = run(plain, *argv)
     assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode in codes, (proc.returncode, proc.stderr[-2000:])
+    if "--dtype" in argv:
+        assert "compat[dtype]" in proc.stderr

@@ -161,6 +161,8 @@ def _make_plan(opts: Options) -> Plan:
     if target is not None:
         check_target(drafter, by_canonical, target, notes)
 
+    if opts.dtype:
+        _check_cast_available(opts.dtype)
     out_dtype = DTYPE_NAMES[opts.dtype] if opts.dtype else None
     if opts.dtype:
         drafter.torch_dtype = opts.dtype
@@ -195,6 +197,15 @@ def _make_plan(opts: Options) -> Plan:
         trainer=_trainer(source_layout, source.config, prior), source_record=prior, source_roots=source.roots,
         engine_source=opts.engine_source,
     )
+
+
+def _check_cast_available(dtype: str) -> None:
+    """Casting is the one thing convert needs numpy for (tensors are otherwise copied byte for byte)."""
+    import importlib.util
+
+    if importlib.util.find_spec("numpy") is None:
+        raise UsageError(f"--dtype {dtype} casts tensors with numpy, which is not installed",
+                         hint="pip install 'compat[dtype]' (or numpy); without --dtype the tensors are copied unchanged")
 
 
 def _read_drafter(source, layout, convention: str | None, target) -> DrafterConfig:
