@@ -144,7 +144,7 @@ def fix_summary(checks: list[dict]) -> list[str]:
     """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table."""
     out = []
     for c in checks:
-        fix = c["fix"] if c["verdict"] == FAIL else None
+        fix = c["fix"] if c["verdict"] == FAIL or (c["fix"] or {}).get("kind") == "patch" else None
         if not fix:
             continue
         text = {"patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
