@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any, Callable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from compat.checks import all_checks
 from compat.doctor.context import (DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
@@ -152,4 +153,20 @@ def fix_summary(checks: list[dict]) -> list[str]:
                 "release": lambda f: f"use {f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
         if text not in out:
             out.append(text)
-    return out
+    return _one_release_bound(out)
+
+
+def _one_release_bound(phrases: list[str]) -> list[str]:
+    """Several checks each needing a newer release ("use >=0.5.9", "use >=0.5.10") need the newest of them:
+    one phrase, where the first of them stood. Ranges other than a lone lower bound stay as they are."""
+    lower = [p for p in phrases if re.fullmatch(r"use >=\s*[\w.+!-]+", p)]
+    if len(lower) < 2:
+        return phrases
+    try:
+        newest = max(lower, key=lambda p: Version(p.split(">=", 1)[1].strip()))
+    except InvalidVersion:
+        return phrases
+    first = phrases.index(lower[0])
+    kept = [p for p in phrases if p not in lower]
+    kept.insert(first, newest)
+    return kept

@@ -297,3 +297,24 @@ def test_a_failed_probe_gives_warnings_not_guesses(kimi, release):
     for name in ("target-whitelist", "target-interface", "drafter-architecture", "layer-ids", "method", "launch-command"):
         assert verdicts[name] == WARN, name
     assert launch_command(ctx)["problems"]  # and the command says why it cannot be trusted
+
+
+def test_releases_table_names_one_release_bound_when_several_checks_need_newer_releases(tmp_path, release):
+    """The seed pair on SGLang 0.5.4.post1: KimiK25ForConditionalGeneration arrives in 0.5.9, its EAGLE-3 hook in
+    0.5.10. The single-release diagnosis says each check's own bound; the table row one bound, the newer."""
+    from compat.doctor import diagnose, diagnose_range, read_drafter, read_target
+    from compat.doctor.releases import ReleaseFinder
+    from doctor_models import kimi_k25_target
+
+    target = read_target(kimi_k25_target(tmp_path / "Kimi-K2.5"))
+    drafter = read_drafter(specforge_drafter(tmp_path / "ft", layer_ids=[2, 30, 58], prefix="layers.0."), target)
+    versions = ["0.5.4.post1", "0.5.8", "0.5.9", "0.5.10"]
+    finder = ReleaseFinder("sglang", open_release=lambda v: release("sglang", v), versions=versions)
+    one = diagnose(release("sglang", "0.5.4.post1"), target, drafter, releases=finder)
+    bounds = {c["check"]: c["fix"]["releases"] for c in one["checks"] if (c["fix"] or {}).get("kind") == "release"}
+    assert bounds == {"target-architecture": ">=0.5.9", "target-interface": ">=0.5.10"}
+    table = diagnose_range("sglang", "==0.5.4.post1", target, drafter, versions=versions,
+                           open_release=lambda v: release("sglang", v))
+    (row,) = table["rows"]
+    assert row["verdict"] == DOES_NOT_WORK
+    assert [f for f in row["fixes"] if f.startswith("use ")] == ["use >=0.5.10"], row["fixes"]
