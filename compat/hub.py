@@ -12,7 +12,10 @@ holds for it, found the way huggingface_hub finds it, with no network and no hug
 
 An existing path always wins over an id (as in vLLM). What is not there says so plainly, with the command
 that downloads it. `hub_id(path)` goes back: the id of a path inside a cache snapshot (what
-`--to speculators` records as the verifier).
+`--to speculators` records as the verifier), and `model_name(path)` the name a printed command should use
+for a snapshot (the id, which `vllm serve` and compat resolve back to the same files), never the
+snapshot's path, and `local_name` the plain directory name a converted copy takes in the working directory
+(never a new folder inside the cache's snapshots/).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 from compat.errors import RefusedError, UsageError
 
-__all__ = ["hf_hub_cache", "resolve_model", "hub_id", "looks_like_hub_id"]
+__all__ = ["hf_hub_cache", "resolve_model", "hub_id", "looks_like_hub_id", "model_name", "local_name"]
 
 _ID = re.compile(r"^(?:(?P<org>[A-Za-z0-9][\w.-]*)/)?(?P<name>[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
@@ -118,3 +121,31 @@ def hub_id(path: str | Path) -> str | None:
         if parts[i] == "snapshots" and parts[i - 1].startswith("models--") and i + 1 < len(parts):
             return parts[i - 1][len("models--"):].replace("--", "/")
     return None
+
+
+def _snapshot(path: str | Path) -> tuple[str, str, Path] | None:
+    """(org/name, revision, repo dir) when `path` is a cache snapshot directory itself."""
+    path = Path(os.path.abspath(path))
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        repo = path.parent.parent
+        return repo.name[len("models--"):].replace("--", "/"), path.name, repo
+    return None
+
+
+def model_name(path: str | Path) -> str:
+    """`org/name` for the snapshot refs/main points at, `org/name@REV` for another snapshot, else the path."""
+    snapshot = _snapshot(path)
+    if snapshot is None:
+        return str(path)
+    repo_id, revision, repo = snapshot
+    try:
+        main = (repo / "refs" / "main").read_text().strip()
+    except OSError:
+        main = None
+    return repo_id if main == revision else f"{repo_id}@{revision}"
+
+
+def local_name(path: str | Path) -> str:
+    """The name to derive a sibling from: the repository's name for a snapshot, else the path itself."""
+    snapshot = _snapshot(path)
+    return snapshot[0].split("/")[-1] if snapshot else str(path).rstrip("/")

@@ -332,5 +332,7 @@ def render_table(table: dict, console) -> None:
     rows = table["rows"]
     pick = next((r for r in rows if r["verdict"] != WORKS), rows[0] if rows else None)
     if pick is not None:
-        one = shlex.join(["compat", "doctor", table["target"], table["drafter"], "--engine", f"{table['engine']}=={pick['version']}"])
+        from compat.hub import model_name
+
+        one = shlex.join(["compat", "doctor", model_name(table["target"]), model_name(table["drafter"]), "--engine", f"{table['engine']}=={pick['version']}"])
         console.print(Text(f"details of one release: {one}"))

@@ -25,6 +25,7 @@ from compat.checks import get_check
 from compat.doctor.context import FAIL, PASS
 from compat.doctor.inputs import Drafter, recognise
 from compat.errors import CompatError
+from compat.hub import local_name, model_name
 
 
 def unfixed(checks: list[dict]) -> list[dict]:
@@ -60,7 +61,7 @@ def fix_with_input(ctx, checks: list[dict]) -> None:
                     answer["fix"] = convert_command(answer_ctx, convention)
             answers[convention] = answer
         text = "say how the drafter was trained: --layer-ids-convention " + " or ".join(
-            f"{conv} ({'works as is' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
+            f"{conv} ({'the layers match' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
             for conv, a in answers.items())
         check["fix"] = {"kind": "ask", "text": text, "answers": answers}
 
@@ -288,7 +289,8 @@ class PlannedMap:
 
 
 def converted_path(ctx) -> str:
-    return str(ctx.drafter.path).rstrip("/") + f"-{ctx.engine}-{ctx.version}"
+    """DST beside the drafter; for a drafter from the Hugging Face cache, in the working directory."""
+    return local_name(ctx.drafter.path) + f"-{ctx.engine}-{ctx.version}"
 
 
 def _settled(ctx, layer_ids) -> str | None:
@@ -312,8 +314,8 @@ def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | N
         release = ["--engine", ctx.engine] + (["--python", src["python"]] if src.get("python") else [])
     else:
         release = ["--engine", f"{ctx.engine}=={ctx.version}"]
-    parts = ["compat", "convert", "ckpt", str(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
-             *release, "--target", str(ctx.target.path)]
+    parts = ["compat", "convert", "ckpt", model_name(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
+             *release, "--target", model_name(ctx.target.path)]
     if layer_ids is not None:
         parts += ["--layer-ids", ",".join(str(i) for i in layer_ids)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
@@ -337,5 +339,5 @@ def fix_with_release(ctx, checks: list[dict]) -> None:
             check["fix"] = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
                                                     + (f" (conversion refused: {hint})" if hint else "")
                                                     + "; compare the releases after this one: " + shlex.join(
-                                                        ["compat", "doctor", str(ctx.target.path), str(ctx.drafter.path),
+                                                        ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
                                                          "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}

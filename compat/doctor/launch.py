@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 
+from compat.hub import model_name
+
 
 def launch_command(ctx, drafter_path: str | None = None) -> dict:
-    drafter = drafter_path or str(ctx.drafter.path)
+    drafter = drafter_path or model_name(ctx.drafter.path)
     return _vllm_launch(ctx, drafter) if ctx.engine == "vllm" else _sglang_launch(ctx, drafter)
 
 
@@ -33,7 +35,7 @@ def _vllm_launch(ctx, drafter: str) -> dict:
     flag = ctx.flag("--speculative-config")
     if flag is None:
         problems.append("no --speculative-config flag in this release")
-    model = str(ctx.target.path)
+    model = model_name(ctx.target.path)
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
     args = [*extra, "--speculative-config", json.dumps(spec, separators=(",", ":"))]
     return {
@@ -54,6 +56,6 @@ def _sglang_launch(ctx, drafter: str) -> dict:
     problems = [f"no {name} flag in this release" for name, _ in wanted if ctx.flag(name) is None]
     args = [part for pair in wanted for part in pair]
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", str(ctx.target.path), *extra, *args]
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", model_name(ctx.target.path), *extra, *args]
     return {"engine": "sglang", "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
             "location": (ctx.flag("--speculative-algorithm") or {}).get("location")}

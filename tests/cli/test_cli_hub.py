@@ -126,3 +126,14 @@ def test_hub_module_reads_ids_without_the_network():
     assert hub_id("/c/hub/models--moonshotai--Kimi-K2.5/snapshots/abc") == "moonshotai/Kimi-K2.5"
     assert hub_id("/c/hub/models--moonshotai--Kimi-K2.5/snapshots/abc/config.json") == "moonshotai/Kimi-K2.5"
     assert hub_id("/srv/models/Kimi-K2.5") is None
+
+
+def test_printed_commands_name_a_snapshot_by_its_id_and_its_revision_when_not_main(tmp_path, pair):
+    from compat.hub import local_name, model_name
+
+    main = hf_cache_model(tmp_path / "hub", "acme/kimi-k2-eagle3", files_of(pair[1]), commit=COMMIT)
+    other = hf_cache_model(tmp_path / "hub", "acme/kimi-k2-eagle3", files_of(pair[1]), commit=OTHER, ref="v1")
+    assert model_name(main) == "acme/kimi-k2-eagle3"
+    assert model_name(other) == f"acme/kimi-k2-eagle3@{OTHER}"
+    assert model_name(pair[1]) == str(pair[1]) and model_name(main / "config.json") == str(main / "config.json")
+    assert local_name(main) == "kimi-k2-eagle3" and local_name(str(pair[1]) + "/") == str(pair[1])

@@ -79,6 +79,42 @@ def test_vllm_0_16_accepts_its_own_conversion(seed, doctor_cli, tmp_path):
     assert "compat convert's record" in ids["detail"]
 
 
+def _in_hub_cache(hub, repo_id: str, model, commit: str = "c0ffee" * 6 + "c0ff"):
+    """`model` as huggingface_hub keeps it: models--org--name/snapshots/COMMIT, refs/main naming it."""
+    import shutil
+
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    shutil.copytree(model, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return repo / "snapshots"
+
+
+def test_models_from_the_hub_cache_are_named_by_id_and_converted_into_the_working_directory(seed, doctor_cli, tmp_path,
+                                                                                          monkeypatch):
+    from compat import cli
+
+    hub = tmp_path / "hub"
+    _in_hub_cache(hub, "moonshotai/Kimi-K2.5", seed.target)
+    snapshots = _in_hub_cache(hub, "acme/kimi-ft", seed.drafter)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    monkeypatch.chdir(work)
+    _, d = doctor(doctor_cli, "moonshotai/Kimi-K2.5", "acme/kimi-ft", "--engine", "vllm==0.16.0",
+                  "--layer-ids-convention", "output-of")
+    convert = next(step for step in d["fix_steps"] if step["kind"] == "convert")
+    assert convert["command"].startswith("compat convert ckpt acme/kimi-ft kimi-ft-vllm-0.16.0 --to vllm ")
+    assert "--target moonshotai/Kimi-K2.5" in convert["command"] and convert["dst"] == "kimi-ft-vllm-0.16.0"
+    assert d["launch"]["argv"][:3] == ["vllm", "serve", "moonshotai/Kimi-K2.5"]
+    assert d["launch"]["speculative_config"]["model"] == "kimi-ft-vllm-0.16.0"
+    assert cli.main(convert["command"].split()[1:]) == 0  # the printed command, run where the user is
+    assert (work / "kimi-ft-vllm-0.16.0" / "config.json").is_file()
+    assert sorted(p.name for p in snapshots.iterdir()) == ["c0ffee" * 6 + "c0ff"]  # nothing new inside the cache
+    _, again = doctor(doctor_cli, "moonshotai/Kimi-K2.5", "kimi-ft-vllm-0.16.0", "--engine", "vllm==0.16.0")
+    assert again["verdict"] == WORKS_PATCHED and again["launch"]["speculative_config"]["model"] == "kimi-ft-vllm-0.16.0"
+
+
 def test_a_specforge_layout_drafter_is_recognised_as_output_of(seed, doctor_cli):
     code, d = doctor(doctor_cli, seed.target, seed.specforge, "--engine", "vllm==0.16.0")
     assert d["verdict"] == WORKS_PATCHED_CONVERTED
