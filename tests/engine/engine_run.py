@@ -10,6 +10,10 @@ spec: {"model": DIR, "prompts": [[ids]], "max_tokens": N,
 The last stdout line is `ENGINE_RESULT <json>` (vLLM logs to stdout too, so callers look for the
 prefix): {"ok": true, "outputs": [[ids]], "spec": {...} | null, "seconds": {...}} or, on failure
 (exit 1), {"ok": false, "error": "<exception type: message>", "traceback": "..."}.
+
+Kept apart from the product's runner (compat/verify/engine_side/vllm_run.py) on purpose, though they
+read the same counters: these tests judge what compat predicts and measures, so they run the engine
+through code compat does not share; a bug in the product's runner cannot hide itself here.
 """
 
 from __future__ import annotations
