@@ -70,8 +70,8 @@ def full_vocab(drafter: DrafterConfig) -> bool:
 def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     ids = read_declared_ids(
         config, ctx, nested_means=None, top_wins=True,
-        nested_why=("vLLM >= 0.22 reads nested ids as capture-before, but the exporters that write only "
-                    "eagle_config (ModelOpt >= 0.43) may have trained on layer outputs"))
+        nested_why=("ids only in eagle_config are what vLLM >= 0.22 reads as capture-before, but also what "
+                    "ModelOpt >= 0.43 exports, which may have trained on layer outputs"))
     return read_common(config, "mla" if looks_mla(config, set()) else "llama", ids)
 
 
