@@ -40,6 +40,14 @@ def find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
     return None
 
 
+def require_class(role: str, module: cst.Module, name: str) -> cst.ClassDef:
+    """The top-level class `name`, else FileNotAsExpected: a patch that edits a class refuses a file without it."""
+    cls = find_class(module, name)
+    if cls is None:
+        raise FileNotAsExpected(role, f"no top-level class {name}")
+    return cls
+
+
 def find_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     for stmt in cls.body.body:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
@@ -146,6 +154,18 @@ def add_import_name(module: cst.Module, from_modules: tuple[str, ...], name: str
     if not adder.done:
         raise LookupError(f"no `from {' / '.join(from_modules)} import ...` statement")
     return module
+
+
+def add_import_or_refuse(role: str, module: cst.Module, from_modules: tuple[str, ...], name: str) -> cst.Module:
+    """`add_import_name`, refusing the file when it has no such import to extend.
+
+    A patch that adds a base class must import it too, or the engine fails at import time;
+    a file without the engine's usual import is not the release's own.
+    """
+    try:
+        return add_import_name(module, from_modules, name)
+    except LookupError as err:
+        raise FileNotAsExpected(role, f"cannot import {name}: {err}") from None
 
 
 def parse_methods(code: str) -> list[cst.FunctionDef]:

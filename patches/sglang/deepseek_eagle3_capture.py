@@ -38,7 +38,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, insert_before_method, parse, parse_methods, replace_class, statements
+from .._cst import find_method, insert_before_method, parse, parse_methods, replace_class, require_class, statements
 
 ID = "sglang-deepseek-eagle3-capture"
 DESCRIPTION = "DeepseekV2ForCausalLM (DeepSeek-V2/V3, Kimi-K2) captures EAGLE-3 aux hidden states, as LlamaForCausalLM does"
@@ -161,10 +161,7 @@ def reference_takes_ids(tree) -> bool | None:
 
 # -- what the file has -------------------------------------------------------------------------
 def _classes(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.ClassDef]:
-    model, causal = find_class(module, MODEL_CLASS), find_class(module, CAUSAL_LM_CLASS)
-    if model is None or causal is None:
-        raise FileNotAsExpected(role, f"no top-level class {MODEL_CLASS if model is None else CAUSAL_LM_CLASS}")
-    return model, causal
+    return require_class(role, module, MODEL_CLASS), require_class(role, module, CAUSAL_LM_CLASS)
 
 
 def _code(module: cst.Module, node) -> str:

@@ -27,7 +27,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, replace_class, statements
+from .._cst import find_class, find_method, parse, replace_class, require_class, statements
 
 ID = "sglang-eagle3-graph-aux-ids"
 DESCRIPTION = "the drafter's aux layer ids are set before CUDA-graph capture, so graph replays feed the same layers as eager passes"
@@ -122,9 +122,7 @@ def _runner_has_fix(role: str, source: str) -> bool:
 
 
 def _graph_runner_has_fix(role: str, source: str) -> bool:
-    cls = find_class(parse(role, source), GRAPH_RUNNER)
-    if cls is None:
-        raise FileNotAsExpected(role, f"no top-level class {GRAPH_RUNNER}")
+    cls = require_class(role, parse(role, source), GRAPH_RUNNER)
     init = find_method(cls, "__init__")
     return init is None or not _resets_in(init)
 

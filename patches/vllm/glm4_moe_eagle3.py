@@ -29,8 +29,8 @@ from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
 from .._cst import (
-    add_base, add_import_name, base_names, find_class, find_method, imported_names, insert_before_method, parse,
-    parse_methods, replace_class, statements,
+    add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
+    require_class, statements,
 )
 
 ID = "vllm-glm4-moe-eagle3"
@@ -96,10 +96,7 @@ def find_files(tree) -> dict[str, str]:
 
 
 def _classes(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.ClassDef]:
-    model, causal = find_class(module, MODEL_CLASS), find_class(module, CAUSAL_LM_CLASS)
-    if model is None or causal is None:
-        raise FileNotAsExpected(role, f"no top-level class {MODEL_CLASS if model is None else CAUSAL_LM_CLASS}")
-    return model, causal
+    return require_class(role, module, MODEL_CLASS), require_class(role, module, CAUSAL_LM_CLASS)
 
 
 def has_fix(role: str, source: str, options) -> bool:
@@ -187,9 +184,4 @@ def transform(role: str, source: str, options) -> str:
     module = replace_class(module, model, _patch_model(role, model))
     anchor = "compute_logits" if find_method(causal, "compute_logits") is not None else ""
     module = replace_class(module, causal, insert_before_method(add_base(causal, INTERFACE), anchor, parse_methods(_METHODS)))
-    if INTERFACE not in imported_names(module):
-        try:
-            module = add_import_name(module, (".interfaces", "models.interfaces"), INTERFACE)
-        except LookupError as err:
-            raise FileNotAsExpected(role, f"cannot import {INTERFACE}: {err}") from None
-    return module.code
+    return add_import_or_refuse(role, module, (".interfaces", "models.interfaces"), INTERFACE).code
