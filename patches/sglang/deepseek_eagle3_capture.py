@@ -38,6 +38,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
+from .._capture import fix_present
 from .._cst import find_method, insert_before_method, parse, parse_methods, replace_class, require_class, statements
 
 ID = "sglang-deepseek-eagle3-capture"
@@ -178,14 +179,7 @@ def _facts(role: str, module: cst.Module) -> dict[str, bool]:
 
 
 def has_fix(role: str, source: str, options) -> bool:
-    facts = _facts(role, parse(role, source))
-    if all(facts.values()):
-        return True
-    if any(facts.values()):
-        have = ", ".join(k for k, v in facts.items() if v)
-        lack = ", ".join(k for k, v in facts.items() if not v)
-        raise FileNotAsExpected(role, f"has part of the EAGLE-3 capture ({have}) but not the rest ({lack})")
-    return False
+    return fix_present(role, _facts(role, parse(role, source)), "EAGLE-3 capture")
 
 
 # -- DeepseekV2Model.forward ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
+from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
     add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
     require_class, statements,
@@ -81,8 +82,7 @@ if len(aux_hidden_states) > 0:  {MARK}
 
 
 def find_files(tree) -> dict[str, str]:
-    if not tree.grep_re(rf"class {INTERFACE}\b", under="vllm/model_executor/models"):
-        raise FileNotFoundError(f"this release has no {INTERFACE} protocol in vllm/model_executor/models/interfaces.py")
+    require_vllm_protocol(tree, INTERFACE)
     for under in ("vllm/model_executor/models", "vllm"):
         for relpath in tree.grep_re(rf"(?m)^class {CAUSAL_LM_CLASS}\b", under=under):
             if re.search(rf"(?m)^class {MODEL_CLASS}\b".encode(), tree.read_bytes(relpath)):
@@ -107,14 +107,7 @@ def _facts(role: str, module: cst.Module) -> dict[str, bool]:
 
 
 def has_fix(role: str, source: str, options) -> bool:
-    facts = _facts(role, parse(role, source))
-    if all(facts.values()):
-        return True
-    if any(facts.values()):
-        have = ", ".join(k for k, v in facts.items() if v)
-        lack = ", ".join(k for k, v in facts.items() if not v)
-        raise FileNotAsExpected(role, f"has part of the EAGLE-3 support ({have}) but not the rest ({lack})")
-    return False
+    return fix_present(role, _facts(role, parse(role, source)), "EAGLE-3 support")
 
 
 # -- DeepseekV2Model ----------------------------------------------------------------------------
@@ -149,7 +142,7 @@ class _CaptureInForward(cst.CSTTransformer):
                 self.loops += 1
                 start = statements("aux_hidden_states = []  " + MARK)[0].with_changes(leading_lines=stmt.leading_lines)
                 new_body.append(start)
-                new_body.append(_enumerate_and_capture(stmt).with_changes(leading_lines=()))
+                new_body.append(enumerate_from_start_layer(stmt, statements(_CAPTURE)).with_changes(leading_lines=()))
             elif m.matches(stmt, m.SimpleStatementLine(body=[m.Return(m.Name("hidden_states"))])) and stmt is body[-1]:
                 self.returns += 1
                 new_body.extend(statements(_RETURN))
@@ -157,20 +150,6 @@ class _CaptureInForward(cst.CSTTransformer):
             else:
                 new_body.append(stmt)
         return updated.with_changes(body=updated.body.with_changes(body=new_body))
-
-
-def _enumerate_and_capture(loop: cst.For) -> cst.For:
-    iterable = cst.Call(
-        func=cst.Name("enumerate"),
-        args=[
-            cst.Arg(loop.iter, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(cst.parse_expression("self.start_layer"), keyword=cst.Name("start"),
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
-        ],
-    )
-    target = cst.Tuple([cst.Element(cst.Name("idx")), cst.Element(cst.Name("layer"))], lpar=[], rpar=[])
-    body = loop.body.with_changes(body=statements(_CAPTURE) + list(loop.body.body))
-    return loop.with_changes(target=target, iter=iterable, body=body)
 
 
 def _patch_model(role: str, module: cst.Module, model: cst.ClassDef) -> cst.ClassDef:
