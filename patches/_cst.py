@@ -189,6 +189,11 @@ def replace_class(module: cst.Module, old: cst.ClassDef, new: cst.ClassDef) -> c
     return module.with_changes(body=[new if stmt is old else stmt for stmt in module.body])
 
 
+def replace_method(cls: cst.ClassDef, old: cst.FunctionDef, new: cst.FunctionDef) -> cst.ClassDef:
+    """`cls` with method `old` (the node `find_method` returned) replaced by `new`, its other statements untouched."""
+    return cls.with_changes(body=cls.body.with_changes(body=[new if stmt is old else stmt for stmt in cls.body.body]))
+
+
 def statements(code: str) -> list[cst.BaseStatement]:
     """Statements from a snippet; a leading comment stays with the first statement.
 

@@ -30,7 +30,7 @@ from .. import FileNotAsExpected
 from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
     add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
-    require_class, statements,
+    replace_method, require_class, statements,
 )
 
 ID = "vllm-deepseek-eagle3-aux"
@@ -164,8 +164,7 @@ def _patch_model(role: str, module: cst.Module, model: cst.ClassDef) -> cst.Clas
             role, f"{MODEL_CLASS}.forward is not as expected: found {capture.loops} decoder-layer loop(s) "
             f"`for layer in islice(self.layers, ...)` and {capture.returns} final `return hidden_states` (expected 1 and 1)",
         )
-    body = [new_init if s is init else new_forward if s is forward else s for s in model.body.body]
-    return model.with_changes(body=model.body.with_changes(body=body))
+    return replace_method(replace_method(model, init, new_init), forward, new_forward)
 
 
 # -- DeepseekV2ForCausalLM -----------------------------------------------------------------------

@@ -31,7 +31,7 @@ from .. import FileNotAsExpected
 from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
     add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
-    require_class, statements,
+    replace_method, require_class, statements,
 )
 
 ID = "vllm-glm4-moe-eagle3"
@@ -158,8 +158,7 @@ def _patch_model(role: str, model: cst.ClassDef) -> cst.ClassDef:
         raise FileNotAsExpected(role, f"{MODEL_CLASS} has no __init__ or forward")
     new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *statements(f"self.{AUX_ATTR} = ()  {MARK}")]))
     new_forward = _patch_forward(role, forward)
-    body = [new_init if s is init else new_forward if s is forward else s for s in model.body.body]
-    return model.with_changes(body=model.body.with_changes(body=body))
+    return replace_method(replace_method(model, init, new_init), forward, new_forward)
 
 
 def transform(role: str, source: str, options) -> str:
