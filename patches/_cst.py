@@ -1,4 +1,5 @@
-"""Small libcst helpers the patches share: find a class, add a base, an import, methods.
+"""Small libcst helpers the patches share: find a class, add a base, an import, methods, replace a method;
+refuse the file (FileNotAsExpected) when the class or the import to extend is not there.
 
 Each helper keeps the file's own formatting (libcst round-trips every byte it does not
 touch) and copies the separator style of its neighbours, so a one-line base list stays
