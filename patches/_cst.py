@@ -1,4 +1,5 @@
-"""Small libcst helpers the patches share: find a class, add a base, an import, methods.
+"""Small libcst helpers the patches share: find a class, add a base, an import, methods, replace a method;
+refuse the file (FileNotAsExpected) when the class or the import to extend is not there.
 
 Each helper keeps the file's own formatting (libcst round-trips every byte it does not
 touch) and copies the separator style of its neighbours, so a one-line base list stays
@@ -38,6 +39,14 @@ def find_class(module: cst.Module, name: str) -> cst.ClassDef | None:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value == name:
             return stmt
     return None
+
+
+def require_class(role: str, module: cst.Module, name: str) -> cst.ClassDef:
+    """The top-level class `name`, else FileNotAsExpected: a patch that edits a class refuses a file without it."""
+    cls = find_class(module, name)
+    if cls is None:
+        raise FileNotAsExpected(role, f"no top-level class {name}")
+    return cls
 
 
 def find_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
@@ -148,6 +157,18 @@ def add_import_name(module: cst.Module, from_modules: tuple[str, ...], name: str
     return module
 
 
+def add_import_or_refuse(role: str, module: cst.Module, from_modules: tuple[str, ...], name: str) -> cst.Module:
+    """`add_import_name`, refusing the file when it has no such import to extend.
+
+    A patch that adds a base class must import it too, or the engine fails at import time;
+    a file without the engine's usual import is not the release's own.
+    """
+    try:
+        return add_import_name(module, from_modules, name)
+    except LookupError as err:
+        raise FileNotAsExpected(role, f"cannot import {name}: {err}") from None
+
+
 def parse_methods(code: str) -> list[cst.FunctionDef]:
     """Methods written as a dedented snippet, each preceded by one blank line in the class."""
     parsed = cst.parse_module(textwrap.dedent(code).strip() + "\n")
@@ -167,6 +188,11 @@ def insert_before_method(cls: cst.ClassDef, anchor: str, new: Sequence[cst.BaseS
 
 def replace_class(module: cst.Module, old: cst.ClassDef, new: cst.ClassDef) -> cst.Module:
     return module.with_changes(body=[new if stmt is old else stmt for stmt in module.body])
+
+
+def replace_method(cls: cst.ClassDef, old: cst.FunctionDef, new: cst.FunctionDef) -> cst.ClassDef:
+    """`cls` with method `old` (the node `find_method` returned) replaced by `new`, its other statements untouched."""
+    return cls.with_changes(body=cls.body.with_changes(body=[new if stmt is old else stmt for stmt in cls.body.body]))
 
 
 def statements(code: str) -> list[cst.BaseStatement]:

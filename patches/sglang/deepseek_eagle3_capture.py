@@ -38,7 +38,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, insert_before_method, parse, parse_methods, replace_class, statements
+from .._capture import fix_present
+from .._cst import (
+    find_method, insert_before_method, parse, parse_methods, replace_class, replace_method, require_class, statements,
+)
 
 ID = "sglang-deepseek-eagle3-capture"
 DESCRIPTION = "DeepseekV2ForCausalLM (DeepSeek-V2/V3, Kimi-K2) captures EAGLE-3 aux hidden states, as LlamaForCausalLM does"
@@ -161,10 +164,7 @@ def reference_takes_ids(tree) -> bool | None:
 
 # -- what the file has -------------------------------------------------------------------------
 def _classes(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.ClassDef]:
-    model, causal = find_class(module, MODEL_CLASS), find_class(module, CAUSAL_LM_CLASS)
-    if model is None or causal is None:
-        raise FileNotAsExpected(role, f"no top-level class {MODEL_CLASS if model is None else CAUSAL_LM_CLASS}")
-    return model, causal
+    return require_class(role, module, MODEL_CLASS), require_class(role, module, CAUSAL_LM_CLASS)
 
 
 def _code(module: cst.Module, node) -> str:
@@ -181,14 +181,7 @@ def _facts(role: str, module: cst.Module) -> dict[str, bool]:
 
 
 def has_fix(role: str, source: str, options) -> bool:
-    facts = _facts(role, parse(role, source))
-    if all(facts.values()):
-        return True
-    if any(facts.values()):
-        have = ", ".join(k for k, v in facts.items() if v)
-        lack = ", ".join(k for k, v in facts.items() if not v)
-        raise FileNotAsExpected(role, f"has part of the EAGLE-3 capture ({have}) but not the rest ({lack})")
-    return False
+    return fix_present(role, _facts(role, parse(role, source)), "EAGLE-3 capture")
 
 
 # -- DeepseekV2Model.forward ---------------------------------------------------------------------
@@ -255,7 +248,7 @@ def _append_to_init(role: str, cls: cst.ClassDef, line: str) -> cst.ClassDef:
     if init is None:
         raise FileNotAsExpected(role, f"{cls.name.value} has no __init__")
     new = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *statements(line)]))
-    return cls.with_changes(body=cls.body.with_changes(body=[new if s is init else s for s in cls.body.body]))
+    return replace_method(cls, init, new)
 
 
 def _patch_model(role: str, model: cst.ClassDef) -> cst.ClassDef:
@@ -263,7 +256,7 @@ def _patch_model(role: str, model: cst.ClassDef) -> cst.ClassDef:
     if forward is None:
         raise FileNotAsExpected(role, f"{MODEL_CLASS} has no forward")
     new_forward = _patch_forward(role, forward)
-    model = model.with_changes(body=model.body.with_changes(body=[new_forward if s is forward else s for s in model.body.body]))
+    model = replace_method(model, forward, new_forward)
     return _append_to_init(role, model, f"self.layers_to_capture = []  {MARK}")
 
 
@@ -321,7 +314,7 @@ def _patch_causal_lm(role: str, module: cst.Module, causal: cst.ClassDef) -> cst
         raise FileNotAsExpected(role, f"{CAUSAL_LM_CLASS} has no forward")
     hook = _hook(role, module, causal)
     new_forward = _patch_causal_forward(role, forward)
-    causal = causal.with_changes(body=causal.body.with_changes(body=[new_forward if s is forward else s for s in causal.body.body]))
+    causal = replace_method(causal, forward, new_forward)
     causal = _append_to_init(role, causal, f"self.capture_aux_hidden_states = False  {MARK}")
     return insert_before_method(causal, "", hook)  # at the end of the class, where 0.5.4.post2 has it
 

@@ -27,7 +27,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, replace_class, statements
+from .._cst import find_class, find_method, parse, replace_class, replace_method, require_class, statements
 
 ID = "sglang-eagle3-graph-aux-ids"
 DESCRIPTION = "the drafter's aux layer ids are set before CUDA-graph capture, so graph replays feed the same layers as eager passes"
@@ -122,9 +122,7 @@ def _runner_has_fix(role: str, source: str) -> bool:
 
 
 def _graph_runner_has_fix(role: str, source: str) -> bool:
-    cls = find_class(parse(role, source), GRAPH_RUNNER)
-    if cls is None:
-        raise FileNotAsExpected(role, f"no top-level class {GRAPH_RUNNER}")
+    cls = require_class(role, parse(role, source), GRAPH_RUNNER)
     init = find_method(cls, "__init__")
     return init is None or not _resets_in(init)
 
@@ -176,7 +174,7 @@ def _drop_resets(role: str, cls: cst.ClassDef, method: str, why: str, required: 
     new = fn.visit(dropper)
     if required and not dropper.dropped:
         raise FileNotAsExpected(role, f"{cls.name.value}.{method} has no `if ...: ...{HOOK}()` to remove")
-    return cls.with_changes(body=cls.body.with_changes(body=[new if s is fn else s for s in cls.body.body]))
+    return replace_method(cls, fn, new)
 
 
 def _patch_runner(role: str, source: str) -> str:
@@ -190,7 +188,7 @@ def _patch_runner(role: str, source: str) -> str:
         builder = builder.with_changes(leading_lines=[cst.EmptyLine(indent=False), *builder.leading_lines])
     rest = body[:graphs] + [moved, builder] + body[graphs + 1:applies] + body[applies + 1:]
     new_init = init.with_changes(body=init.body.with_changes(body=rest))
-    cls = cls.with_changes(body=cls.body.with_changes(body=[new_init if s is init else s for s in cls.body.body]))
+    cls = replace_method(cls, init, new_init)
     cls = _drop_resets(role, cls, "_dummy_run", "initialize() applied the drafter's ids already", required=False)
     return replace_class(module, find_class(module, RUNNER), cls).code
 

@@ -27,9 +27,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
+from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
-    add_base, add_import_name, base_names, find_class, find_method, imported_names, insert_before_method, parse,
-    parse_methods, replace_class, statements,
+    add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
+    replace_method, require_class, statements,
 )
 
 ID = "vllm-deepseek-eagle3-aux"
@@ -81,8 +82,7 @@ if len(aux_hidden_states) > 0:  {MARK}
 
 
 def find_files(tree) -> dict[str, str]:
-    if not tree.grep_re(rf"class {INTERFACE}\b", under="vllm/model_executor/models"):
-        raise FileNotFoundError(f"this release has no {INTERFACE} protocol in vllm/model_executor/models/interfaces.py")
+    require_vllm_protocol(tree, INTERFACE)
     for under in ("vllm/model_executor/models", "vllm"):
         for relpath in tree.grep_re(rf"(?m)^class {CAUSAL_LM_CLASS}\b", under=under):
             if re.search(rf"(?m)^class {MODEL_CLASS}\b".encode(), tree.read_bytes(relpath)):
@@ -91,10 +91,7 @@ def find_files(tree) -> dict[str, str]:
 
 
 def _classes(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.ClassDef]:
-    model, causal = find_class(module, MODEL_CLASS), find_class(module, CAUSAL_LM_CLASS)
-    if model is None or causal is None:
-        raise FileNotAsExpected(role, f"no top-level class {MODEL_CLASS if model is None else CAUSAL_LM_CLASS}")
-    return model, causal
+    return require_class(role, module, MODEL_CLASS), require_class(role, module, CAUSAL_LM_CLASS)
 
 
 def _facts(role: str, module: cst.Module) -> dict[str, bool]:
@@ -110,14 +107,7 @@ def _facts(role: str, module: cst.Module) -> dict[str, bool]:
 
 
 def has_fix(role: str, source: str, options) -> bool:
-    facts = _facts(role, parse(role, source))
-    if all(facts.values()):
-        return True
-    if any(facts.values()):
-        have = ", ".join(k for k, v in facts.items() if v)
-        lack = ", ".join(k for k, v in facts.items() if not v)
-        raise FileNotAsExpected(role, f"has part of the EAGLE-3 support ({have}) but not the rest ({lack})")
-    return False
+    return fix_present(role, _facts(role, parse(role, source)), "EAGLE-3 support")
 
 
 # -- DeepseekV2Model ----------------------------------------------------------------------------
@@ -152,7 +142,7 @@ class _CaptureInForward(cst.CSTTransformer):
                 self.loops += 1
                 start = statements("aux_hidden_states = []  " + MARK)[0].with_changes(leading_lines=stmt.leading_lines)
                 new_body.append(start)
-                new_body.append(_enumerate_and_capture(stmt).with_changes(leading_lines=()))
+                new_body.append(enumerate_from_start_layer(stmt, statements(_CAPTURE)).with_changes(leading_lines=()))
             elif m.matches(stmt, m.SimpleStatementLine(body=[m.Return(m.Name("hidden_states"))])) and stmt is body[-1]:
                 self.returns += 1
                 new_body.extend(statements(_RETURN))
@@ -160,20 +150,6 @@ class _CaptureInForward(cst.CSTTransformer):
             else:
                 new_body.append(stmt)
         return updated.with_changes(body=updated.body.with_changes(body=new_body))
-
-
-def _enumerate_and_capture(loop: cst.For) -> cst.For:
-    iterable = cst.Call(
-        func=cst.Name("enumerate"),
-        args=[
-            cst.Arg(loop.iter, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(cst.parse_expression("self.start_layer"), keyword=cst.Name("start"),
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
-        ],
-    )
-    target = cst.Tuple([cst.Element(cst.Name("idx")), cst.Element(cst.Name("layer"))], lpar=[], rpar=[])
-    body = loop.body.with_changes(body=statements(_CAPTURE) + list(loop.body.body))
-    return loop.with_changes(target=target, iter=iterable, body=body)
 
 
 def _patch_model(role: str, module: cst.Module, model: cst.ClassDef) -> cst.ClassDef:
@@ -188,8 +164,7 @@ def _patch_model(role: str, module: cst.Module, model: cst.ClassDef) -> cst.Clas
             role, f"{MODEL_CLASS}.forward is not as expected: found {capture.loops} decoder-layer loop(s) "
             f"`for layer in islice(self.layers, ...)` and {capture.returns} final `return hidden_states` (expected 1 and 1)",
         )
-    body = [new_init if s is init else new_forward if s is forward else s for s in model.body.body]
-    return model.with_changes(body=model.body.with_changes(body=body))
+    return replace_method(replace_method(model, init, new_init), forward, new_forward)
 
 
 # -- DeepseekV2ForCausalLM -----------------------------------------------------------------------
@@ -206,9 +181,4 @@ def transform(role: str, source: str, options) -> str:
     model, causal = _classes(role, module)
     module = replace_class(module, model, _patch_model(role, module, model))
     module = replace_class(module, causal, _patch_causal_lm(role, causal))
-    if INTERFACE not in imported_names(module):
-        try:
-            module = add_import_name(module, (".interfaces", "models.interfaces"), INTERFACE)
-        except LookupError as err:
-            raise FileNotAsExpected(role, f"cannot import {INTERFACE}: {err}") from None
-    return module.code
+    return add_import_or_refuse(role, module, (".interfaces", "models.interfaces"), INTERFACE).code

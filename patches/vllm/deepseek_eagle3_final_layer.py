@@ -19,7 +19,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, replace_class, statements
+from .._cst import find_class, find_method, parse, replace_class, replace_method, statements
 
 ID = "vllm-deepseek-eagle3-final-layer"
 DESCRIPTION = "DeepseekV2Model also captures the final layer's output (aux id = num_hidden_layers), as vLLM 0.25.0 does"
@@ -87,5 +87,4 @@ def transform(role: str, source: str, options) -> str:
     capture[0] = capture[0].with_changes(leading_lines=[*body[at].leading_lines, *capture[0].leading_lines])
     body = body[:at] + capture + [body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])] + body[at + 1:]
     new = forward.with_changes(body=forward.body.with_changes(body=body))
-    return replace_class(module, cls, cls.with_changes(body=cls.body.with_changes(
-        body=[new if s is forward else s for s in cls.body.body]))).code
+    return replace_class(module, cls, replace_method(cls, forward, new)).code

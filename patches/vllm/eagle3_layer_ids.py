@@ -27,7 +27,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, insert_before_method, parse, parse_methods, replace_class, statements
+from .._cst import find_method, insert_before_method, parse, parse_methods, replace_class, replace_method, require_class, statements
 
 ID = "vllm-eagle3-layer-ids"
 DESCRIPTION = "the model runners read the drafter's aux layer ids: top-level, then nested in eagle_config (convention: --nested-ids-convention)"
@@ -88,9 +88,7 @@ def _offset(options) -> int:
 def _reader(role: str, module: cst.Module) -> tuple[cst.ClassDef | None, cst.FunctionDef | None]:
     """(the class holding it, the function) for the role's reader; None when v1 has none (<= 0.11.0)."""
     if role == "v1":
-        cls = find_class(module, RUNNER)
-        if cls is None:
-            raise FileNotAsExpected(role, f"no top-level class {RUNNER}")
+        cls = require_class(role, module, RUNNER)
         return cls, find_method(cls, V1_READER)
     if role == "v2":
         fn = next((s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == V2_READER), None)
@@ -245,7 +243,7 @@ def _add_v1_reader(role: str, cls: cst.ClassDef, offset: int) -> cst.ClassDef:
     new_load = load.visit(user)
     if user.calls != 1:
         raise FileNotAsExpected(role, f"{RUNNER}.load_model has {user.calls} `self.model.{OLD_GETTER}()` (expected 1)")
-    cls = cls.with_changes(body=cls.body.with_changes(body=[new_load if s is load else s for s in cls.body.body]))
+    cls = replace_method(cls, load, new_load)
     return insert_before_method(cls, "load_model", _new_v1_reader(offset))
 
 
@@ -260,5 +258,4 @@ def transform(role: str, source: str, options) -> str:
     new = _patch_reader(role, fn, offset)
     if cls is None:
         return module.with_changes(body=[new if s is fn else s for s in module.body]).code
-    return replace_class(module, cls, cls.with_changes(body=cls.body.with_changes(
-        body=[new if s is fn else s for s in cls.body.body]))).code
+    return replace_class(module, cls, replace_method(cls, fn, new)).code

@@ -28,9 +28,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
+from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
-    add_base, add_import_name, base_names, find_class, find_method, imported_names, insert_before_method, parse,
-    parse_methods, replace_class, statements,
+    add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
+    replace_method, require_class, statements,
 )
 
 ID = "vllm-glm4-moe-eagle3"
@@ -87,8 +88,7 @@ if len(aux_hidden_states) > 0:  {MARK}
 
 
 def find_files(tree) -> dict[str, str]:
-    if not tree.grep_re(rf"class {INTERFACE}\b", under="vllm/model_executor/models"):
-        raise FileNotFoundError(f"this release has no {INTERFACE} protocol in vllm/model_executor/models/interfaces.py")
+    require_vllm_protocol(tree, INTERFACE)
     for relpath in tree.grep_re(rf"(?m)^class {CAUSAL_LM_CLASS}\b", under="vllm/model_executor/models"):
         if f"class {MODEL_CLASS}(".encode() in tree.read_bytes(relpath):
             return {"model": relpath}
@@ -96,10 +96,7 @@ def find_files(tree) -> dict[str, str]:
 
 
 def _classes(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.ClassDef]:
-    model, causal = find_class(module, MODEL_CLASS), find_class(module, CAUSAL_LM_CLASS)
-    if model is None or causal is None:
-        raise FileNotAsExpected(role, f"no top-level class {MODEL_CLASS if model is None else CAUSAL_LM_CLASS}")
-    return model, causal
+    return require_class(role, module, MODEL_CLASS), require_class(role, module, CAUSAL_LM_CLASS)
 
 
 def has_fix(role: str, source: str, options) -> bool:
@@ -111,11 +108,7 @@ def has_fix(role: str, source: str, options) -> bool:
         "setter": find_method(causal, SETTER) is not None,
         "capture": forward is not None and f"self.{AUX_ATTR}" in module.code_for_node(forward),
     }
-    if all(facts.values()) or not any(facts.values()):
-        return all(facts.values())
-    have = ", ".join(k for k, v in facts.items() if v)
-    lack = ", ".join(k for k, v in facts.items() if not v)
-    raise FileNotAsExpected(role, f"has part of the EAGLE-3 support ({have}) but not the rest ({lack})")
+    return fix_present(role, facts, "EAGLE-3 support")
 
 
 # -- Glm4MoeModel.forward ------------------------------------------------------------------------
@@ -132,17 +125,7 @@ _RETURN_HIDDEN = m.SimpleStatementLine(body=[m.Return(m.Name("hidden_states"))])
 def _capturing_loop(loop: cst.For) -> cst.For:
     if m.matches(loop, _RANGE_LOOP):  # 0.10.0-0.10.1.1: `for i in range(self.start_layer, self.end_layer)`: absolute already
         return loop.with_changes(body=loop.body.with_changes(body=[*statements(_CAPTURE.format(idx="i")), *loop.body.body]))
-    iterable = cst.Call(
-        func=cst.Name("enumerate"),
-        args=[
-            cst.Arg(loop.iter, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(cst.parse_expression("self.start_layer"), keyword=cst.Name("start"),
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
-        ],
-    )
-    target = cst.Tuple([cst.Element(cst.Name("idx")), cst.Element(cst.Name("layer"))], lpar=[], rpar=[])
-    body = loop.body.with_changes(body=[*statements(_CAPTURE.format(idx="idx")), *loop.body.body])
-    return loop.with_changes(target=target, iter=iterable, body=body)
+    return enumerate_from_start_layer(loop, statements(_CAPTURE.format(idx="idx")))
 
 
 def _patch_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
@@ -175,8 +158,7 @@ def _patch_model(role: str, model: cst.ClassDef) -> cst.ClassDef:
         raise FileNotAsExpected(role, f"{MODEL_CLASS} has no __init__ or forward")
     new_init = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *statements(f"self.{AUX_ATTR} = ()  {MARK}")]))
     new_forward = _patch_forward(role, forward)
-    body = [new_init if s is init else new_forward if s is forward else s for s in model.body.body]
-    return model.with_changes(body=model.body.with_changes(body=body))
+    return replace_method(replace_method(model, init, new_init), forward, new_forward)
 
 
 def transform(role: str, source: str, options) -> str:
@@ -187,9 +169,4 @@ def transform(role: str, source: str, options) -> str:
     module = replace_class(module, model, _patch_model(role, model))
     anchor = "compute_logits" if find_method(causal, "compute_logits") is not None else ""
     module = replace_class(module, causal, insert_before_method(add_base(causal, INTERFACE), anchor, parse_methods(_METHODS)))
-    if INTERFACE not in imported_names(module):
-        try:
-            module = add_import_name(module, (".interfaces", "models.interfaces"), INTERFACE)
-        except LookupError as err:
-            raise FileNotAsExpected(role, f"cannot import {INTERFACE}: {err}") from None
-    return module.code
+    return add_import_or_refuse(role, module, (".interfaces", "models.interfaces"), INTERFACE).code

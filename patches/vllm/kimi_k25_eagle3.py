@@ -23,7 +23,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import add_base, add_import_name, base_names, find_class, find_method, imported_names, insert_before_method, parse, parse_methods, replace_class
+from .._cst import (
+    add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
+    require_class,
+)
 
 ID = "vllm-kimi-k25-eagle3"
 DESCRIPTION = "KimiK25ForConditionalGeneration forwards the EAGLE-3 interface to its text model; the proposer finds its image token"
@@ -81,15 +84,8 @@ def find_files(tree) -> dict[str, str]:
 
 
 # -- kimi_k25.py -------------------------------------------------------------------------------
-def _wrapper(role: str, module: cst.Module) -> cst.ClassDef:
-    cls = find_class(module, WRAPPER)
-    if cls is None:
-        raise FileNotAsExpected(role, f"no top-level class {WRAPPER}")
-    return cls
-
-
 def _wrapper_has_fix(role: str, source: str) -> bool:
-    cls = _wrapper(role, parse(role, source))
+    cls = require_class(role, parse(role, source), WRAPPER)
     facts = {"interface": INTERFACE in base_names(cls), "setter": find_method(cls, SETTER) is not None}
     if all(facts.values()) or not any(facts.values()):
         return all(facts.values())
@@ -98,15 +94,10 @@ def _wrapper_has_fix(role: str, source: str) -> bool:
 
 def _patch_wrapper(role: str, source: str) -> str:
     module = parse(role, source)
-    cls = _wrapper(role, module)
+    cls = require_class(role, module, WRAPPER)
     new = insert_before_method(add_base(cls, INTERFACE), "load_weights", parse_methods(_METHODS))
     module = replace_class(module, cls, new)
-    if INTERFACE not in imported_names(module):
-        try:
-            module = add_import_name(module, ("models.interfaces", ".interfaces"), INTERFACE)
-        except LookupError as err:
-            raise FileNotAsExpected(role, f"cannot import {INTERFACE}: {err}") from None
-    return module.code
+    return add_import_or_refuse(role, module, ("models.interfaces", ".interfaces"), INTERFACE).code
 
 
 # -- the EAGLE proposer ------------------------------------------------------------------------
