@@ -77,10 +77,17 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
     return register
 
 
+_LOADED: set[tuple] = set()  # the __path__ already read: doctor asks for checks thousands of times
+
+
 def _load() -> None:
+    loaded = tuple(__path__)
+    if loaded in _LOADED:
+        return
     for info in pkgutil.iter_modules(__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{__name__}.{info.name}")
+    _LOADED.add(loaded)
 
 
 def all_checks() -> list[Check]:

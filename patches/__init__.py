@@ -142,8 +142,16 @@ def _jsonable(value):
 _REGISTRY: dict[str, Patch] = {}
 
 
+# The folders already read (doctor asks for the patches of every release): an engine's package and its
+# __path__, so a folder added to the path (a test's, a plugin's) is read too.
+_LOADED: set[tuple] = set()
+
+
 def _load(engine: str) -> None:
     package = importlib.import_module(f"{__name__}.{engine}")
+    loaded = (engine, *package.__path__)
+    if loaded in _LOADED:
+        return
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):
             continue
@@ -155,6 +163,7 @@ def _load(engine: str) -> None:
         if patch.engine != engine:
             raise RuntimeError(f"{module.__name__} sits under patches/{engine}/ but says ENGINE = {patch.engine!r}")
         _REGISTRY[patch.id] = patch
+    _LOADED.add(loaded)
 
 
 def all_patches(engine: str) -> list[Patch]:

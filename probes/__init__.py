@@ -46,11 +46,18 @@ def probe(engine: str, key: str, title: str, order: int = 50):
     return register
 
 
+_LOADED: set[tuple] = set()  # (engine, *its package __path__) already read: a folder added later is read too
+
+
 def _load(engine: str) -> None:
     package = importlib.import_module(f"{__name__}.{engine}")
+    loaded = (engine, *package.__path__)
+    if loaded in _LOADED:
+        return
     for info in pkgutil.iter_modules(package.__path__):
         if not info.name.startswith("_"):
             importlib.import_module(f"{package.__name__}.{info.name}")
+    _LOADED.add(loaded)
 
 
 def all_probes(engine: str) -> list[Probe]:

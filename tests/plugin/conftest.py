@@ -31,4 +31,5 @@ def test_sglang_patch(monkeypatch):
     monkeypatch.setattr(package, "__path__", [*package.__path__, str(HERE / "sglang_patches")])
     yield "sglang-test-nextn-alias"
     compat.patches._REGISTRY.pop("sglang-test-nextn-alias", None)
+    compat.patches._LOADED.clear()  # the next test that adds the folder reads it again
     sys.modules.pop("compat.patches.sglang.nextn_alias", None)
