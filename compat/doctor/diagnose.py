@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Any, Callable
 
@@ -143,30 +142,29 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
 
 def fix_summary(checks: list[dict]) -> list[str]:
     """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table."""
+    shown = [(c, c["fix"]) for c in checks if c["fix"] and (c["verdict"] == FAIL or c["fix"]["kind"] == "patch")]
+    newest = _newest_lower_bound([fix["releases"] for _, fix in shown if fix["kind"] == "release"])
     out = []
-    for c in checks:
-        fix = c["fix"] if c["verdict"] == FAIL or (c["fix"] or {}).get("kind") == "patch" else None
-        if not fix:
-            continue
+    for c, fix in shown:
         text = {"patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
                 "ask": lambda f: "say --layer-ids-convention",
-                "release": lambda f: f"use {f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
+                "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
         if text not in out:
             out.append(text)
-    return _one_release_bound(out)
+    return out
 
 
-def _one_release_bound(phrases: list[str]) -> list[str]:
-    """Several checks each needing a newer release ("use >=0.5.9", "use >=0.5.10") need the newest of them:
-    one phrase, where the first of them stood. Ranges other than a lone lower bound stay as they are."""
-    lower = [p for p in phrases if re.fullmatch(r"use >=\s*[\w.+!-]+", p)]
-    if len(lower) < 2:
-        return phrases
+def _newest_lower_bound(ranges: list[str]) -> str | None:
+    """">=0.5.10" when every range is a lone lower bound (">=0.5.9", ">=0.5.10"): a release meeting them all
+    is one meeting the newest. None when a range is anything else (then each is shown as it is)."""
     try:
-        newest = max(lower, key=lambda p: Version(p.split(">=", 1)[1].strip()))
+        specs = [SpecifierSet(r) for r in ranges]
+    except InvalidSpecifier:
+        return None
+    bounds = [next(iter(spec)) for spec in specs if len(spec) == 1]
+    if len(bounds) != len(specs) or not bounds or any(b.operator != ">=" for b in bounds):
+        return None
+    try:
+        return ">=" + max((b.version for b in bounds), key=Version)
     except InvalidVersion:
-        return phrases
-    first = phrases.index(lower[0])
-    kept = [p for p in phrases if p not in lower]
-    kept.insert(first, newest)
-    return kept
+        return None
