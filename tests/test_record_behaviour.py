@@ -75,8 +75,8 @@ def test_normaliser_replaces_paths_and_timings_but_not_content(tmp_path):
     norm = Normaliser(tmp_path, "/v/bin/python", "/v", "/src/compat-checkout")
     value = {"location": f"{tmp_path}/out-001", "probe_seconds": 0.42, "num_speculative_tokens": 3,
              "python": "/v/bin/python", "venv": "/v/lib", "file": "/src/compat-checkout/compat/cli.py",
-             "home": str(Path.home() / ".cache" / "compat"), "detail": "fc takes 192 = 3 x 64"}
+             "home": str(Path.home() / ".cache" / "compat"), "detail": "fc takes 192 = 3 x 64", "text": "probed in 1.34 s, statically; 0.5 s of 2.25 s"}
     assert norm.value(value) == {
         "location": "<WORK>/out-001", "probe_seconds": "<SECONDS>", "num_speculative_tokens": 3,
         "python": "<PY>", "venv": "<VENV>/lib", "file": "<COMPAT>/compat/cli.py", "home": "~/.cache/compat",
-        "detail": "fc takes 192 = 3 x 64"}
+        "detail": "fc takes 192 = 3 x 64", "text": "probed in <SECONDS> s, statically; 0.5 s of 2.25 s"}

@@ -13,7 +13,7 @@ run, so paths are relative as users type them). Each scenario is one JSON line:
 
 What legitimately varies is normalised, nothing else: the temporary directory (<WORK>), the interpreter
 and its venv (<PY>, <VENV>), the compat checkout (<COMPAT>), the home directory (~), and timings
-(keys ending in _seconds). The facts cache is the recording's own (COMPAT_FACTS_DIR in the temporary
+(keys ending in _seconds, "in 0.42 s" in text). The facts cache is the recording's own (COMPAT_FACTS_DIR in the temporary
 directory; `--facts-cache off` turns it off), so every report is computed by the code under test, never
 read from the user's cache; SOURCE_DATE_EPOCH pins dates. The first line (_meta) names the releases used.
 
@@ -47,6 +47,7 @@ from behaviour_scenarios import build_inputs, cached_releases, describe, scenari
 
 TIMEOUT = 900
 SECONDS_KEY = re.compile(r"(^|_)(seconds|elapsed|duration)$")
+SECONDS_TEXT = re.compile(r"\b(in|took) \d+\.\d+ s\b")  # "probed in 0.42 s", "exit 1 in 3.10 s" (-v)
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 
 
@@ -69,7 +70,7 @@ class Normaliser:
             text = text.replace(real, placeholder)
         if self.home not in ("", "/"):
             text = re.sub(re.escape(self.home) + r"(?=/|\b|$)", "~", text)
-        return text
+        return SECONDS_TEXT.sub(r"\1 <SECONDS> s", text)
 
     def value(self, value, key: str = ""):
         if isinstance(value, dict):
