@@ -2,29 +2,31 @@
 """Record what compat's commands print and write, so a refactor can show it changed no behaviour.
 
 `record` runs the compat that an interpreter imports (`PY -m compat ...` in subprocesses; this script
-never imports compat) over a fixed list of scenarios (tools/behaviour_scenarios.py, about 500): probe
-on every release in the user cache (~/.cache/compat/releases, no network), doctor over targets x drafters
-x a spread of vLLM and SGLang releases x options (--layer-ids-convention, --python, -q, --releases,
-human output), convert ckpt over layouts and options (refusals too, with the written files' names, sizes
-and sha256), and error cases. The inputs are built in a fresh temporary directory (the cwd of every
-run, so paths are relative as users type them). Each scenario is one JSON line:
+never imports compat) over a fixed list of about 540 scenarios (tools/behaviour_scenarios.py): probe on
+every release in the user cache (~/.cache/compat/releases; no network), doctor over targets x drafters x
+a spread of vLLM and SGLang releases x options (--layer-ids-convention, --python naming the shared
+engine venv, -q, --releases, human output), convert ckpt over layouts and options (refusals too, with
+DST's files: names, sizes, sha256), and error cases. The inputs are built in a fresh temporary directory,
+the cwd of every run, so paths are relative as users type them. One JSON line per scenario:
 
     {"id", "argv", "exit_code", "stdout_json" (parsed, else the text), "stderr", "files" (convert's DST)}
 
 What legitimately varies is normalised, nothing else: the temporary directory (<WORK>), the interpreter
-and its venv (<PY>, <VENV>), the compat checkout (<COMPAT>), the home directory (~), and timings
-(keys ending in _seconds, "in 0.42 s" in text). The facts cache is the recording's own (COMPAT_FACTS_DIR in the temporary
-directory; `--facts-cache off` turns it off), so every report is computed by the code under test, never
-read from the user's cache; SOURCE_DATE_EPOCH pins dates. The first line (_meta) names the releases used.
+and its venv (<PY>, <VENV>), the compat checkout (<COMPAT>), the home directory (~), timings (keys ending
+in _seconds; "in 0.42 s" in text). The facts cache is the recording's own (COMPAT_FACTS_DIR in the
+temporary directory; `--facts-cache off` turns it off): every report is computed by the code under test,
+never read from the user's cache. SOURCE_DATE_EPOCH pins dates. The first line (_meta) names the releases
+used; the scenario list depends on which releases are cached, so record both sides on the same cache.
 
-For a refactor (issue 18):
+For a refactor (issue 18): record the base once, record your branch, compare (about 20 minutes per
+recording with --jobs 2 on a busy 2-core machine; --only REGEX for a quick look at some scenarios):
 
     python tools/record_behaviour.py record --python /work/wt/base/.venv/bin/python --out before.jsonl
-    python tools/record_behaviour.py record --python .venv/bin/python --out after.jsonl --jobs 2
+    python tools/record_behaviour.py record --python .venv/bin/python --out after.jsonl
     python tools/record_behaviour.py compare before.jsonl after.jsonl   # exit 0: identical
 
 `compare` prints, per differing scenario, its id and the JSON path of each difference (a line diff for
-multi-line text), and exits 1; scenarios only in one file count as differences.
+multi-line text) and exits 1; a scenario only in one file is a difference.
 """
 
 from __future__ import annotations
