@@ -20,7 +20,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from compat.checkpoints import RECORD_KEY
+from compat.checkpoints import CONVENTIONS, RECORD_KEY, ConventionNeeded, Settled, from_flag
 from compat.checks import get_check
 from compat.doctor.context import FAIL, PASS
 from compat.doctor.inputs import Drafter, recognise
@@ -43,8 +43,6 @@ def rerun(check: dict, ctx) -> dict:
 # -- an answer only the user has ----------------------------------------------------------------------------
 def fix_with_input(ctx, checks: list[dict]) -> None:
     """For a check that needs the layer-id convention: what each answer means here, and its fix."""
-    from compat.checkpoints import CONVENTIONS
-
     for check in unfixed(checks):
         if not check.get("needs_input"):
             continue
@@ -56,7 +54,7 @@ def fix_with_input(ctx, checks: list[dict]) -> None:
             again = rerun(check, answer_ctx)
             answer = {"trained": drafter.trained_ids, "verdict": again["verdict"], "fix": None}
             if again["verdict"] == FAIL:
-                converted, _ = converted_drafter(answer_ctx, convention)
+                converted, _ = converted_drafter(answer_ctx, from_flag(convention))
                 if converted is not None and rerun(check, ctx.with_drafter(converted))["verdict"] == PASS:
                     answer["fix"] = convert_command(answer_ctx, convention)
             answers[convention] = answer
@@ -217,20 +215,18 @@ def fix_with_conversion(ctx, checks: list[dict], *, first_only: bool = False) ->
     """Plan `compat convert ckpt --to <engine> --engine-version X` (nothing written) and re-check the result.
 
     first_only: only the checks that list "convert" first among their fixes (before any patch is tried)."""
-    from compat.checkpoints import CONVENTIONS
-
     pending = [c for c in unfixed(checks) if may_fix(c, "convert")
                and (not first_only or get_check(c["check"]).fixes[0] == "convert")]
     if not pending or ctx.version is None:
         return
-    attempts = {None: converted_drafter(ctx)}
-    if attempts[None][0] is None and "--layer-ids-convention" in (attempts[None][1] or ""):
+    attempts: dict[str | None, tuple[Drafter | None, CompatError | None]] = {None: converted_drafter(ctx)}
+    if isinstance(attempts[None][1], ConventionNeeded):
         # the drafter does not say how to read its ids; a fix that holds under either reading is still a fix
-        attempts = {conv: converted_drafter(ctx, conv) for conv in CONVENTIONS}
-    if any(drafter is None for drafter, _ in attempts.values()):
-        error = next(err for drafter, err in attempts.values() if drafter is None)
+        attempts = {conv: converted_drafter(ctx, from_flag(conv)) for conv in CONVENTIONS}
+    refused = next((err for drafter, err in attempts.values() if drafter is None and err is not None), None)
+    if refused is not None:
         for check in pending:
-            check["convert_refused"] = error
+            check["convert_refused"] = one_line(refused)
         return
     for check in pending:
         if check.get("convert_with"):  # the check knows what the conversion must change (e.g. the layer ids)
@@ -249,7 +245,7 @@ def fix_with_conversion(ctx, checks: list[dict], *, first_only: bool = False) ->
 def _fix_with_conversion_of(ctx, check: dict, changes: dict) -> None:
     drafter, error = converted_drafter(ctx, layer_ids=changes.get("layer_ids"))
     if drafter is None:
-        check["convert_refused"] = error
+        check["convert_refused"] = one_line(error)
         return
     again = rerun(check, ctx.with_drafter(drafter))
     if again["verdict"] == PASS:
@@ -257,25 +253,34 @@ def _fix_with_conversion_of(ctx, check: dict, changes: dict) -> None:
                         "verified": f"checked on the drafter the conversion would write: {again['detail']}"}
 
 
-def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> tuple[Drafter | None, str | None]:
+def converted_drafter(ctx, told: Settled | None = None,
+                      layer_ids: list[int] | None = None) -> tuple[Drafter | None, CompatError | None]:
+    """The drafter `compat convert ckpt` would write for this release (planned, nothing written), or why it refuses.
+
+    The conversion reads the source's ids as doctor settled them (`ctx.drafter.settled`), or as `told`
+    (an answer the user may give: --layer-ids-convention X)."""
     from compat.convert import Options as ConvertOptions
     from compat.convert import build_record, make_plan
 
-    convention = convention or user_convention(ctx)
     target_config = ctx.target.path / "config.json"
     with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
         dst = Path(tmp) / "converted"  # never created: make_plan only plans
         try:
             plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
                                             target=target_config if target_config.is_file() else None,
-                                            layer_ids=layer_ids, layer_ids_convention=convention or _settled(ctx, layer_ids)))
+                                            layer_ids=layer_ids, convention=told or ctx.drafter.settled))
         except CompatError as err:
-            return None, str(err).replace("\n", " ")
+            return None, err
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
     config = {**plan.config_after, RECORD_KEY: build_record(plan)}  # what the conversion's record will say
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}
     converted = Drafter(Path(converted_path(ctx)), config, tensors, maps=maps)
     return recognise(converted, ctx.target), None
+
+
+def one_line(error: CompatError | None) -> str | None:
+    """An error as one line of a fix's text (its message and its fix)."""
+    return None if error is None else str(error).replace("\n", " ")
 
 
 class PlannedMap:
@@ -293,20 +298,18 @@ def converted_path(ctx) -> str:
     return local_name(ctx.drafter.path) + f"-{ctx.engine}-{ctx.version}"
 
 
-def _settled(ctx, layer_ids) -> str | None:
-    """With explicit --layer-ids the conversion needs their convention: the one the drafter's ids were read in."""
-    return ctx.drafter.convention if layer_ids is not None else None
-
-
-def user_convention(ctx) -> str | None:
-    """The convention the user told doctor (--layer-ids-convention): the conversion must be told too."""
-    return ctx.drafter.convention if ctx.drafter.settled_by == "flag" else None
+def named_convention(settled: Settled | None, layer_ids: list[int] | None) -> str | None:
+    """The --layer-ids-convention a convert command must repeat: the one the user told doctor, and with explicit
+    --layer-ids the one the drafter's ids were read in (told, or fixed by a trainer fingerprint)."""
+    if settled is None or not (settled.source == "flag" or layer_ids is not None):
+        return None
+    return settled.convention
 
 
 def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
     """`compat convert ckpt` for the release diagnosed, named with the source options that name it: a tree by
     --path, the installed engine by --engine (and --python), a release by --engine ENGINE==VERSION."""
-    convention = convention or user_convention(ctx) or _settled(ctx, layer_ids)
+    convention = convention or named_convention(ctx.drafter.settled, layer_ids)
     src = ctx.report.get("source") or {}
     if src.get("kind") == "path" and src.get("location"):
         release = ["--path", src["location"]]

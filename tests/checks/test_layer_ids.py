@@ -79,7 +79,7 @@ def test_sglang_cuda_graph_quirk_fails_ids_other_than_the_default(ctx, run):
 def test_unknown_layer_count_or_training_warns(ctx, run):
     assert run("layer-ids", ctx(tgt=target(layers=None)))["verdict"] == "warn"
     d = drafter(specforge_config(eagle_config=None), tgt=None)
-    d.trained_ids = None
+    d.settled = None  # nothing says what it was trained on
     assert run("layer-ids", ctx(draft=d))["verdict"] == "warn"
 
 
