@@ -122,8 +122,9 @@ def read_layer_ids(layout: ModuleType, config: dict, told: Settled | None, targe
 
 def _told(config: dict, tensor_names: set[str], flag: str | None) -> Settled | None:
     """What settles the ids before any layout reads them: compat's record, the user's flag, a trainer fingerprint."""
-    record = config.get(RECORD_KEY) if isinstance(config.get(RECORD_KEY), dict) else {}
-    recorded = (record.get("layer_ids") or {}).get("capture_before") if isinstance(record.get("layer_ids"), dict) else None
+    record = config.get(RECORD_KEY)
+    layer_ids = record.get("layer_ids") if isinstance(record, dict) else None
+    recorded = layer_ids.get("capture_before") if isinstance(layer_ids, dict) else None
     if isinstance(recorded, list) and recorded and all(isinstance(i, int) for i in recorded):
         return Settled("record", f"compat convert's record: trained on capture-before {recorded}", capture_before=list(recorded))
     if flag is not None:
@@ -138,7 +139,7 @@ def _told(config: dict, tensor_names: set[str], flag: str | None) -> Settled | N
 def _readings(layout: ModuleType, config: dict, target: Target | None) -> dict[str, list[int]] | None:
     """What each convention, if told, says the drafter was trained on; None when a reading fails for
     another reason too (then asking the user for the convention would not be enough)."""
-    readings = {}
+    readings: dict[str, list[int]] = {}
     for convention in CONVENTIONS:
         try:
             ids = read_layer_ids(layout, config, from_flag(convention), target).capture_before

@@ -298,7 +298,9 @@ def _source_layout(source: SourceCheckpoint, forced: str | None):
 
 
 def _canonical_names(source: SourceCheckpoint, layout) -> dict[str, str]:
-    mapping, unknown, seen = {}, [], {}
+    mapping: dict[str, str] = {}
+    unknown: list[str] = []
+    seen: dict[str, str] = {}
     for name in source.tensors:
         canonical = layout.to_canonical(name)
         if canonical is None:

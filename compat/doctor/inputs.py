@@ -3,70 +3,18 @@
 Only configs, safetensors headers and the two small vocab maps are read (never the weights), through
 the same readers `compat convert ckpt` uses (compat/target.py, compat/convert), so doctor and
 convert see one target and one drafter; how the drafter's layer ids are known is settled once, by
-checkpoints.settle, and carried on the drafter (doctor's fixes hand it to convert as is).
+checkpoints.settle, and carried on the drafter (doctor's fixes hand it to convert as is). The Drafter
+type is the checks' (compat.checks: what they read).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
+from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention
+from compat.checks import Drafter
 from compat.errors import CompatError, UsageError
 from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
-from compat.vocab_maps import MapTensor
-
-
-@dataclass
-class Drafter:
-    path: Path
-    config: dict
-    tensors: dict[str, tuple[str, tuple[int, ...]]]  # name -> (dtype, shape), from the headers only
-    maps: dict[str, MapTensor] = field(default_factory=dict)  # "d2t" / "t2d" -> a tensor whose .read() gives its bytes (small)
-    layout: ModuleType | None = None  # the checkpoints/ layout module that recognises it
-    settled: Settled | None = None  # how its layer ids are known (None: they are not: see read_error)
-    read_error: str | None = None  # why the layout could not read the config (e.g. ambiguous ids), in words
-    # When only the user can settle the convention of the declared ids: the error, with what each reading trains on.
-    ambiguous: AmbiguousConvention | None = None
-
-    @property
-    def architecture(self) -> str | None:
-        archs = self.config.get("architectures") or []
-        return archs[0] if archs else None
-
-    @property
-    def trained_ids(self) -> list[int] | None:
-        """The capture-before layers it was trained on (None: unknown)."""
-        return self.settled.capture_before if self.settled is not None else None
-
-    @property
-    def settled_by(self) -> str | None:
-        return self.settled.source if self.settled is not None else None
-
-    @property
-    def convention(self) -> str | None:
-        """The convention its declared ids are read in, when the user told it or a fingerprint fixes it."""
-        return self.settled.convention if self.settled is not None else None
-
-    @property
-    def branches(self) -> dict[str, list[int]] | None:
-        """When nothing settles the convention: what each reading says it was trained on."""
-        return self.ambiguous.readings if self.ambiguous is not None else None
-
-    @property
-    def trained_origin(self) -> str:
-        """How the layers trained on are known, in words."""
-        settled = self.settled
-        if settled is None or settled.capture_before is None:
-            return ""
-        ids = settled.ids
-        if ids is None:  # compat's record, or the default
-            return settled.why
-        if settled.source == "fingerprint":
-            # doctor's words for a fingerprint name the flag the fingerprint stands in for (kept as they were)
-            return f"{ids.declared_field} = {ids.declared} read as {ids.convention} ({CONVENTION_FLAG}); {settled.why}"
-        return ids.origin
 
 
 def read_drafter(path: str | Path, target: Target | None, convention: str | None = None) -> Drafter:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.doctor.inputs import Drafter, recognise
+from compat.checks import Drafter
+from compat.doctor.inputs import recognise
 from check_inputs import drafter, specforge_config, target, tensors
 
 NESTED_V1 = [{"runner": "v1", "keys": [
