@@ -110,8 +110,8 @@ def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
         ids = with_requirements(patch, patches, applied)
         settings = {pid: chosen[pid] for pid in ids if chosen.get(pid)}
         fix: dict[str, Any] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
-               "options": settings, "plugin": plugin_command(ctx, ids, settings),
-               "verified": f"re-probed with the patches applied in memory: {again.detail}"}
+                               "options": settings, "plugin": plugin_command(ctx, ids, settings),
+                               "verified": f"re-probed with the patches applied in memory: {again.detail}"}
         if where_to_patch(ctx):
             fix["note"] = where_to_patch(ctx)
         if check.fix is not None:  # converting the drafter fixes it already: the patch is the other way
@@ -244,7 +244,7 @@ def fix_with_conversion(ctx: Ctx, checks: list[Result], *, first_only: bool = Fa
                          "verified": f"checked on the drafter the conversion would write: {agains[0].detail}"}
             if conventions:
                 check.fix["note"] = ("the drafter's config does not say which convention its layer ids use: "
-                                        "pass the one it was trained with")
+                                     "pass the one it was trained with")
 
 
 def _fix_with_conversion_of(ctx: Ctx, check: Result, changes: ConvertWith) -> None:
@@ -346,7 +346,7 @@ def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
         else:
             hint = check.convert_refused
             check.fix = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
-                                                    + (f" (conversion refused: {hint})" if hint else "")
-                                                    + "; compare the releases after this one: " + shlex.join(
-                                                        ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
-                                                         "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}
+                                                 + (f" (conversion refused: {hint})" if hint else "")
+                                                 + "; compare the releases after this one: " + shlex.join(
+                                                     ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
+                                                      "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}
