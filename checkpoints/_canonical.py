@@ -188,9 +188,9 @@ class AmbiguousConvention(ConventionNeeded):
     It carries what a caller needs as data: the field, the ids, why they are ambiguous, and (once
     `settle` has tried them) what each reading says the drafter was trained on."""
 
-    def __init__(self, field_name: str, declared: list[int], why: str) -> None:
+    def __init__(self, field_name: str, declared: object, why: str) -> None:
         self.field = field_name
-        self.declared = list(declared)
+        self.declared = declared  # as the config holds it (a list of ints, unless the config is wrong there too)
         self.why = why
         # convention -> the capture-before layers that reading trains on; None: a reading the layout refuses
         # for another reason too (the config has more wrong with it than the convention). Filled by settle().
@@ -213,7 +213,7 @@ class ConflictingLayerIds(ConventionNeeded):
                          hint=f"pass --layer-ids with the layers the drafter was trained on, and {CONVENTION_FLAG}")
 
 
-def ambiguous(field_name: str, declared: list, why: str) -> AmbiguousConvention:
+def ambiguous(field_name: str, declared: object, why: str) -> AmbiguousConvention:
     return AmbiguousConvention(field_name, declared, why)
 
 

@@ -114,3 +114,12 @@ def test_the_flag_is_declared_once_with_the_conventions_as_choices():
             parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["ckpt"]
         actions.append(next(a for a in parser._actions if "--layer-ids-convention" in a.option_strings))
     assert all(tuple(a.choices) == CONVENTIONS and a.dest == "layer_ids_convention" for a in actions)
+
+
+def test_ids_that_are_not_a_list_are_named_as_the_config_holds_them():
+    config = {**vllm_config(), "eagle_config": {"eagle_aux_hidden_state_layer_ids": 5}}
+    del config["eagle_aux_hidden_state_layer_ids"]
+    with pytest.raises(AmbiguousConvention) as caught:
+        settle(get_layout("vllm"), config, LAYERS0, target=target())
+    assert caught.value.declared == 5 and "eagle_aux_hidden_state_layer_ids = 5 does not say" in caught.value.message
+    assert caught.value.readings is None  # told a convention, the layout still refuses a 5
