@@ -73,9 +73,9 @@ from ._canonical import (  # the shared vocabulary, re-exported: import these fr
     CONVENTIONS, LLAMA_LAYER0, MLA_LAYER0, NESTED_IDS, OUTPUT_OF, RECORD_FILE, RECORD_KEY, RECORD_SCHEMA, REQUIRED_TOP,
     TOP_IDS, TRAINERS, DrafterConfig, LayerIds, ReadContext, TargetInfo, WriteContext, canonical_name, compat_record,
     AmbiguousConvention, BASIS_FINGERPRINT, declared_ids, default_layer_ids, ids_from_declared, layer_index, record, recorded_layout, strip_model_prefix,
-    target_family,
+    target_family, CONVENTION_FLAG, ConflictingLayerIds, ConventionNeeded, Settled, SettledSource,
 )
-from ._conventions import FINGERPRINTS, Settled, settle_convention
+from ._conventions import FINGERPRINTS, add_flag, from_flag, settle
 
 __all__ = [
     "BASES", "BASIS_COMMAND_LINE", "BASIS_ENGINE_DEFAULT", "BASIS_FLAG", "BASIS_LAYOUT", "BASIS_UNDECLARED", "CAPTURE_BEFORE",
@@ -83,7 +83,8 @@ __all__ = [
     "REQUIRED_TOP", "TOP_IDS", "TRAINERS", "DrafterConfig", "LayerIds", "ReadContext", "TargetInfo", "WriteContext",
     "canonical_name", "compat_record", "default_layer_ids", "ids_from_declared", "layer_index", "record", "recorded_layout",
     "strip_model_prefix", "target_family", "all_layouts", "get_layout", "detect_layout",
-    "declared_ids", "FINGERPRINTS", "Settled", "settle_convention", "AmbiguousConvention", "BASIS_FINGERPRINT",
+    "declared_ids", "FINGERPRINTS", "Settled", "SettledSource", "settle", "from_flag", "add_flag", "AmbiguousConvention",
+    "ConventionNeeded", "ConflictingLayerIds", "CONVENTION_FLAG", "BASIS_FINGERPRINT",
 ]
 
 _REQUIRED = ("NAME", "DESCRIPTION", "PRIORITY", "detect", "trainer", "to_canonical", "from_canonical", "read_config",

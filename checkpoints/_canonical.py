@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from packaging.version import Version
 
@@ -23,6 +24,7 @@ from compat.target import Target, target_family
 CAPTURE_BEFORE = "capture-before"
 OUTPUT_OF = "output-of"
 CONVENTIONS = (CAPTURE_BEFORE, OUTPUT_OF)
+CONVENTION_FLAG = "--layer-ids-convention"  # how a user says it, on doctor and convert (checkpoints/_conventions.py declares it)
 
 # The provenance record a conversion writes next to config.json (its format: checkpoints/__init__.py).
 # Engines ignore it; layouts and doctor read it to know what the drafter is.
@@ -176,17 +178,79 @@ def int_list(value, field_name: str) -> list[int]:
     return list(value)
 
 
-class AmbiguousConvention(RefusedError):
-    """The declared layer ids do not say which convention they were written in (the user must say)."""
+class ConventionNeeded(RefusedError):
+    """The declared layer ids cannot be read without the user's word on their convention (--layer-ids-convention)."""
 
 
-def ambiguous(field_name: str, declared: list, why: str) -> RefusedError:
-    return AmbiguousConvention(
-        f"config.json {field_name} = {declared} does not say which convention it uses: {why}. "
-        "capture-before i = the residual stream entering target layer i (vLLM, speculators); "
-        "output-of j = the output of target layer j = capture-before j + 1 (SpecForge, AngelSlim, ModelOpt HF training)",
-        hint="pass --layer-ids-convention capture-before|output-of (the convention the drafter was trained with)",
-    )
+class AmbiguousConvention(ConventionNeeded):
+    """The declared layer ids do not say which convention they were written in (the user must say).
+
+    It carries what a caller needs as data: the field, the ids, why they are ambiguous, and (once
+    `settle` has tried them) what each reading says the drafter was trained on."""
+
+    def __init__(self, field_name: str, declared: object, why: str) -> None:
+        self.field = field_name
+        self.declared = declared  # as the config holds it (a list of ints, unless the config is wrong there too)
+        self.why = why
+        # convention -> the capture-before layers that reading trains on; None: a reading the layout refuses
+        # for another reason too (the config has more wrong with it than the convention). Filled by settle().
+        self.readings: dict[str, list[int]] | None = None
+        super().__init__(
+            f"config.json {field_name} = {self.declared} does not say which convention it uses: {why}. "
+            "capture-before i = the residual stream entering target layer i (vLLM, speculators); "
+            "output-of j = the output of target layer j = capture-before j + 1 (SpecForge, AngelSlim, ModelOpt HF training)",
+            hint=f"pass {CONVENTION_FLAG} capture-before|output-of (the convention the drafter was trained with)",
+        )
+
+
+class ConflictingLayerIds(ConventionNeeded):
+    """Both id fields are set and name different layers: the convention (which field to read) must be told."""
+
+    def __init__(self, top: list[int], nested: list[int]) -> None:
+        self.top, self.nested = list(top), list(nested)
+        super().__init__(f"config.json declares {TOP_IDS} = {self.top} but {NESTED_IDS} = {self.nested}: "
+                         "they name neither the same layers (top = nested + 1) nor the same numbers",
+                         hint=f"pass --layer-ids with the layers the drafter was trained on, and {CONVENTION_FLAG}")
+
+
+def ambiguous(field_name: str, declared: object, why: str) -> AmbiguousConvention:
+    return AmbiguousConvention(field_name, declared, why)
+
+
+SettledSource = Literal["record", "flag", "fingerprint", "layout", "default"]
+_BASIS = {"flag": BASIS_FLAG, "fingerprint": BASIS_FINGERPRINT, "record": BASIS_LAYOUT, "layout": BASIS_LAYOUT,
+          "default": BASIS_ENGINE_DEFAULT}
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a drafter's layer ids are known, settled once (checkpoints/_conventions.py `settle`).
+
+    source, in the order they are asked:
+      "record"      compat's own provenance record holds the physical layers (`capture_before`);
+      "flag"        the user said the convention (--layer-ids-convention);
+      "fingerprint" an unambiguous trainer fingerprint fixes the convention;
+      "layout"      the layout's own rule for the fields present (both fields agreeing, SpecForge's nested ids);
+      "default"     nothing is declared: the engines' default layers for the target's layer count.
+    """
+
+    source: SettledSource
+    why: str  # in words: the record, the flag, the trainer and its evidence, the layout's reading, the default
+    # The convention the declared ids are read in when it is told (flag) or fingerprinted; kept on a "default"
+    # settlement too (nothing declared to read), for what reads ids later (a patch's nested-ids convention).
+    convention: str | None = None
+    capture_before: list[int] | None = None  # the physical layers trained on; None: unknown (no ids, no target)
+    ids: LayerIds | None = None  # the layout's reading, when one was made (flag, fingerprint, layout)
+
+    @property
+    def imposes(self) -> bool:
+        """Does it tell a layout how to read the declared ids (rather than leave it the layout's own rule)?"""
+        return self.source in ("flag", "fingerprint") and self.convention is not None
+
+    @property
+    def basis(self) -> str:
+        """The record's word for it (one of BASES)."""
+        return _BASIS[self.source]
 
 
 def to_output_of(capture_before: list[int], where: str) -> list[int]:
@@ -224,8 +288,19 @@ class DrafterConfig:
 
 @dataclass
 class ReadContext:
-    convention: str | None = None  # --layer-ids-convention: overrides what the layout would infer
+    # How the declared ids are to be read when the user (--layer-ids-convention) or a trainer fingerprint says so;
+    # None, or a settlement that imposes nothing (record, layout, default): the layout's own rule.
+    told: Settled | None = None
     target: Target | None = None
+
+    @property
+    def convention(self) -> str | None:
+        return self.told.convention if self.told is not None and self.told.imposes else None
+
+    def read_as_told(self, declared: list, field_name: str) -> LayerIds:
+        """`declared` read in the told convention, saying who told it (the flag, a trainer's fingerprint)."""
+        assert self.told is not None and self.told.convention is not None
+        return ids_from_declared(declared, self.told.convention, field_name, self.told.why, self.told.basis)
 
 
 @dataclass
@@ -345,8 +420,8 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
                       top_wins: bool) -> LayerIds:
     """The common reading rule for HF-style configs.
 
-    - `--layer-ids-convention` (or a trainer fingerprint, passed the same way) says how to read the
-      field that is present;
+    - `ctx.told` (--layer-ids-convention, or a trainer fingerprint) says how to read the field that is
+      present;
     - ids compat wrote (its record) are read back as the record says;
     - both fields present must agree as top = nested + 1 (what `--to eagle` writes for both engines:
       only top capture-before / nested output-of makes them agree);
@@ -360,11 +435,11 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
         return recorded
     if ctx.convention is not None:
         if nested is not None and not top_wins:
-            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
+            return ctx.read_as_told(nested, NESTED_IDS)
         if top is not None:
-            return ids_from_declared(top, ctx.convention, TOP_IDS, "--layer-ids-convention", BASIS_FLAG)
+            return ctx.read_as_told(top, TOP_IDS)
         if nested is not None:
-            return ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
+            return ctx.read_as_told(nested, NESTED_IDS)
     if top is not None and nested is None:
         raise ambiguous(TOP_IDS, int_list(top, TOP_IDS),
                         "vLLM reads top-level ids as capture-before, but nothing records how the trainer wrote them "
@@ -379,9 +454,7 @@ def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | Non
             raise ambiguous(f"{TOP_IDS} and {NESTED_IDS}", top_ids,
                             "both fields hold the same ids; TorchSpec --vllm writes capture-before ids in both, "
                             "SpecForge reads the nested field as output-of")
-        raise RefusedError(f"config.json declares {TOP_IDS} = {top_ids} but {NESTED_IDS} = {nested_ids}: "
-                           "they name neither the same layers (top = nested + 1) nor the same numbers",
-                           hint="pass --layer-ids with the layers the drafter was trained on, and --layer-ids-convention")
+        raise ConflictingLayerIds(top_ids, nested_ids)
     if nested is not None:
         if nested_means is None:
             raise ambiguous(NESTED_IDS, nested, nested_why)

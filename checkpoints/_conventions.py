@@ -6,19 +6,31 @@ An id list is just numbers: [2, 30, 58] is the residual stream entering layers 2
 that launches fine and silently loses acceptance (vllm#43671). The sources, in order:
 
 1. the provenance record `compat convert ckpt` writes (RECORD_FILE): it holds the physical layers;
-2. the user (`--layer-ids-convention`, on doctor and convert);
-3. a trainer fingerprint that is unambiguous, each below with the trainer file it comes from.
+2. the user (`--layer-ids-convention`, on doctor and convert; declared once, by `add_flag`);
+3. a trainer fingerprint that is unambiguous, each below with the trainer file it comes from;
+4. the layout's own rule for the fields present (both fields agreeing, SpecForge's nested ids);
+5. nothing declared: the engines' default layers for the target.
 
-When none applies the convention is unknown and callers must say so (doctor fails with both
-readings, convert refuses), never assume one.
+`settle` asks them in this order and returns one `Settled` value (its source, the convention or
+the physical layers, and why); doctor carries it on its drafter and hands it to convert's Options.
+When none applies the convention is unknown: `settle` raises AmbiguousConvention with both
+readings as data (doctor fails with both, convert refuses), never assuming one.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Callable
 
-from ._canonical import CAPTURE_BEFORE, OUTPUT_OF, MODELOPT_FLAGS, RECORD_KEY, strip_model_prefix
+from compat.errors import CompatError
+from compat.target import Target
+
+from ._canonical import (
+    CAPTURE_BEFORE, CONVENTION_FLAG, CONVENTIONS, OUTPUT_OF, MODELOPT_FLAGS, RECORD_KEY, AmbiguousConvention, LayerIds,
+    ReadContext, Settled, default_layer_ids, strip_model_prefix,
+)
 
 
 @dataclass(frozen=True)
@@ -73,26 +85,75 @@ FINGERPRINTS = (
 )
 
 
-@dataclass(frozen=True)
-class Settled:
-    """How the drafter's layer ids are known: a convention (for the declared ids) or the physical layers."""
-
-    source: str  # "record" | "flag" | "fingerprint"
-    why: str
-    convention: str | None = None
-    capture_before: list[int] | None = None  # the physical layers, when a record holds them
+DEFAULT_WHY = "not declared: trained on the default (2, n//2, n-3)"
 
 
-def settle_convention(config: dict, tensor_names: set[str], flag: str | None = None) -> Settled | None:
-    """The first source that settles how to read the drafter's ids, or None (the convention is unknown)."""
-    record = config.get(RECORD_KEY) if isinstance(config.get(RECORD_KEY), dict) else {}
-    recorded = (record.get("layer_ids") or {}).get("capture_before") if isinstance(record.get("layer_ids"), dict) else None
+def settle(layout: ModuleType, config: dict, tensor_names: set[str], *, flag: str | None = None,
+           target: Target | None = None) -> Settled:
+    """How the drafter's layer ids are known, asked once in the module's order: record, flag, fingerprint,
+    the layout's rule, the default. Raises AmbiguousConvention (with what each reading trains on) when
+    nothing settles them, and the layout's CompatError when it cannot read the config at all."""
+    told = _told(config, tensor_names, flag)
+    if told is not None and told.source == "record":
+        return told
+    try:
+        ids = read_layer_ids(layout, config, told, target)
+    except AmbiguousConvention as err:
+        err.readings = _readings(layout, config, target)
+        raise
+    if ids.capture_before is None and target is not None and target.num_hidden_layers:
+        return Settled("default", DEFAULT_WHY, convention=told.convention if told else None,
+                       capture_before=default_layer_ids(target.num_hidden_layers))
+    if told is None:
+        return Settled("layout", ids.origin, capture_before=ids.capture_before, ids=ids)
+    return Settled(told.source, told.why, convention=told.convention, capture_before=ids.capture_before, ids=ids)
+
+
+def from_flag(convention: str | None) -> Settled | None:
+    """What the user's --layer-ids-convention settles (None: not given)."""
+    return None if convention is None else Settled("flag", CONVENTION_FLAG, convention=convention)
+
+
+def read_layer_ids(layout: ModuleType, config: dict, told: Settled | None, target: Target | None) -> LayerIds:
+    """The layout's reading of the declared ids, in the `told` convention when it imposes one."""
+    layer_ids: LayerIds = layout.read_config(config, ReadContext(told, target)).layer_ids
+    return layer_ids
+
+
+def _told(config: dict, tensor_names: set[str], flag: str | None) -> Settled | None:
+    """What settles the ids before any layout reads them: compat's record, the user's flag, a trainer fingerprint."""
+    record = config.get(RECORD_KEY)
+    layer_ids = record.get("layer_ids") if isinstance(record, dict) else None
+    recorded = layer_ids.get("capture_before") if isinstance(layer_ids, dict) else None
     if isinstance(recorded, list) and recorded and all(isinstance(i, int) for i in recorded):
         return Settled("record", f"compat convert's record: trained on capture-before {recorded}", capture_before=list(recorded))
     if flag is not None:
-        return Settled("flag", f"--layer-ids-convention {flag}", convention=flag)
+        return from_flag(flag)
     for fingerprint in FINGERPRINTS:
         if fingerprint.matches(config, tensor_names):
             return Settled("fingerprint", f"written by {fingerprint.trainer} ({fingerprint.evidence})",
                            convention=fingerprint.convention)
     return None
+
+
+def _readings(layout: ModuleType, config: dict, target: Target | None) -> dict[str, list[int]] | None:
+    """What each convention, if told, says the drafter was trained on; None when a reading fails for
+    another reason too (then asking the user for the convention would not be enough)."""
+    readings: dict[str, list[int]] = {}
+    for convention in CONVENTIONS:
+        try:
+            ids = read_layer_ids(layout, config, from_flag(convention), target).capture_before
+        except CompatError:
+            return None
+        if ids is None:
+            return None
+        readings[convention] = list(ids)
+    return readings
+
+
+def add_flag(parser: argparse.ArgumentParser, *, also: str = "") -> None:
+    """--layer-ids-convention, declared once for every command that reads a drafter's ids (doctor, convert)."""
+    parser.add_argument(CONVENTION_FLAG, choices=CONVENTIONS,
+                        help=f"how the drafter's declared layer ids{also} were written, needed when nothing in the drafter "
+                        "says so: output-of (SpecForge, AngelSlim, ModelOpt HF training) or capture-before (vLLM, "
+                        "speculators); the same flag and values on compat doctor and compat convert ckpt")

@@ -100,7 +100,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     if nested is None:
         ids = LayerIds.undeclared("not declared: SGLang's default (2, n//2, n-3) capture-before applies")
     elif ctx.convention is not None:
-        ids = ids_from_declared(nested, ctx.convention, NESTED_IDS, "--layer-ids-convention", BASIS_FLAG)
+        ids = ctx.read_as_told(nested, NESTED_IDS)
     else:
         declared = int_list(nested, NESTED_IDS)
         version = Version(rec["engine_version"]) if rec.get("engine_version") else None

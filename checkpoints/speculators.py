@@ -53,9 +53,8 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     if ids is None:
         layer_ids = LayerIds.undeclared("not declared: speculators and vLLM default (2, n//2, n-3) capture-before")
     else:
-        layer_ids = ids_from_declared(ids, ctx.convention or CAPTURE_BEFORE, TOP_IDS,
-                                      "--layer-ids-convention" if ctx.convention else "speculators uses vLLM's capture-before ids",
-                                      BASIS_FLAG if ctx.convention else BASIS_LAYOUT)
+        layer_ids = (ctx.read_as_told(ids, TOP_IDS) if ctx.convention else
+                     ids_from_declared(ids, CAPTURE_BEFORE, TOP_IDS, "speculators uses vLLM's capture-before ids", BASIS_LAYOUT))
     verifier = (config.get("speculators_config") or {}).get("verifier") or None
     return DrafterConfig(
         family="llama",

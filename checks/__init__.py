@@ -1,7 +1,8 @@
 """Doctor checks: one per file, each registered by `@check(...)` (the pyupgrade `_plugins/` pattern).
 
-A check module holds one function that takes a `compat.doctor.context.Ctx` and returns
-`result(verdict, detail, location, **extra)`; the decorator names it, once:
+A check module holds one function that takes a `Ctx` and returns a `Result` (both from
+compat.checks, defined in _context.py: the small typed API checks are written against; no check
+imports compat.doctor or another check); the decorator names it, once:
 
     @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on",
            order=60, needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
@@ -14,12 +15,14 @@ A check module holds one function that takes a `compat.doctor.context.Ctx` and r
 - `fixes`: what may fix it when it fails, tried in this order by compat/doctor/fixes.py:
   "patch" (the release's patches applied in memory, then the check again), "convert" (the drafter
   a conversion would write, then the check again), "release" (a release the check itself names as
-  `release` in its result, or one the known issues name);
+  `Result.release`, or one the known issues name);
 - `blocks`: fix kinds that cannot help any check while this one fails (no patch makes a release
   load an architecture it does not have), so none of that kind is offered.
 
 The registry fills itself: `all_checks()` imports every module here whose name does not start
-with `_`, so adding a check is adding a file (and its offline test in tests/checks/).
+with `_`, so adding a check is adding a file (and its offline test in tests/checks/). Modules
+starting with `_` hold what several checks share (_drafter.py, _whitelist.py) and what doctor
+shares with them (_context.py, _launch.py: the launch command the launch-command check validates).
 """
 
 from __future__ import annotations
@@ -29,6 +32,11 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
+from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, Options, Result, Verdict,
+)
+from compat.checks._launch import launch_command  # noqa: F401
+
 FIX_KINDS = ("patch", "convert", "release")
 
 
@@ -37,24 +45,24 @@ class Check:
     id: str
     title: str
     order: int
-    needs: tuple[str, ...] | dict
+    needs: tuple[str, ...] | dict[str, tuple[str, ...]]
     fixes: tuple[str, ...]
-    func: Callable
+    func: Callable[[Ctx], Result]
     blocks: tuple[str, ...] = ()
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
         return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
 
-    def __call__(self, ctx) -> dict:
+    def __call__(self, ctx: Ctx) -> Result:
         for key in self.needed_facts(ctx.engine):
             error = ctx.probe_error(key)
             if error:
-                return self._answer({"verdict": "warn", "detail": f"cannot tell: probe {key} failed on this release ({error})",
-                                     "fix": None, "location": None})
+                return self._answer(Result(WARN, f"cannot tell: probe {key} failed on this release ({error})"))
         return self._answer(self.func(ctx))
 
-    def _answer(self, body: dict) -> dict:
-        return {"check": self.id, "title": self.title, **body}
+    def _answer(self, result: Result) -> Result:
+        result.check, result.title = self.id, self.title
+        return result
 
 
 _REGISTRY: dict[str, Check] = {}

@@ -1,4 +1,5 @@
-"""What several checks ask of the release's drafter facts: which class loads this drafter, under which name.
+"""What several checks ask of the drafter and the release's drafter facts: which class loads this drafter,
+under which name, and which of its tensors is which.
 
 The facts are the drafter_loader and drafter_architecture_rename probes; the replay of them on a
 checkpoint is compat.probes.drafter_replay. Nothing here knows a release number.
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import ast
 import operator
+from typing import Any
 
+from compat.checks._context import Ctx
 from compat.probes.drafter_replay import config_value
 
 
-def resolved_architecture(ctx) -> str | None:
+def resolved_architecture(ctx: Ctx) -> str | None:
     """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3)."""
     from compat.probes.vllm.drafter_architecture_rename import eagle_architecture
 
@@ -22,7 +25,7 @@ def resolved_architecture(ctx) -> str | None:
     return eagle_architecture(ctx.fact("drafter_architecture_rename"), "eagle3", arch) or arch
 
 
-def loader_entry(ctx) -> tuple[str | None, dict | None]:
+def loader_entry(ctx: Ctx) -> tuple[str | None, dict[str, Any] | None]:
     """(class, drafter_loader entry) of the drafter class the release builds for this drafter."""
     name = resolved_architecture(ctx)
     drafters = ctx.fact("drafter_loader").get("drafters") or {}
@@ -32,15 +35,24 @@ def loader_entry(ctx) -> tuple[str | None, dict | None]:
     return None, None
 
 
-def target_vocab(ctx) -> int | None:
+def target_vocab(ctx: Ctx) -> int | None:
     return ctx.target.vocab_size or _int(ctx.drafter.config.get("vocab_size"))
+
+
+def find_tensor(tensors: dict[str, tuple[str, tuple[int, ...]]], canonical: str) -> tuple[str, tuple[int, ...]] | None:
+    """(name, shape) of the drafter tensor that is `canonical` (with or without a `model.` prefix)."""
+    for name, info in tensors.items():
+        bare = name[len("model."):] if name.startswith("model.") and not name.startswith("model.lm_head") else name
+        if bare == canonical or bare.endswith("." + canonical) and canonical in ("d2t", "t2d"):
+            return name, info[1]
+    return None
 
 
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
 
 
-def rejected(entry: dict, config: dict) -> str | None:
+def rejected(entry: dict[str, Any], config: dict[str, Any]) -> str | None:
     """The error the drafter class raises at init for this config (its `layers.rejects` rule), else None."""
     rule = (entry.get("layers") or {}).get("rejects")
     if not rule:
@@ -53,7 +65,7 @@ def rejected(entry: dict, config: dict) -> str | None:
     return f"{rule['error']} ({rule['condition']}, {rule['location']})" if holds else None
 
 
-def _evaluate(node: ast.AST, config: dict):
+def _evaluate(node: ast.AST, config: dict[str, Any]) -> Any:
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
         return _COMPARE[type(node.ops[0])](_evaluate(node.left, config), _evaluate(node.comparators[0], config))
     if isinstance(node, ast.Attribute):  # self.config.num_hidden_layers / config.num_hidden_layers
@@ -63,5 +75,5 @@ def _evaluate(node: ast.AST, config: dict):
     raise ValueError(ast.dump(node))
 
 
-def _int(value) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

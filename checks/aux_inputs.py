@@ -11,45 +11,45 @@ loss-target layer, not an input; the fix is to convert with the first three.
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat import aux_layers
-from compat.checks import check
-from compat.checks._drafter import loader_entry
-from compat.checks.vocab_maps import find_tensor
-from compat.doctor.context import FAIL, PASS, WARN, result
+from compat.checks import FAIL, PASS, WARN, ConvertWith, Ctx, Result, check
+from compat.checks._drafter import find_tensor, loader_entry
 from compat.probes.drafter_replay import fc_input_width
 
 
 @check("aux-inputs", "the aux hidden states the release feeds fit the drafter's fc", order=65,
        needs=("drafter_loader", "aux_layer_ids"), fixes=("convert",))
-def aux_inputs(ctx) -> dict:
+def aux_inputs(ctx: Ctx) -> Result:
     cls, entry = loader_entry(ctx)
     fc = find_tensor(ctx.drafter.tensors, "fc.weight")
     if entry is None or fc is None or len(fc[1]) != 2 or not ctx.target.num_hidden_layers:
-        return result(WARN, "cannot tell: " + ("no drafter class of this release takes the drafter" if entry is None else
+        return Result(WARN, "cannot tell: " + ("no drafter class of this release takes the drafter" if entry is None else
                       "no 2-d fc.weight in the drafter" if fc is None or len(fc[1]) != 2 else "the target has no layer count"), None)
     built = fc_input_width(entry, ctx.drafter.config)
     width, location = fc[1][1], (entry.get("fc") or {}).get("location")
     feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, ctx.target.num_hidden_layers, ctx.target.architecture)
-    problems = _problems(ctx, cls, built, width, feeds)
-    extra = {}
+    problems = _problems(cls, built, width, feeds, ctx.target.num_hidden_layers)
+    convert_with = None
     declared, key = aux_layers.declared_ids(ctx.report, ctx.drafter.config)
     if declared and built["per_aux"] and width == (len(declared) - 1) * built["per_aux"]:
         problems.append(f"{key} = {declared} names {len(declared)} layers but fc.weight takes {len(declared) - 1} aux "
                         f"states: trainers' data dumps list the loss-target layer last ({declared[-1]} is not an input)")
-        extra["convert_with"] = {"layer_ids": declared[:-1]}
+        convert_with = ConvertWith(declared[:-1])
     if problems:
-        return result(FAIL, "; ".join(problems), location, fc={"checkpoint_width": width, **built}, **extra)
-    return result(PASS, f"fc.weight takes {width} = {built['aux_count']} aux states x {built['per_aux']}, as {cls} builds it "
+        return Result(FAIL, "; ".join(problems), location, evidence={"fc": {"checkpoint_width": width, **built}},
+                      convert_with=convert_with)
+    return Result(PASS, f"fc.weight takes {width} = {built['aux_count']} aux states x {built['per_aux']}, as {cls} builds it "
                   f"and as many as are fed ({'; '.join(f'{f.by}: {f.ids}' for f in feeds)})", location,
-                  fc={"checkpoint_width": width, **built})
+                  evidence={"fc": {"checkpoint_width": width, **built}})
 
 
-def _problems(ctx, cls: str, built: dict, width: int, feeds) -> list[str]:
+def _problems(cls: str | None, built: dict[str, Any], width: int, feeds: list[aux_layers.Feed], n: int) -> list[str]:
     problems = []
     if built["width"] is not None and width != built["width"]:
         problems.append(f"fc.weight takes {width} inputs but {cls} builds fc for {built['width']} ({built['aux_count']} aux "
                         f"states x {built['per_aux']}): loading fails on the shape")
-    n = ctx.target.num_hidden_layers
     for feed in feeds:
         if feed.ids is None:
             continue

@@ -8,31 +8,30 @@ the drafter_architecture_rename probe's, replayed on this drafter.
 
 from __future__ import annotations
 
-from compat.checks import check
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import resolved_architecture
-from compat.doctor.context import FAIL, PASS, WARN, result
 
 
 @check("drafter-architecture", "drafter architecture is a registered EAGLE-3 drafter", order=30,
        needs=("eagle3_drafters", "drafter_architecture_rename"), fixes=("convert",))
-def drafter_architecture(ctx) -> dict:
+def drafter_architecture(ctx: Ctx) -> Result:
     arch = ctx.drafter.architecture
     registered = ctx.facts("eagle3_drafters")
     where = ctx.drafter_location(arch) or ctx.first_location("eagle3_drafter_classes")
     if not arch:
-        return result(FAIL, "the drafter config.json has no architectures", where)
+        return Result(FAIL, "the drafter config.json has no architectures", where)
     rewritten = _rewritten(ctx, arch)
     if rewritten is not None:
         return rewritten
     resolved = resolved_architecture(ctx)
     if resolved in registered:
         how = "" if resolved == arch else f" (vLLM's EAGLEConfig renames {arch} to {resolved})"
-        return result(PASS, f"{resolved} is registered{how}", ctx.drafter_location(resolved) or where)
+        return Result(PASS, f"{resolved} is registered{how}", ctx.drafter_location(resolved) or where)
     renamed = f"{arch} resolves to {resolved}, which" if resolved != arch else f"{arch} is not a registered EAGLE-3 drafter:"
-    return result(FAIL, f"{renamed} this release does not register (registered: {', '.join(registered) or 'none'})", where)
+    return Result(FAIL, f"{renamed} this release does not register (registered: {', '.join(registered) or 'none'})", where)
 
 
-def _rewritten(ctx, arch: str) -> dict | None:
+def _rewritten(ctx: Ctx, arch: str) -> Result | None:
     """A rewrite of the drafter into an MTP/NextN module, which runs a head the drafter does not have."""
     fact = ctx.fact("drafter_architecture_rename")
     if ctx.engine == "vllm":
@@ -43,13 +42,13 @@ def _rewritten(ctx, arch: str) -> dict | None:
         if rewrite is None or rewrite["model_type"] == model_type and not rewrite["architectures"]:
             return None
         verdict = WARN if rewrite["conditional"] else FAIL
-        return result(verdict, f"drafter model_type {model_type!r}: vLLM's hf_config_override "
+        return Result(verdict, f"drafter model_type {model_type!r}: vLLM's hf_config_override "
                       f"{'may rewrite' if rewrite['conditional'] else 'rewrites'} it to {rewrite['model_type']} "
                       "(an MTP module, not this EAGLE-3 head)", rewrite["locations"][0])
     for rule in fact.get("rules") or []:
         if arch in (rule.get("architectures") or []):
             verdict = WARN if rule.get("conditional") else FAIL
-            return result(verdict, f"{arch}: SGLang's ModelConfig {'may rewrite' if verdict == WARN else 'rewrites'} a draft "
+            return Result(verdict, f"{arch}: SGLang's ModelConfig {'may rewrite' if verdict == WARN else 'rewrites'} a draft "
                           f"with this architecture to {', '.join(rule.get('to') or ['its NextN class'])} (MTP, not this "
                           "EAGLE-3 head)", rule.get("location"))
     return None

@@ -9,9 +9,10 @@ the release reads are the drafter_loader probe's `config_reads` of the class tha
 
 from __future__ import annotations
 
-from compat.checks import check
+from typing import Any
+
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import loader_entry
-from compat.doctor.context import FAIL, PASS, WARN, result
 
 # The fields that change what the drafter computes (the vocabulary of trainers' configs, not engine facts).
 NETWORK_FLAGS = ("norm_before_fc", "fc_norm", "use_aux_norm", "norm_output", "num_aux_hidden_states",
@@ -22,10 +23,10 @@ REQUIRED_KEYS = ("draft_vocab_size", "target_hidden_size", "num_aux_hidden_state
 
 @check("drafter-config", "the release reads every network flag the drafter sets, and has every key it needs", order=45,
        needs=("drafter_loader",), fixes=("convert",))
-def drafter_config(ctx) -> dict:
+def drafter_config(ctx: Ctx) -> Result:
     cls, entry = loader_entry(ctx)
     if entry is None:
-        return result(WARN, "cannot tell: no drafter class of this release takes this drafter (see drafter-architecture)", None)
+        return Result(WARN, "cannot tell: no drafter class of this release takes this drafter (see drafter-architecture)", None)
     reads = {(r["key"], r["where"]): r for r in entry.get("config_reads") or []}
     config = ctx.drafter.config
     ignored = [f"{where_name(where, key)} = {value!r}" for key, where, value in set_flags(config)
@@ -41,15 +42,16 @@ def drafter_config(ctx) -> dict:
                         f"{'it' if len(missing) == 1 else 'them'}: it fails at start-up")
     location = (entry.get("layers") or {}).get("location")
     if problems:
-        return result(FAIL, "; ".join(problems), location, ignored=ignored, missing=missing)
+        return Result(FAIL, "; ".join(problems), location, evidence={"ignored": ignored, "missing": missing})
     flags = [where_name(w, k) for k, w, _ in set_flags(config)]
-    return result(PASS, f"{cls} reads {', '.join(flags)}" if flags else "the drafter sets no network flag", location)
+    return Result(PASS, f"{cls} reads {', '.join(flags)}" if flags else "the drafter sets no network flag", location)
 
 
-def set_flags(config: dict) -> list[tuple[str, str, object]]:
+def set_flags(config: dict[str, Any]) -> list[tuple[str, str, object]]:
     """(key, where, value) of every network flag the drafter sets to a value that changes the network."""
     out = []
-    nested = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    raw = config.get("eagle_config")
+    nested = raw if isinstance(raw, dict) else {}
     for where, holder in (("top-level", config), ("eagle_config", nested)):
         for key in NETWORK_FLAGS:
             value = holder.get(key)

@@ -9,25 +9,26 @@ compat.probes.drafter_replay.land): prefixing, renames, skips, and the rule for 
 from __future__ import annotations
 
 from compat.checkpoints import LLAMA_LAYER0, MLA_LAYER0, REQUIRED_TOP
-from compat.checks import check
+from typing import Any
+
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import loader_entry, rejected, target_vocab
-from compat.doctor.context import FAIL, PASS, WARN, result
 from compat.probes.drafter_replay import land
 
 
 @check("drafter-tensors", "the release's loader takes every drafter tensor under its name", order=40,
        needs=("drafter_loader",), fixes=("convert",))
-def drafter_tensors(ctx) -> dict:
+def drafter_tensors(ctx: Ctx) -> Result:
     d = ctx.drafter
     if d.layout is None:
-        return result(FAIL, d.read_error or "unknown drafter layout", None)
+        return Result(FAIL, d.read_error or "unknown drafter layout", None)
     cls, entry = loader_entry(ctx)
     if entry is None:
-        return result(WARN, f"cannot tell how this release loads {d.architecture}: no drafter class of its loader facts "
+        return Result(WARN, f"cannot tell how this release loads {d.architecture}: no drafter class of its loader facts "
                       "takes that architecture (see drafter-architecture)", None)
     refusal = rejected(entry, d.config)
     if refusal:
-        return result(FAIL, f"{cls} refuses this drafter at start-up: {refusal}", (entry.get("layers") or {}).get("location"))
+        return Result(FAIL, f"{cls} refuses this drafter at start-up: {refusal}", (entry.get("layers") or {}).get("location"))
     fates = {name: land(entry, name, d.config, set(d.tensors), target_vocab(ctx)) for name in sorted(d.tensors)}
     load_errors = [f"{n} ({_why(n, f)})" for n, f in fates.items() if f["fate"] == "raise"]
     dropped = [f"{n} ({_why(n, f)})" for n, f in fates.items() if f["fate"] in ("skip", "warn") and "step" not in f]
@@ -41,7 +42,8 @@ def drafter_tensors(ctx) -> dict:
                                   ("left at random init (missing)", random)) if items]
     where = (entry.get("unknown") or {}).get("location")
     if parts:
-        return result(FAIL, f"{cls}: " + "; ".join(parts), where, skipped=dropped, random=random, load_errors=load_errors)
+        return Result(FAIL, f"{cls}: " + "; ".join(parts), where,
+                      evidence={"skipped": dropped, "random": random, "load_errors": load_errors})
     intended = [f"{n} ({f['step'].get('op')})" for n, f in fates.items() if "step" in f and f["fate"] in ("skip", "consume")]
     detail = f"{len(d.tensors)} tensors ({d.layout.NAME} layout) all land in {cls}"
     if intended:
@@ -49,11 +51,11 @@ def drafter_tensors(ctx) -> dict:
     if "embed_tokens.weight" not in loaded:
         detail += "; no embed_tokens: the target's embedding is shared"
     if unsure:
-        return result(WARN, detail + f"; depends on the target: {', '.join(unsure)}", where)
-    return result(PASS, detail, where)
+        return Result(WARN, detail + f"; depends on the target: {', '.join(unsure)}", where)
+    return Result(PASS, detail, where)
 
 
-def _why(name: str, fate: dict) -> str:
+def _why(name: str, fate: dict[str, Any]) -> str:
     if fate.get("not_built"):
         return f"{fate.get('module')} is not built for this config"
     looked_up = f"looked up as {fate['name']}: " if fate["name"] != name else ""

@@ -1,18 +1,17 @@
 """The launch command uses only the flags and `--speculative-config` keys this release accepts
-(vLLM rejects unknown keys from 0.16.0; before, it ignores them)."""
+(vLLM rejects unknown keys from 0.16.0; before, it ignores them). The command is built by _launch.py,
+which doctor prints from too."""
 
 from __future__ import annotations
 
-from compat.checks import check
-from compat.doctor.context import FAIL, PASS, WARN, result
-from compat.doctor.launch import launch_command
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check, launch_command
 
 
 @check("launch-command", "launch command uses only flags and keys this release accepts", order=90,
        needs={"vllm": ("speculative_config", "cli_flags"), "sglang": ("cli_flags",)})
-def launch(ctx) -> dict:
+def launch(ctx: Ctx) -> Result:
     command = launch_command(ctx)
     verdict = FAIL if command["problems"] else (WARN if command["dropped"] else PASS)
     detail = "; ".join(command["problems"] + [f"dropped {k!r}: {why}" for k, why in command["dropped"].items()]) or (
         "validated against " + ("SpeculativeConfig's fields" if ctx.engine == "vllm" else "the release's CLI flags"))
-    return result(verdict, detail, command.get("location"), launch=command)
+    return Result(verdict, detail, command.get("location"), evidence={"launch": command})

@@ -2,23 +2,24 @@
 
 A one-layer shift launches fine and silently halves acceptance (vllm#43671), so a mismatch fails.
 The layers fed come from compat/aux_layers.py (the probe's facts, evaluated); the layers trained on
-come from the drafter's inputs (compat/doctor/inputs.py).
+come from the drafter's settled layer ids (Drafter.settled, checkpoints.settle).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat import aux_layers
-from compat.checks import check
-from compat.doctor.context import FAIL, PASS, WARN, result
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 
 
 @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
        needs=("aux_layer_ids", "eagle3_targets"), fixes=("convert", "patch"))
-def layer_ids(ctx) -> dict:
+def layer_ids(ctx: Ctx) -> Result:
     aux = ctx.fact("aux_layer_ids")
     n = ctx.target.num_hidden_layers
     if not n:
-        return result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
+        return Result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
     default = aux_layers.default_ids(ctx.report, n)
     feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, n, ctx.target.architecture)
     fed = [f.to_json() for f in feeds]
@@ -26,14 +27,16 @@ def layer_ids(ctx) -> dict:
     reads = key_locations(ctx, aux)
     location = aux.get("default_location") or aux.get("location")
     fed_text = "; ".join(f"{f.by}: {f.ids} ({f.how})" for f in feeds)
-    if trained is None and ctx.drafter.branches and any(f.ids is not None for f in feeds):
-        return _both_readings(ctx, feeds, fed, reads, location)
+    branches = ctx.drafter.branches
+    if trained is None and branches and any(f.ids is not None for f in feeds):
+        return _both_readings(ctx, branches, feeds, fed, reads, location)
     if trained is None:
-        return result(WARN, f"cannot tell what the drafter was trained on ({ctx.drafter.read_error or 'no ids'}); "
-                      f"this release feeds {fed_text}. Reads: {reads}", location, fed=fed, trained=None, reads=reads)
+        return Result(WARN, f"cannot tell what the drafter was trained on ({ctx.drafter.read_error or 'no ids'}); "
+                      f"this release feeds {fed_text}. Reads: {reads}", location,
+                      evidence={"fed": fed, "trained": None, "reads": reads})
+    evidence = {"fed": fed, "trained": trained, "reads": reads}
     if all(f.ids is None for f in feeds):
-        return result(WARN, f"nothing is fed: {fed_text}; trained on {trained}. Reads: {reads}",
-                      location, fed=fed, trained=trained, reads=reads)
+        return Result(WARN, f"nothing is fed: {fed_text}; trained on {trained}. Reads: {reads}", location, evidence=evidence)
     wrong = [f for f in feeds if f.ids != trained]
     extra = ""
     if ctx.engine == "sglang" and aux.get("cuda_graph_defaults_quirk") and default and trained != default:
@@ -43,24 +46,26 @@ def layer_ids(ctx) -> dict:
         wrong = wrong or [aux_layers.Feed("cuda graphs", default, "defaults")]
     detail = f"trained on {trained} ({ctx.drafter.trained_origin}); fed {fed_text}{extra}. Reads: {reads}"
     if wrong:
-        return result(FAIL, "silent off-by-one / wrong layers (launches, low acceptance, no error): " + detail,
-                      location, fed=fed, trained=trained, reads=reads)
-    return result(PASS, detail, location, fed=fed, trained=trained, reads=reads)
+        return Result(FAIL, "silent off-by-one / wrong layers (launches, low acceptance, no error): " + detail,
+                      location, evidence=evidence)
+    return Result(PASS, detail, location, evidence=evidence)
 
 
 BRANCH_TRAINERS = {"output-of": "SpecForge, AngelSlim, ModelOpt HF training", "capture-before": "vLLM, speculators"}
 
 
-def _both_readings(ctx, feeds, fed, reads, location) -> dict:
+def _both_readings(ctx: Ctx, branches: dict[str, list[int]], feeds: list[aux_layers.Feed], fed: list[dict[str, Any]],
+                   reads: str, location: str | None) -> Result:
     """Nothing says how the ids were written: show what each reading trained on against what is fed, and ask."""
     parts = []
-    for convention, trained in ctx.drafter.branches.items():
+    for convention, trained in branches.items():
         verdicts = [f"{f.by} feeds {f.ids} ({f.how}): {_compare(trained, f.ids)}" for f in feeds]
         parts.append(f"if the ids are {convention} ({BRANCH_TRAINERS.get(convention, '?')}): trained on {trained}; "
                      + "; ".join(verdicts))
     detail = (f"cannot tell without the convention the ids were written in ({ctx.drafter.read_error}). "
               + " | ".join(parts) + f". Reads: {reads}")
-    return result(FAIL, detail, location, fed=fed, trained=None, branches=ctx.drafter.branches, reads=reads, needs_input=True)
+    return Result(FAIL, detail, location, evidence={"fed": fed, "trained": None, "branches": branches, "reads": reads},
+                  needs_input=True)
 
 
 def _compare(trained: list[int], fed: list[int] | None) -> str:
@@ -74,7 +79,7 @@ def _compare(trained: list[int], fed: list[int] | None) -> str:
     return "other layers"
 
 
-def key_locations(ctx, aux: dict) -> str:
+def key_locations(ctx: Ctx, aux: dict[str, Any]) -> str:
     """The drafter config keys the release reads for the ids, with offset and location, in words."""
     if not aux.get("read_from_config"):
         return "no drafter key (ids are never read from the drafter config)"

@@ -7,21 +7,20 @@ While this fails, no patch is offered for any check (`blocks`), and the fix is a
 
 from __future__ import annotations
 
-from compat.checks import check
-from compat.doctor.context import FAIL, PASS, result
+from compat.checks import FAIL, PASS, Ctx, LaterRelease, Result, check
 
 
 @check("target-architecture", "the release knows the target's architecture", order=15,
        needs=("target_architectures",), fixes=("release",), blocks=("patch",))
-def target_architecture(ctx) -> dict:
+def target_architecture(ctx: Ctx) -> Result:
     arch = ctx.target.architecture
     if not arch:
-        return result(FAIL, "the target config.json has no architectures", None)
+        return Result(FAIL, "the target config.json has no architectures", None)
     known = ctx.fact("target_architectures")
     if arch in known:
-        return result(PASS, f"{arch} is registered", known[arch])
+        return Result(PASS, f"{arch} is registered", known[arch])
     name = f"{ctx.engine} {ctx.version or ctx.report.get('version')}"
     arrival = ctx.first_release_with("target_architectures", arch)
     when = f"; it arrives in {arrival}" if arrival else "; no later release known here has it either" if arrival == "" else ""
-    return result(FAIL, f"{arch} is not in {name}: its model registry does not list it{when} "
-                  "(no compat patch can add a model class)", None, release=f">={arrival}" if arrival else None)
+    return Result(FAIL, f"{arch} is not in {name}: its model registry does not list it{when} "
+                  "(no compat patch can add a model class)", None, release=LaterRelease(arrival or None))

@@ -3,40 +3,38 @@
 vLLM: a registered class for the target's architecture implementing SupportsEagle3 (else "Model does
 not support EAGLE3 interface" at model load, after the target weights are loaded). SGLang: the class
 has `set_eagle3_layers_to_capture` (else AttributeError when the runner asks for aux hidden states).
+Whether the whitelist lets the target through first is _whitelist.py's reading, the one target-whitelist reports.
 """
 
 from __future__ import annotations
 
-from compat.checks import check
-from compat.doctor.context import FAIL, PASS, result
+from compat.checks import FAIL, PASS, Ctx, Result, check
+from compat.checks._whitelist import passes_config_validation
 
 
 @check("target-interface", "target class can feed aux hidden states to an EAGLE-3 drafter", order=20,
        needs=("eagle3_targets",), fixes=("patch", "release"))
-def target_interface(ctx) -> dict:
+def target_interface(ctx: Ctx) -> Result:
     arch = ctx.target.architecture
     if not arch:
-        return result(FAIL, "the target config.json has no architectures", None)
+        return Result(FAIL, "the target config.json has no architectures", None)
     entry = ctx.target_entry(arch)
     if ctx.engine == "vllm":
         if entry is not None and entry.get("interface"):
-            return result(PASS, f"{arch} -> {entry['class']} implements {entry['interface']}", entry.get("location"))
-        from compat.checks import get_check
-
-        passes_config = get_check("target-whitelist")(ctx)["verdict"] == PASS
+            return Result(PASS, f"{arch} -> {entry['class']} implements {entry['interface']}", entry.get("location"))
         trap = (" It passes config validation, then fails at model load, after the target weights are loaded"
-                if passes_config else " (The whitelist refuses it first; once a patch admits the target, it still "
+                if passes_config_validation(ctx) else " (The whitelist refuses it first; once a patch admits the target, it still "
                 "fails at model load, after the target weights are loaded.)")
-        return result(FAIL, f"no registered class for {arch} implements SupportsEagle3 in this release: "
+        return Result(FAIL, f"no registered class for {arch} implements SupportsEagle3 in this release: "
                       f"\"Model does not support EAGLE3 interface\".{trap}", interface_use_location(ctx))
     if entry is not None:
-        return result(PASS, f"{arch} -> {entry['class']} has set_eagle3_layers_to_capture",
+        return Result(PASS, f"{arch} -> {entry['class']} has set_eagle3_layers_to_capture",
                       entry.get("method_location") or entry.get("location"))
-    return result(FAIL, f"{arch} has no set_eagle3_layers_to_capture in this release: EAGLE3 dies with AttributeError "
+    return Result(FAIL, f"{arch} has no set_eagle3_layers_to_capture in this release: EAGLE3 dies with AttributeError "
                   "when the runner asks it for aux hidden states", interface_use_location(ctx))
 
 
-def interface_use_location(ctx) -> str | None:
+def interface_use_location(ctx: Ctx) -> str | None:
     """Where the release asks the target for aux hidden states (the call that fails without the interface)."""
     checks = ctx.fact("eagle3_whitelist").get("load_time_checks") or []
     if checks:

@@ -9,15 +9,14 @@ vocab is smaller. Only the two small maps are read.
 
 from __future__ import annotations
 
-from compat.checks import check
-from compat.checks._drafter import loader_entry
-from compat.doctor.context import FAIL, PASS, result
+from compat.checks import FAIL, PASS, Ctx, Result, check
+from compat.checks._drafter import find_tensor, loader_entry
 from compat.vocab_maps import vocab_map_problems
 
 
 @check("vocab-maps", "vocab maps present, consistent and mapping into the target vocab", order=50,
        needs=("drafter_loader",), fixes=("convert",))
-def vocab_maps(ctx) -> dict:
+def vocab_maps(ctx: Ctx) -> Result:
     cfg, tensors = ctx.drafter.config, ctx.drafter.tensors
     vocab, target_vocab = _int(cfg.get("vocab_size")), ctx.target.vocab_size
     draft_vocab = _int(cfg.get("draft_vocab_size")) or vocab
@@ -37,21 +36,12 @@ def vocab_maps(ctx) -> dict:
         problems.append(f"d2t ships with a full draft vocab: this release has a draft_id_to_target_id parameter only when "
                         f"the vocabularies differ and refuses it ({rule.get('parameter_location') or rule.get('location')})")
     if problems:
-        return result(FAIL, "; ".join(problems), rule.get("location"))
+        return Result(FAIL, "; ".join(problems), rule.get("location"))
     if draft_vocab and full and draft_vocab < full:
-        return result(PASS, f"d2t [{draft_vocab}] maps the draft vocab into the target's {full}, strictly increasing "
+        return Result(PASS, f"d2t [{draft_vocab}] maps the draft vocab into the target's {full}, strictly increasing "
                       "and within it" + ("; t2d agrees" if t2d is not None else ""), rule.get("location"))
-    return result(PASS, f"draft vocab = target vocab ({full}): no map needed" if full else "no vocab facts", rule.get("location"))
+    return Result(PASS, f"draft vocab = target vocab ({full}): no map needed" if full else "no vocab facts", rule.get("location"))
 
 
-def find_tensor(tensors: dict, canonical: str):
-    """(name, shape) of the drafter tensor that is `canonical` (with or without a `model.` prefix)."""
-    for name, info in tensors.items():
-        bare = name[len("model."):] if name.startswith("model.") and not name.startswith("model.lm_head") else name
-        if bare == canonical or bare.endswith("." + canonical) and canonical in ("d2t", "t2d"):
-            return name, info[1]
-    return None
-
-
-def _int(value) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None

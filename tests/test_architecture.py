@@ -4,7 +4,8 @@
   that closes a loop is still a loop);
 - no module takes a private name (`_x`) or a private module (`pkg._x`) from another part: a
   part is one package folder, and what it offers others is what its non-underscore names are;
-- no file under compat/ is over 500 lines; every doctor check (checks/) is at most 150 lines.
+- no file under compat/ is over 500 lines; every doctor check (checks/) is at most 150 lines;
+- no check imports another check, or asks the registry for one; nothing under checks/ imports compat.doctor.
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ def test_no_file_under_compat_over_500_lines():
 
 
 def test_every_check_is_small():
-    big = {p.name: n for p in (ROOT / "checks").glob("*.py") if (n := len(p.read_text().splitlines())) > 150}
+    """A check module (one per file); what checks share (`_x.py`, the package) is held to the 500-line rule."""
+    big = {p.name: n for p in (ROOT / "checks").glob("*.py")
+           if not p.name.startswith("_") and (n := len(p.read_text().splitlines())) > 150}
     assert not big, big
 
 
@@ -143,3 +146,30 @@ def test_test_files_have_unique_names():
     for path in (ROOT / "tests").rglob("test_*.py"):
         seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert not {k: v for k, v in seen.items() if len(v) > 1}
+
+
+def _check_modules() -> set[str]:
+    """The doctor checks: the modules of compat.checks not starting with `_` (the package holds the registry and API)."""
+    return {m for m in MODULES if m.startswith("compat.checks.") and not m.rpartition(".")[2].startswith("_")}
+
+
+def test_no_check_imports_another_check():
+    """What two checks share lives in a module both call (checks/_x.py); a check that needs another's conclusion
+    gets it from that shared reading, never by importing or running the other check."""
+    checks = _check_modules()
+    assert {"compat.checks.layer_ids", "compat.checks.aux_inputs", "compat.checks.target_interface"} <= checks
+    offences = [f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}"
+                for module in sorted(checks) for target, _, line in _imports(module) if target in checks and target != module]
+    offences += [f"{MODULES[module].relative_to(ROOT)}:{line} asks the registry for a check ({name})"
+                 for module in sorted(checks) for target, name, line in _imports(module)
+                 if target == "compat.checks" and name in ("get_check", "all_checks")]
+    assert not offences, "\n".join(dict.fromkeys(offences))
+
+
+def test_no_check_imports_the_doctor_package():
+    """Checks depend on their own small API (compat.checks: Ctx, Result, ...), not on compat.doctor, which runs them."""
+    checks_part = {m for m in MODULES if m == "compat.checks" or m.startswith("compat.checks.")}
+    offences = [f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}"
+                for module in sorted(checks_part) for target, _, line in _imports(module)
+                if target == "compat.doctor" or target.startswith("compat.doctor.")]
+    assert not offences, "\n".join(dict.fromkeys(offences))

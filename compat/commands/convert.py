@@ -69,7 +69,7 @@ def _ckpt_description() -> str:
 
 def add_arguments(parser) -> None:
     from compat import checkpoints
-    from compat.checkpoints import CONVENTIONS, RECORD_FILE
+    from compat.checkpoints import RECORD_FILE
     from compat.convert import DEFAULT_MAX_SHARD
     from compat.safetensors_stream import CHECKSUM, CHECKSUMS, DTYPE_NAMES
 
@@ -97,8 +97,7 @@ def add_arguments(parser) -> None:
                       "layer ids, and names the verifier in --to speculators")
     ckpt.add_argument("--layer-ids", metavar="IDS", nargs="+", help="the target layers the drafter was trained on "
                       "(e.g. 2 30 58 or 2,30,58), in --layer-ids-convention (default capture-before)")
-    ckpt.add_argument("--layer-ids-convention", choices=CONVENTIONS, help="the convention of the source's declared ids "
-                      "(or of --layer-ids); required when the source cannot tell")
+    checkpoints.add_flag(ckpt, also=" (or --layer-ids)")
     ckpt.add_argument("--dtype", choices=sorted(DTYPE_NAMES), help="cast floating-point tensors (default: keep bytes)")
     ckpt.add_argument("--max-shard-size", default=DEFAULT_MAX_SHARD, metavar="SIZE",
                       help=f"split the output above this size (default {DEFAULT_MAX_SHARD})")
@@ -112,6 +111,7 @@ def add_arguments(parser) -> None:
 
 
 def _options(ns: argparse.Namespace):
+    from compat.checkpoints import from_flag
     from compat.convert import Options
     from compat.errors import UsageError
     from compat.hub import resolve_model
@@ -131,7 +131,7 @@ def _options(ns: argparse.Namespace):
     target = resolve_model(ns.target, what="target") if ns.target else None
     return Options(src=resolve_model(ns.src, what="SRC"), dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
                    engine_version=version, engine_source=where, target=target, layer_ids=layer_ids,
-                   layer_ids_convention=ns.layer_ids_convention, dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,
+                   convention=from_flag(ns.layer_ids_convention), dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,
                    checksum=ns.checksum)
 
 

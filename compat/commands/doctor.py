@@ -16,6 +16,7 @@ from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
 )
+from compat.checkpoints import add_flag as add_convention_flag
 from compat.console import show_progress
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
@@ -71,10 +72,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
                         help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped, with a "
                         "warning, when the release lacks it (SGLang has no --speculative-config: a note says so)")
-    parser.add_argument("--layer-ids-convention", choices=("capture-before", "output-of"),
-                        help="how the drafter's declared layer ids were written when nothing in it says so: output-of "
-                        "(SpecForge, AngelSlim, ModelOpt HF training) or capture-before (vLLM, speculators); the same "
-                        "flag and values as compat convert ckpt")
+    add_convention_flag(parser)
     parser.add_argument("--verify", action="store_true",
                         help="after a diagnosis that says it works, run the engine on the pair (compat verify: outputs "
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")

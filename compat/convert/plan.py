@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from packaging.version import InvalidVersion, Version
 
 from compat import checkpoints
 from compat.checkpoints import (
     BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_LAYOUT, CAPTURE_BEFORE, RECORD_KEY, DrafterConfig, LayerIds,
-    BASIS_FLAG, ReadContext, WriteContext, compat_record, default_layer_ids, ids_from_declared, layer_index,
+    ReadContext, Settled, WriteContext, compat_record, default_layer_ids, ids_from_declared, layer_index,
 )
 from compat.errors import RefusedError, UsageError
 from compat.files import refuse_os_error
@@ -108,7 +109,10 @@ class Options:
     engine_version: str | None = None  # the release that will load DST (None: every known release)
     target: Path | None = None
     layer_ids: list[int] | None = None
-    layer_ids_convention: str | None = None
+    # How the source's declared ids (and --layer-ids) are read, as the caller settled it: the user's
+    # --layer-ids-convention (checkpoints.from_flag), or doctor's settled value for the drafter. None: make_plan
+    # settles it from the source (compat's record, a trainer fingerprint, the layout's rule).
+    convention: Settled | None = None
     dtype: str | None = None
     max_shard_size: int = parse_size(DEFAULT_MAX_SHARD)
     force: bool = False
@@ -138,9 +142,10 @@ def _make_plan(opts: Options) -> Plan:
 
     source_layout = _source_layout(source, opts.source_layout)
     canonical = _canonical_names(source, source_layout)
-    drafter = _read_drafter(source, source_layout, opts.layer_ids_convention, target)
+    drafter = _read_drafter(source, source_layout, opts.convention, target)
     if opts.layer_ids is not None:
-        drafter.layer_ids = ids_from_declared(opts.layer_ids, opts.layer_ids_convention or CAPTURE_BEFORE, "--layer-ids",
+        told = opts.convention.convention if opts.convention is not None else None
+        drafter.layer_ids = ids_from_declared(opts.layer_ids, told or CAPTURE_BEFORE, "--layer-ids",
                                               "given on the command line", BASIS_COMMAND_LINE)
     if drafter.layer_ids.capture_before is None and target and target.num_hidden_layers:
         drafter.layer_ids = LayerIds(default_layer_ids(target.num_hidden_layers),
@@ -208,20 +213,15 @@ def _check_cast_available(dtype: str) -> None:
                          hint="pip install 'compat[dtype]' (or numpy); without --dtype the tensors are copied unchanged")
 
 
-def _read_drafter(source, layout, convention: str | None, target) -> DrafterConfig:
-    """The canonical config, its layer ids read in the convention the user gave, else the one an
-    unambiguous trainer fingerprint fixes (checkpoints/_conventions.py), else by the layout's own rule
-    (which refuses ids whose convention nothing settles: doctor reads them the same way)."""
-    fingerprint = None
-    if convention is None:
-        settled = checkpoints.settle_convention(source.config, set(source.tensors))
-        if settled is not None and settled.source == "fingerprint":
-            convention, fingerprint = settled.convention, settled
-    drafter = layout.read_config(source.config, ReadContext(convention, target))
-    if fingerprint is not None and drafter.layer_ids.basis == BASIS_FLAG:
-        drafter.layer_ids.basis = checkpoints.BASIS_FINGERPRINT
-        drafter.layer_ids.origin = drafter.layer_ids.origin.replace("--layer-ids-convention", fingerprint.why)
-    return drafter
+def _read_drafter(source: SourceCheckpoint, layout: ModuleType, settled: Settled | None,
+                  target: Target | None) -> DrafterConfig:
+    """The canonical config, its layer ids read as `settled` says (the caller's, else checkpoints.settle's:
+    compat's record, an unambiguous trainer fingerprint, the layout's own rule; ids whose convention nothing
+    settles are refused with AmbiguousConvention, where doctor asks)."""
+    if settled is None:
+        settled = checkpoints.settle(layout, source.config, set(source.tensors), target=target)
+    config: DrafterConfig = layout.read_config(source.config, ReadContext(settled, target))
+    return config
 
 
 def _inherit_basis(drafter: DrafterConfig, prior: dict | None) -> bool:
@@ -298,7 +298,9 @@ def _source_layout(source: SourceCheckpoint, forced: str | None):
 
 
 def _canonical_names(source: SourceCheckpoint, layout) -> dict[str, str]:
-    mapping, unknown, seen = {}, [], {}
+    mapping: dict[str, str] = {}
+    unknown: list[str] = []
+    seen: dict[str, str] = {}
     for name in source.tensors:
         canonical = layout.to_canonical(name)
         if canonical is None:

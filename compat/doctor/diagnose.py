@@ -8,26 +8,36 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Any, Callable
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.checks import all_checks
-from compat.doctor.context import (DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED,
-                                   WORKS_PATCHED_CONVERTED, Ctx, Options)
+from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_command
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_patches,
                                  fix_with_release, patch_command, plugin_command, where_to_patch)
-from compat.doctor.launch import launch_command
 from compat.doctor.releases import ReleaseFinder
 from compat.errors import SourceError, UsageError
+from compat.target import Target
+from compat.tree import EngineTree
+
+# The overall verdict, from the checks and their fixes (classify).
+WORKS = "works as is"
+WORKS_PATCHED = "works after compat patch"
+NEEDS_CONVERT = "needs a converted drafter"
+WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
+DOES_NOT_WORK = "does not work"
+DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
+SOURCE_UNAVAILABLE = "source unavailable"
 
 
-def run_checks(ctx: Ctx) -> list[dict]:
+def run_checks(ctx: Ctx) -> list[Result]:
     return [check(ctx) for check in all_checks()]
 
 
-def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes: bool = True, releases=None) -> dict:
+def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Options | None = None, *, try_fixes: bool = True,
+             releases: ReleaseFinder | None = None) -> dict[str, Any]:
     """The whole answer for one release: checks, fixes, verdict, launch command.
 
     `releases` (a compat.doctor.releases.ReleaseFinder) lets a check name the release that first has
@@ -36,7 +46,8 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
 
     options = options or Options()
     report = build_report(tree)
-    finder = (lambda fact, key: releases(fact, key, report.get("version"))) if releases else None
+    finder: Callable[[str, str], str | None] | None = (
+        (lambda fact, key: releases(fact, key, report.get("version"))) if releases else None)
     ctx = Ctx(report, target, drafter, options, finder)
     checks = run_checks(ctx)
     if try_fixes:
@@ -56,11 +67,11 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
         "drafter": {"path": str(drafter.path), "architecture": drafter.architecture,
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
                     "trained_layer_ids": drafter.trained_ids},
-        "checks": checks,
+        "checks": [c.to_json() for c in checks],
         "verdict": verdict,
         "fix_steps": steps,
-        "instead": [f"{c['check']}: {c['fix']['text']}" for c in checks
-                    if c["verdict"] == FAIL and (c["fix"] or {}).get("kind") == "release"],
+        "instead": [f"{c.check}: {c.fix['text']}" for c in checks
+                    if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "release"],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
                    "runnable": verdict not in (DOES_NOT_WORK, DEPENDS), "after": [step["kind"] for step in steps]},
@@ -68,14 +79,14 @@ def diagnose(tree, target, drafter, options: Options | None = None, *, try_fixes
     }
 
 
-def fix_steps(tree, ctx: Ctx, checks: list[dict]) -> list[dict]:
+def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str, Any]]:
     """Every fix to run, in order and in as few commands as possible: one `compat patch` with all the
     patches the failing checks need, then the conversion (whose output the launch command names)."""
-    failing = [c["fix"] for c in checks if c["fix"] and (c["verdict"] == FAIL or c["fix"]["kind"] == "patch")]
+    failing = [c.fix for c in checks if c.fix and (c.verdict == FAIL or c.fix["kind"] == "patch")]
     order = [p.id for p in applicable_patches(ctx.engine, tree.version)]
     ids = sorted({pid for f in failing if f["kind"] == "patch" for pid in f["patch_ids"]}, key=order.index)
     settings = {pid: opts for f in failing if f["kind"] == "patch" for pid, opts in (f.get("options") or {}).items()}
-    steps = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
+    steps: list[dict[str, Any]] = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
     if ids:
         steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
                       "plugin": plugin_command(ctx, ids, settings), "note": where_to_patch(ctx)})
@@ -85,8 +96,8 @@ def fix_steps(tree, ctx: Ctx, checks: list[dict]) -> list[dict]:
     return steps
 
 
-def classify(checks: list[dict]) -> str:
-    kinds = {(c["fix"] or {}).get("kind") for c in checks if c["verdict"] == FAIL}
+def classify(checks: list[Result]) -> str:
+    kinds = {(c.fix or {}).get("kind") for c in checks if c.verdict == FAIL}
     if not kinds:
         return WORKS
     if kinds - {"patch", "convert", "ask"}:
@@ -100,9 +111,10 @@ def classify(checks: list[dict]) -> str:
     return WORKS_PATCHED_CONVERTED
 
 
-def diagnose_range(engine: str, specifier: str, target, drafter, options: Options | None = None, *,
-                   versions: list[str] | None = None, open_release: Callable[[str], Any] | None = None,
-                   cache_dir=None, offline: bool = False, progress: Callable | None = None) -> dict:
+def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter, options: Options | None = None, *,
+                   versions: list[str] | None = None, open_release: Callable[[str], EngineTree] | None = None,
+                   cache_dir: str | Path | None = None, offline: bool = False,
+                   progress: Callable[..., Any] | None = None) -> dict[str, Any]:
     """One diagnosis per release in `specifier` (from the package index, or `versions`); the releases
     missing from the facts cache are probed in parallel first.
 
@@ -121,17 +133,17 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
         raise SourceError(f"no {engine} release matches {specifier!r}", hint=f"known: {', '.join(versions[-8:])}")
     open_release = open_release or (lambda v: fetch_release(engine, f"=={v}", cache_dir=cache_dir, offline=offline, progress=False))
     finder = ReleaseFinder(engine, open_release=open_release, versions=versions)
-    trees: dict[str, Any] = {}
+    trees: dict[str, EngineTree | SourceError] = {}
     for version in (progress(chosen, f"{engine} releases") if progress else chosen):
         try:
             trees[version] = open_release(version)
         except SourceError as err:
             trees[version] = err
     probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
-    rows = []
+    rows: list[dict[str, Any]] = []
     for version, tree in trees.items():
         if isinstance(tree, SourceError):
-            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": str(tree).split("\n")[0], "fixes": []})
+            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []})
             continue
         diagnosis = diagnose(tree, target, drafter, options, releases=finder)
         rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
@@ -140,15 +152,18 @@ def diagnose_range(engine: str, specifier: str, target, drafter, options: Option
     return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
 
 
-def fix_summary(checks: list[dict]) -> list[str]:
-    """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table."""
+def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
+    """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table (from the
+    checks of a diagnosis, in their JSON form)."""
     shown = [(c, c["fix"]) for c in checks if c["fix"] and (c["verdict"] == FAIL or c["fix"]["kind"] == "patch")]
     newest = _newest_lower_bound([fix["releases"] for _, fix in shown if fix["kind"] == "release"])
-    out = []
+    out: list[str] = []
     for c, fix in shown:
-        text = {"patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
-                "ask": lambda f: "say --layer-ids-convention",
-                "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix"}[fix["kind"]](fix)
+        phrases: dict[str, Callable[[dict[str, Any]], str]] = {
+            "patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
+            "ask": lambda f: "say --layer-ids-convention",
+            "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix"}
+        text = phrases[fix["kind"]](fix)
         if text not in out:
             out.append(text)
     return out

@@ -17,36 +17,39 @@ from __future__ import annotations
 import shlex
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat.checkpoints import RECORD_KEY
-from compat.checks import get_check
-from compat.doctor.context import FAIL, PASS
-from compat.doctor.inputs import Drafter, recognise
+from compat.checkpoints import CONVENTIONS, RECORD_KEY, ConventionNeeded, Settled, from_flag
+from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
+from compat.doctor.inputs import recognise
 from compat.errors import CompatError
 from compat.hub import local_name, model_name
+from compat.tree import EngineTree
+
+if TYPE_CHECKING:
+    from compat.convert.plan import PlannedTensor
+    from compat.patches import Patch
 
 
-def unfixed(checks: list[dict]) -> list[dict]:
-    return [c for c in checks if c["verdict"] == FAIL and c["fix"] is None]
+def unfixed(checks: list[Result]) -> list[Result]:
+    return [c for c in checks if c.verdict == FAIL and c.fix is None]
 
 
-def may_fix(check: dict, kind: str) -> bool:
-    return kind in get_check(check["check"]).fixes
+def may_fix(check: Result, kind: str) -> bool:
+    return kind in get_check(check.check).fixes
 
 
-def rerun(check: dict, ctx) -> dict:
-    return get_check(check["check"])(ctx)
+def rerun(check: Result, ctx: Ctx) -> Result:
+    return get_check(check.check)(ctx)
 
 
 # -- an answer only the user has ----------------------------------------------------------------------------
-def fix_with_input(ctx, checks: list[dict]) -> None:
+def fix_with_input(ctx: Ctx, checks: list[Result]) -> None:
     """For a check that needs the layer-id convention: what each answer means here, and its fix."""
-    from compat.checkpoints import CONVENTIONS
-
     for check in unfixed(checks):
-        if not check.get("needs_input"):
+        if not check.needs_input:
             continue
         answers = {}
         for convention in CONVENTIONS:
@@ -54,36 +57,36 @@ def fix_with_input(ctx, checks: list[dict]) -> None:
                                 ctx.target, convention)
             answer_ctx = ctx.with_drafter(drafter)
             again = rerun(check, answer_ctx)
-            answer = {"trained": drafter.trained_ids, "verdict": again["verdict"], "fix": None}
-            if again["verdict"] == FAIL:
-                converted, _ = converted_drafter(answer_ctx, convention)
-                if converted is not None and rerun(check, ctx.with_drafter(converted))["verdict"] == PASS:
+            answer: dict[str, Any] = {"trained": drafter.trained_ids, "verdict": again.verdict, "fix": None}
+            if again.verdict == FAIL:
+                converted, _ = converted_drafter(answer_ctx, from_flag(convention))
+                if converted is not None and rerun(check, ctx.with_drafter(converted)).verdict == PASS:
                     answer["fix"] = convert_command(answer_ctx, convention)
             answers[convention] = answer
         text = "say how the drafter was trained: --layer-ids-convention " + " or ".join(
             f"{conv} ({'the layers match' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
             for conv, a in answers.items())
-        check["fix"] = {"kind": "ask", "text": text, "answers": answers}
+        check.fix = {"kind": "ask", "text": text, "answers": answers}
 
 
 # -- patches ------------------------------------------------------------------------------------------------
-def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
+def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
     """Apply the release's patches in memory, one after another (each on top of the ones before), and
     re-run the checks a patch may fix after each; a check whose answer ends up PASS gets the patch with
     which it last turned PASS. Checks that warn are followed too: a patch that gives a target its
     capture hook can expose a layer-id problem only a later patch fixes."""
     from compat.report import build_report
 
-    if any("patch" in get_check(c["check"]).blocks for c in checks if c["verdict"] == FAIL):
+    if any("patch" in get_check(c.check).blocks for c in checks if c.verdict == FAIL):
         return  # e.g. the release does not know the target's architecture: no patch can help
-    followed = [c for c in checks if may_fix(c, "patch") and c["verdict"] != PASS
-                and (c["fix"] is None or c["fix"]["kind"] == "convert")]
-    if not any(c["verdict"] == FAIL for c in followed):
+    followed = [c for c in checks if may_fix(c, "patch") and c.verdict != PASS
+                and (c.fix is None or c.fix["kind"] == "convert")]
+    if not any(c.verdict == FAIL for c in followed):
         return
     patches = applicable_patches(ctx.engine, tree.version)
     current, applied, chosen = tree, [], {}
-    last = {c["check"]: c["verdict"] for c in followed}
-    turned_pass: dict[str, tuple] = {}
+    last = {c.check: c.verdict for c in followed}
+    turned_pass: dict[str, tuple[Patch, Result]] = {}
     for patch in patches:
         options = patch_options(ctx, patch)
         changes = apply_in_memory(patch, current, options)
@@ -95,29 +98,29 @@ def fix_with_patches(tree, ctx, checks: list[dict]) -> None:
         patched = ctx.with_report(build_report(current))
         for check in followed:
             again = rerun(check, patched)
-            if again["verdict"] == PASS and last[check["check"]] != PASS:
-                turned_pass[check["check"]] = (patch, again)
-            elif again["verdict"] != PASS:
-                turned_pass.pop(check["check"], None)
-            last[check["check"]] = again["verdict"]
+            if again.verdict == PASS and last[check.check] != PASS:
+                turned_pass[check.check] = (patch, again)
+            elif again.verdict != PASS:
+                turned_pass.pop(check.check, None)
+            last[check.check] = again.verdict
     for check in followed:
-        if check["check"] not in turned_pass:
+        if check.check not in turned_pass:
             continue
-        patch, again = turned_pass[check["check"]]
+        patch, again = turned_pass[check.check]
         ids = with_requirements(patch, patches, applied)
         settings = {pid: chosen[pid] for pid in ids if chosen.get(pid)}
-        fix = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
-               "options": settings, "plugin": plugin_command(ctx, ids, settings),
-               "verified": f"re-probed with the patches applied in memory: {again['detail']}"}
+        fix: dict[str, Any] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
+                               "options": settings, "plugin": plugin_command(ctx, ids, settings),
+                               "verified": f"re-probed with the patches applied in memory: {again.detail}"}
         if where_to_patch(ctx):
             fix["note"] = where_to_patch(ctx)
-        if check["fix"] is not None:  # converting the drafter fixes it already: the patch is the other way
-            check["fix"]["alternative"] = fix
+        if check.fix is not None:  # converting the drafter fixes it already: the patch is the other way
+            check.fix["alternative"] = fix
         else:
-            check["fix"] = fix
+            check.fix = fix
 
 
-def patch_options(ctx, patch) -> dict:
+def patch_options(ctx: Ctx, patch: Patch) -> dict[str, Any]:
     """The options beyond the patch's defaults this target and drafter need: what the patch's own
     `options_for_target` hook asks for (a whitelist adds the target's model_type), and the drafter's
     settled layer-id convention for a patch that reads nested ids."""
@@ -128,7 +131,7 @@ def patch_options(ctx, patch) -> dict:
     return options
 
 
-def option_argv(settings: dict) -> list[str]:
+def option_argv(settings: dict[str, dict[str, Any]]) -> list[str]:
     """Command-line spelling of the options doctor chose, by each patch's own declaration."""
     from compat.patches import all_patches
     from compat.patching import option_flags
@@ -137,13 +140,13 @@ def option_argv(settings: dict) -> list[str]:
     return [flag for pid, options in settings.items() for flag in option_flags(by_id[pid], options)]
 
 
-def applicable_patches(engine: str, version: str | None) -> list:
+def applicable_patches(engine: str, version: str | None) -> list[Patch]:
     from compat.patches import all_patches
 
     return [p for p in all_patches(engine) if p.applies_to(version)]
 
 
-def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
+def apply_in_memory(patch: Patch, tree: EngineTree, options: dict[str, Any]) -> dict[str, bytes]:
     """The files `compat patch` would change for this one patch (relpath -> new bytes), planned on the
     tree (an overlay of the patches before it) by patching's own plan, compile check included; {} when
     it changes nothing or refuses. Kept in the facts cache per tree content, patch and options (a release
@@ -155,7 +158,7 @@ def apply_in_memory(patch, tree, options: dict) -> dict[str, bytes]:
     return {relpath: text.encode() for relpath, text in (found.get("changes") or {}).items()}
 
 
-def _planned(patch, tree, options: dict) -> dict:
+def _planned(patch: Patch, tree: EngineTree, options: dict[str, Any]) -> dict[str, Any]:
     from compat.patching import APPLY, plan
 
     try:
@@ -167,7 +170,7 @@ def _planned(patch, tree, options: dict) -> dict:
     return {"changes": {e.relpath: e.after.decode("utf-8") for e in item.edits}}
 
 
-def with_requirements(patch, patches, applied: list[str]) -> list[str]:
+def with_requirements(patch: Patch, patches: list[Patch], applied: list[str]) -> list[str]:
     by_id = {p.id: p for p in patches}
     ids, todo = [], [patch.id]
     while todo:
@@ -179,7 +182,7 @@ def with_requirements(patch, patches, applied: list[str]) -> list[str]:
     return sorted(ids, key=applied.index)
 
 
-def patch_command(ctx, ids: list[str], settings: dict) -> str:
+def patch_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]]) -> str:
     """`compat patch` for the engine this diagnosis is about; a released tree is a shared cache, so the
     command patches the installed engine of the serving venv (--python when doctor was told it)."""
     src = ctx.report.get("source") or {}
@@ -193,7 +196,7 @@ def patch_command(ctx, ids: list[str], settings: dict) -> str:
     return shlex.join(parts + option_argv(settings))
 
 
-def plugin_command(ctx, ids: list[str], settings: dict) -> str:
+def plugin_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]]) -> str:
     """The same fix with no engine file changed: compat's plugin applies the patches in memory at import."""
     from compat.plugin import plugin_command as command
 
@@ -203,7 +206,7 @@ def plugin_command(ctx, ids: list[str], settings: dict) -> str:
     return " ".join([base, *map(shlex.quote, option_argv(settings))])
 
 
-def where_to_patch(ctx) -> str | None:
+def where_to_patch(ctx: Ctx) -> str | None:
     """A note for fixes that patch a released tree's engine without knowing the serving venv."""
     src = ctx.report.get("source") or {}
     if src.get("kind") == "released" and not ctx.options.python:
@@ -213,64 +216,66 @@ def where_to_patch(ctx) -> str | None:
 
 
 # -- conversion ---------------------------------------------------------------------------------------------
-def fix_with_conversion(ctx, checks: list[dict], *, first_only: bool = False) -> None:
+def fix_with_conversion(ctx: Ctx, checks: list[Result], *, first_only: bool = False) -> None:
     """Plan `compat convert ckpt --to <engine> --engine-version X` (nothing written) and re-check the result.
 
     first_only: only the checks that list "convert" first among their fixes (before any patch is tried)."""
-    from compat.checkpoints import CONVENTIONS
-
     pending = [c for c in unfixed(checks) if may_fix(c, "convert")
-               and (not first_only or get_check(c["check"]).fixes[0] == "convert")]
+               and (not first_only or get_check(c.check).fixes[0] == "convert")]
     if not pending or ctx.version is None:
         return
-    attempts = {None: converted_drafter(ctx)}
-    if attempts[None][0] is None and "--layer-ids-convention" in (attempts[None][1] or ""):
+    attempts: dict[str | None, tuple[Drafter | None, CompatError | None]] = {None: converted_drafter(ctx)}
+    if isinstance(attempts[None][1], ConventionNeeded):
         # the drafter does not say how to read its ids; a fix that holds under either reading is still a fix
-        attempts = {conv: converted_drafter(ctx, conv) for conv in CONVENTIONS}
-    if any(drafter is None for drafter, _ in attempts.values()):
-        error = next(err for drafter, err in attempts.values() if drafter is None)
+        attempts = {conv: converted_drafter(ctx, from_flag(conv)) for conv in CONVENTIONS}
+    refused = next((err for drafter, err in attempts.values() if drafter is None and err is not None), None)
+    if refused is not None:
         for check in pending:
-            check["convert_refused"] = error
+            check.convert_refused = one_line(refused)
         return
     for check in pending:
-        if check.get("convert_with"):  # the check knows what the conversion must change (e.g. the layer ids)
-            _fix_with_conversion_of(ctx, check, check["convert_with"])
+        if check.convert_with is not None:  # the check knows what the conversion must change (e.g. the layer ids)
+            _fix_with_conversion_of(ctx, check, check.convert_with)
             continue
-        agains = [rerun(check, ctx.with_drafter(drafter)) for drafter, _ in attempts.values()]
-        if all(again["verdict"] == PASS for again in agains):
+        agains = [rerun(check, ctx.with_drafter(drafter)) for drafter, _ in attempts.values() if drafter is not None]
+        if all(again.verdict == PASS for again in agains):
             conventions = [c for c in attempts if c]
-            check["fix"] = {"kind": "convert", "command": convert_command(ctx, "|".join(conventions) or None),
-                            "verified": f"checked on the drafter the conversion would write: {agains[0]['detail']}"}
+            check.fix = {"kind": "convert", "command": convert_command(ctx, "|".join(conventions) or None),
+                         "verified": f"checked on the drafter the conversion would write: {agains[0].detail}"}
             if conventions:
-                check["fix"]["note"] = ("the drafter's config does not say which convention its layer ids use: "
-                                        "pass the one it was trained with")
+                check.fix["note"] = ("the drafter's config does not say which convention its layer ids use: "
+                                     "pass the one it was trained with")
 
 
-def _fix_with_conversion_of(ctx, check: dict, changes: dict) -> None:
-    drafter, error = converted_drafter(ctx, layer_ids=changes.get("layer_ids"))
+def _fix_with_conversion_of(ctx: Ctx, check: Result, changes: ConvertWith) -> None:
+    drafter, error = converted_drafter(ctx, layer_ids=changes.layer_ids)
     if drafter is None:
-        check["convert_refused"] = error
+        check.convert_refused = one_line(error)
         return
     again = rerun(check, ctx.with_drafter(drafter))
-    if again["verdict"] == PASS:
-        check["fix"] = {"kind": "convert", "command": convert_command(ctx, layer_ids=changes.get("layer_ids")),
-                        "verified": f"checked on the drafter the conversion would write: {again['detail']}"}
+    if again.verdict == PASS:
+        check.fix = {"kind": "convert", "command": convert_command(ctx, layer_ids=changes.layer_ids),
+                     "verified": f"checked on the drafter the conversion would write: {again.detail}"}
 
 
-def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> tuple[Drafter | None, str | None]:
+def converted_drafter(ctx: Ctx, told: Settled | None = None,
+                      layer_ids: list[int] | None = None) -> tuple[Drafter | None, CompatError | None]:
+    """The drafter `compat convert ckpt` would write for this release (planned, nothing written), or why it refuses.
+
+    The conversion reads the source's ids as doctor settled them (`ctx.drafter.settled`), or as `told`
+    (an answer the user may give: --layer-ids-convention X)."""
     from compat.convert import Options as ConvertOptions
     from compat.convert import build_record, make_plan
 
-    convention = convention or user_convention(ctx)
     target_config = ctx.target.path / "config.json"
     with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
         dst = Path(tmp) / "converted"  # never created: make_plan only plans
         try:
             plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
                                             target=target_config if target_config.is_file() else None,
-                                            layer_ids=layer_ids, layer_ids_convention=convention or _settled(ctx, layer_ids)))
+                                            layer_ids=layer_ids, convention=told or ctx.drafter.settled))
         except CompatError as err:
-            return None, str(err).replace("\n", " ")
+            return None, err
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
     config = {**plan.config_after, RECORD_KEY: build_record(plan)}  # what the conversion's record will say
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}
@@ -278,35 +283,39 @@ def converted_drafter(ctx, convention: str | None = None, layer_ids: list[int] |
     return recognise(converted, ctx.target), None
 
 
+def one_line(error: CompatError | None) -> str | None:
+    """An error as one line of a fix's text (its message and its fix)."""
+    return None if error is None else str(error).replace("\n", " ")
+
+
 class PlannedMap:
     """A vocab map as the planned conversion will write it: its bytes read from the plan's source."""
 
-    def __init__(self, planned):
+    def __init__(self, planned: PlannedTensor) -> None:
+        assert planned.source is not None  # a map is copied or derived, never dropped
         self.dtype, self.shape, self._source = planned.out_dtype, tuple(planned.shape), planned.source
 
     def read(self) -> bytes:
         return b"".join(bytes(chunk) for chunk in self._source.chunks())
 
 
-def converted_path(ctx) -> str:
+def converted_path(ctx: Ctx) -> str:
     """DST beside the drafter; for a drafter from the Hugging Face cache, in the working directory."""
     return local_name(ctx.drafter.path) + f"-{ctx.engine}-{ctx.version}"
 
 
-def _settled(ctx, layer_ids) -> str | None:
-    """With explicit --layer-ids the conversion needs their convention: the one the drafter's ids were read in."""
-    return ctx.drafter.convention if layer_ids is not None else None
+def named_convention(settled: Settled | None, layer_ids: list[int] | None) -> str | None:
+    """The --layer-ids-convention a convert command must repeat: the one the user told doctor, and with explicit
+    --layer-ids the one the drafter's ids were read in (told, or fixed by a trainer fingerprint)."""
+    if settled is None or not (settled.source == "flag" or layer_ids is not None):
+        return None
+    return settled.convention
 
 
-def user_convention(ctx) -> str | None:
-    """The convention the user told doctor (--layer-ids-convention): the conversion must be told too."""
-    return ctx.drafter.convention if ctx.drafter.settled_by == "flag" else None
-
-
-def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
+def convert_command(ctx: Ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
     """`compat convert ckpt` for the release diagnosed, named with the source options that name it: a tree by
     --path, the installed engine by --engine (and --python), a release by --engine ENGINE==VERSION."""
-    convention = convention or user_convention(ctx) or _settled(ctx, layer_ids)
+    convention = convention or named_convention(ctx.drafter.settled, layer_ids)
     src = ctx.report.get("source") or {}
     if src.get("kind") == "path" and src.get("location"):
         release = ["--path", src["location"]]
@@ -322,22 +331,22 @@ def convert_command(ctx, convention: str | None = None, layer_ids: list[int] | N
 
 
 # -- a release that works -------------------------------------------------------------------------------------
-def fix_with_release(ctx, checks: list[dict]) -> None:
+def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
     """No patch or conversion helps: name the release the known issues say fixes it, if any."""
     from compat.known_issues import matching
 
     issues = [i for i in matching(ctx.engine, str(ctx.version) if ctx.version else None, ctx.target.names) if i.get("fixed_in")]
     for check in unfixed(checks):
-        if may_fix(check, "release") and check.get("release"):
-            check["fix"] = {"kind": "release", "releases": check["release"], "text": f"{ctx.engine} {check['release'].replace('>=', '>= ')}"}
+        if may_fix(check, "release") and check.release is not None and check.release.first:
+            check.fix = {"kind": "release", "releases": check.release.specifier, "text": f"{ctx.engine} >= {check.release.first}"}
         elif may_fix(check, "release") and issues:
             best = max(issues, key=lambda i: Version(i["fixed_in"]))
-            check["fix"] = {"kind": "release", "releases": f">={best['fixed_in']}",
-                            "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}
+            check.fix = {"kind": "release", "releases": f">={best['fixed_in']}",
+                         "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}
         else:
-            hint = check.get("convert_refused")
-            check["fix"] = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
-                                                    + (f" (conversion refused: {hint})" if hint else "")
-                                                    + "; compare the releases after this one: " + shlex.join(
-                                                        ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
-                                                         "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}
+            hint = check.convert_refused
+            check.fix = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
+                                                 + (f" (conversion refused: {hint})" if hint else "")
+                                                 + "; compare the releases after this one: " + shlex.join(
+                                                     ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
+                                                      "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}

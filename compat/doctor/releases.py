@@ -4,18 +4,23 @@ over the releases after this one, each probed like any other (fetched once, then
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Callable
+
 from packaging.version import Version
 
 from compat.errors import SourceError
+from compat.tree import EngineTree
 
 
 class ReleaseFinder:
     """finder(fact, key, after): the first release after `after` whose fact has key; "" none; None unknown."""
 
-    def __init__(self, engine: str, *, cache_dir=None, offline: bool = False, open_release=None,
-                 versions: list[str] | None = None):
+    def __init__(self, engine: str, *, cache_dir: str | Path | None = None, offline: bool = False,
+                 open_release: Callable[[str], EngineTree] | None = None, versions: list[str] | None = None) -> None:
         self.engine, self.cache_dir, self.offline = engine, cache_dir, offline
-        self._open, self._versions, self._memo = open_release, versions, {}
+        self._open, self._versions = open_release, versions
+        self._memo: dict[tuple[str, str, str | None], str | None] = {}
 
     def __call__(self, fact: str, key: str, after: str | None) -> str | None:
         if (fact, key, after) not in self._memo:

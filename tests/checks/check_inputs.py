@@ -6,8 +6,8 @@ import copy
 import json
 from pathlib import Path
 
-from compat.doctor import Ctx, Options
-from compat.doctor.inputs import Drafter, recognise
+from compat.checks import Ctx, Drafter, Options
+from compat.doctor.inputs import recognise
 from compat.target import Target
 
 HIDDEN, VOCAB, DRAFT_VOCAB = 64, 1024, 256

@@ -24,7 +24,8 @@ def ctx():
 
 @pytest.fixture
 def run():
-    """run(check_id, ctx) -> the check's result dict (through the registry, as the doctor runs it)."""
+    """run(check_id, ctx) -> the check's result in its JSON form (through the registry, as the doctor runs it and
+    as doctor --json shows it)."""
     from compat.checks import get_check
 
-    return lambda check_id, context: get_check(check_id)(context)
+    return lambda check_id, context: get_check(check_id)(context).to_json()

@@ -2,7 +2,7 @@
 
 import json
 
-from compat.doctor import Options
+from compat.checks import Options
 
 
 def test_vllm_command_holds_the_accepted_keys(ctx, run):

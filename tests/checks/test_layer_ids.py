@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.doctor.inputs import Drafter, recognise
+from compat.checks import Drafter
+from compat.doctor.inputs import recognise
 from check_inputs import drafter, specforge_config, target, tensors
 
 NESTED_V1 = [{"runner": "v1", "keys": [
@@ -79,7 +80,7 @@ def test_sglang_cuda_graph_quirk_fails_ids_other_than_the_default(ctx, run):
 def test_unknown_layer_count_or_training_warns(ctx, run):
     assert run("layer-ids", ctx(tgt=target(layers=None)))["verdict"] == "warn"
     d = drafter(specforge_config(eagle_config=None), tgt=None)
-    d.trained_ids = None
+    d.settled = None  # nothing says what it was trained on
     assert run("layer-ids", ctx(draft=d))["verdict"] == "warn"
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from compat.doctor import Options
+from compat.checks import Options
 from check_inputs import drafter
 
 

@@ -18,7 +18,7 @@ def test_a_failed_probe_gives_a_warning_not_a_guess(ctx, check_id):
     needed = get_check(check_id).needed_facts("vllm")
     broken = {key: {"present": False, "error": f"probe {key} failed: SyntaxError"} for key in needed}
     result = get_check(check_id)(ctx(report_changes=broken))
-    assert result["verdict"] == "warn" and result["detail"].startswith("cannot tell: probe")
+    assert result.verdict == "warn" and result.detail.startswith("cannot tell: probe") and result.check == check_id
 
 
 def test_a_second_check_with_the_same_id_is_refused():

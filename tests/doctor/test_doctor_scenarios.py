@@ -293,7 +293,7 @@ def test_a_failed_probe_gives_warnings_not_guesses(kimi, release):
         report[key] = {"present": False, "error": f"probe {key} failed: SyntaxError"}
     target = read_target(kimi.target)
     ctx = Ctx(report, target, read_drafter(kimi.drafter, target), Options())
-    verdicts = {c["check"]: c["verdict"] for c in run_checks(ctx)}
+    verdicts = {c.check: c.verdict for c in run_checks(ctx)}
     for name in ("target-whitelist", "target-interface", "drafter-architecture", "layer-ids", "method", "launch-command"):
         assert verdicts[name] == WARN, name
     assert launch_command(ctx)["problems"]  # and the command says why it cannot be trusted

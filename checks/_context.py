@@ -1,0 +1,217 @@
+"""What a check reads and what it answers: the API every check is written against (re-exported by compat.checks).
+
+A check sees one `Ctx` (the probe report, the target, the drafter, the options) and returns a `Result`;
+the typed lookups below are the only way checks reach into the probe report, so a change of a probe's
+JSON shape is fixed here once. compat/doctor builds the Ctx (compat/doctor/inputs.py reads the drafter),
+runs the checks and fixes what they find; nothing here imports compat.doctor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Literal, Mapping
+
+from packaging.version import InvalidVersion, Version
+
+from compat import aux_layers
+from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
+from compat.target import Target
+from compat.vocab_maps import MapTensor
+
+Verdict = Literal["pass", "fail", "warn"]
+PASS: Verdict = "pass"
+FAIL: Verdict = "fail"
+WARN: Verdict = "warn"
+
+DEFAULT_SPEC_TOKENS = 3  # vLLM num_speculative_tokens / SGLang --speculative-num-steps
+DEFAULT_TOPK = 1  # SGLang --speculative-eagle-topk; with topk 1 draft tokens = steps + 1 (sglang-eagle3.md 1.4)
+
+
+@dataclass
+class Options:
+    num_speculative_tokens: int = DEFAULT_SPEC_TOKENS
+    topk: int = DEFAULT_TOPK
+    extra_spec: dict[str, Any] = field(default_factory=dict)  # more --speculative-config keys the user wants (vLLM)
+    python: str | None = None  # the serving venv's python, named in the fixes (`compat patch --python PY`)
+
+
+@dataclass
+class Drafter:
+    """The drafter as the checks see it: its config and tensor headers (never the weights), the layout that
+    recognises it and how its layer ids are known (compat/doctor/inputs.py reads and settles it)."""
+
+    path: Path
+    config: dict[str, Any]
+    tensors: dict[str, tuple[str, tuple[int, ...]]]  # name -> (dtype, shape), from the headers only
+    maps: Mapping[str, MapTensor] = field(default_factory=dict)  # "d2t" / "t2d" -> a tensor whose .read() gives its bytes (small)
+    layout: ModuleType | None = None  # the checkpoints/ layout module that recognises it
+    settled: Settled | None = None  # how its layer ids are known (None: they are not: see read_error)
+    read_error: str | None = None  # why the layout could not read the config (e.g. ambiguous ids), in words
+    # When only the user can settle the convention of the declared ids: the error, with what each reading trains on.
+    ambiguous: AmbiguousConvention | None = None
+
+    @property
+    def architecture(self) -> str | None:
+        archs = self.config.get("architectures") or []
+        return archs[0] if archs else None
+
+    @property
+    def trained_ids(self) -> list[int] | None:
+        """The capture-before layers it was trained on (None: unknown)."""
+        return self.settled.capture_before if self.settled is not None else None
+
+    @property
+    def settled_by(self) -> str | None:
+        return self.settled.source if self.settled is not None else None
+
+    @property
+    def convention(self) -> str | None:
+        """The convention its declared ids are read in, when the user told it or a fingerprint fixes it."""
+        return self.settled.convention if self.settled is not None else None
+
+    @property
+    def branches(self) -> dict[str, list[int]] | None:
+        """When nothing settles the convention: what each reading says it was trained on."""
+        return self.ambiguous.readings if self.ambiguous is not None else None
+
+    @property
+    def trained_origin(self) -> str:
+        """How the layers trained on are known, in words."""
+        settled = self.settled
+        if settled is None or settled.capture_before is None:
+            return ""
+        ids = settled.ids
+        if ids is None:  # compat's record, or the default
+            return settled.why
+        if settled.source == "fingerprint":
+            # doctor's words for a fingerprint name the flag the fingerprint stands in for (kept as they were)
+            return f"{ids.declared_field} = {ids.declared} read as {ids.convention} ({CONVENTION_FLAG}); {settled.why}"
+        return ids.origin
+
+
+@dataclass(frozen=True)
+class ConvertWith:
+    """What a conversion must change for a check to pass (aux-inputs: the layer ids, the loss-target id dropped)."""
+
+    layer_ids: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"layer_ids": self.layer_ids}
+
+
+@dataclass(frozen=True)
+class LaterRelease:
+    """The releases that have what this one lacks, from `first` on (None: no later release known here has it)."""
+
+    first: str | None
+
+    @property
+    def specifier(self) -> str | None:
+        return f">={self.first}" if self.first else None
+
+
+@dataclass
+class Result:
+    """A check's answer. `evidence` is what it saw, shown as is under --json (nothing in compat decides on
+    it); the typed fields are what doctor's fixes act on. The registry fills `check` and `title`, the
+    fixes `fix` and `convert_refused`."""
+
+    verdict: Verdict
+    detail: str
+    location: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    convert_with: ConvertWith | None = None
+    release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
+    needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
+    check: str = ""
+    title: str = ""
+    fix: dict[str, Any] | None = None
+    convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
+        out: dict[str, Any] = {"check": self.check, "title": self.title, "verdict": self.verdict, "detail": self.detail,
+                               "fix": self.fix, "location": self.location, **self.evidence}
+        if self.convert_with is not None:
+            out["convert_with"] = self.convert_with.to_json()
+        if self.release is not None:
+            out["release"] = self.release.specifier
+        if self.needs_input:
+            out["needs_input"] = True
+        if self.convert_refused is not None:
+            out["convert_refused"] = self.convert_refused
+        return out
+
+
+@dataclass
+class Ctx:
+    report: dict[str, Any]
+    target: Target
+    drafter: Drafter
+    options: Options
+    # (fact, key) -> the first later release whose probe fact holds key, "" when none does, None when unknown
+    releases: Callable[[str, str], str | None] | None = None
+
+    @property
+    def engine(self) -> str:
+        return str(self.report["engine"])
+
+    @property
+    def version(self) -> Version | None:
+        try:
+            return Version(Version(str(self.report.get("version"))).public)
+        except InvalidVersion:
+            return None
+
+    def at_least(self, gate: Version) -> bool | None:
+        return None if self.version is None else self.version >= gate
+
+    def with_drafter(self, drafter: Drafter) -> Ctx:
+        return Ctx(self.report, self.target, drafter, self.options, self.releases)
+
+    def with_report(self, report: dict[str, Any]) -> Ctx:
+        return Ctx(report, self.target, self.drafter, self.options, self.releases)
+
+    def first_release_with(self, fact: str, key: str) -> str | None:
+        """The first release after this one whose probe fact `fact` has `key` ("" none; None: not looked)."""
+        return self.releases(fact, key) if self.releases else None
+
+    # -- typed lookups over the probe report ------------------------------------------------------
+    def facts(self, key: str) -> list[Any]:
+        """A list-valued probe fact; [] when the probe found nothing or failed (it reports a dict then)."""
+        value = self.report.get(key)
+        return value if isinstance(value, list) else []
+
+    def fact(self, key: str) -> dict[str, Any]:
+        """A dict-valued probe fact; {} when absent."""
+        value = self.report.get(key)
+        return value if isinstance(value, dict) else {}
+
+    def probe_error(self, key: str) -> str | None:
+        value = self.report.get(key)
+        return value.get("error") if isinstance(value, dict) and value.get("error") else None
+
+    def target_entry(self, architecture: str | None = None) -> dict[str, Any] | None:
+        return aux_layers.target_entry(self.report, architecture or self.target.architecture or "")
+
+    def flag(self, name: str) -> dict[str, Any] | None:
+        for flag in self.facts("cli_flags"):
+            if flag.get("name") == name or name in (flag.get("aliases") or []):
+                return flag
+        return None
+
+    def drafter_location(self, architecture: str | None) -> str | None:
+        for entry in self.facts("eagle3_drafter_classes"):
+            if entry.get("architecture") == architecture:
+                return entry.get("location") or entry.get("registered")
+        return None
+
+    def first_location(self, key: str) -> str | None:
+        value = self.report.get(key)
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            return value[0].get("location") or value[0].get("registered")
+        if isinstance(value, dict):
+            return value.get("location")
+        return None
