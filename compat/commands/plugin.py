@@ -39,6 +39,7 @@ ACTIONS = ("install", "status", "remove")
 
 def add_arguments(parser) -> None:
     from compat.commands._source import absolute_path
+    from compat.patching import add_patch_options
 
     parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, or remove it")
     where = parser.add_argument_group("where")
@@ -52,29 +53,21 @@ def add_arguments(parser) -> None:
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
-    from compat.commands.patch import add_patch_options
-
     add_patch_options(parser)  # each patch's own options (e.g. --model-type), as for compat patch
-
-
-def patch_options(args) -> dict:
-    """The patch options of the command line by dest, as compat patch reads them (each patch validates its own)."""
-    from compat.commands.patch import patch_options as read_options
-
-    return read_options(args)
 
 
 def run(args, console) -> int:
     from compat import plugin
+    from compat.patching import given_options
 
-    if args.action != "install" and (args.select or args.skip or patch_options(args) or args.path):
+    options = given_options(args)
+    if args.action != "install" and (args.select or args.skip or options or args.path):
         from compat.errors import UsageError
 
         raise UsageError(f"--select/--skip/--model-type/--path are for install, not {args.action}")
     if args.action == "install":
         from compat.sources import open_tree
 
-        options = patch_options(args)
         tree = open_tree(args.engine, path=args.path, python=args.python, progress=not args.json)
         result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options)
         show = _show_install
