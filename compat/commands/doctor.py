@@ -173,7 +173,7 @@ def _verify(args, diagnosis: dict, tree, console) -> dict:
     """doctor --verify: measure on the engine what the static diagnosis says (only once it says it works)."""
     from rich.text import Text
 
-    from compat.commands.verify import ProgressLine, render as render_verify
+    from compat.verify.render import ProgressLine, render as render_verify
     from compat.verify import run_verify
 
     python = (tree.source.detail or {}).get("python") if tree.source.kind == "installed" else args.python
