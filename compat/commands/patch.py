@@ -255,7 +255,9 @@ class _Output:
         ids = [p.patch.id for p in planned if p.state == APPLY]
         self.console.print(f"Applied {', '.join(ids)}: {len(edits)} file(s) changed; record {record_path(self.tree)}")
         where = f"--path {self.tree.root}" if self.tree.source.kind == "path" else f"--engine {self.tree.engine}"
-        python = self.tree.source.detail.get("python") if self.tree.source.kind == "installed" else None
+        from compat.sources.installed import installed_interpreter
+
+        python = installed_interpreter(self.tree)
         self.console.print(f"Undo with: compat patch {where}{f' --python {python}' if python else ''} --revert")
 
     def record(self, applied: list[dict], record: dict | None) -> None:

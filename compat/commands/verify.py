@@ -49,13 +49,14 @@ exit codes:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from compat.commands._source import add_python_argument
     from compat.verify import DEFAULT_MAX_TOKENS, DEFAULT_PROMPTS, DEFAULT_SPEC_TOKENS, FAMILIES
 
     parser.add_argument("target", metavar="TARGET", nargs="?", help="the target model directory (config.json + weights)")
     parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the EAGLE-3 drafter directory")
     source = parser.add_argument_group("engine")
     source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm)")
-    source.add_argument("--python", metavar="PATH", help="the interpreter whose engine runs (the serving venv's python; default: this one)")
+    add_python_argument(source, help="the interpreter whose engine runs (the serving venv's python; default: this one)")
     source.add_argument("--timeout", type=float, default=None, metavar="S", help="stop the engine after S seconds (default 1800)")
     source.add_argument("--log-dir", metavar="DIR", help="where the engine's log is kept (default: the user cache, verify-logs/)")
     runs = parser.add_argument_group("what to run")
