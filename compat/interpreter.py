@@ -2,11 +2,12 @@
 
 One value for "which python": `Interpreter.of(given)` turns what the user typed (a python, a symlink
 to one, or a venv directory) into the python to run, once, absolute against the directory it was typed
-in. Every part that looks into another interpreter takes this value (the installed engines, the plugin's
-site-packages, `compat env`, the engine `compat verify` runs) and asks it with `run_json`, which always
-runs it with `-E` (no PYTHON* variable of this shell leaks in), from "/" (no folder of the user's
-shadows a package) and with a timeout, and turns every failure into an `InterpreterError` that names
-the interpreter and the fix.
+in. Every part that looks into or runs another interpreter takes this value (the installed engines, the
+plugin's site-packages and hook, `compat env`, the engine `compat verify` runs). Questions go through
+`run_json`, which always runs it with `-E` (no PYTHON* variable of this shell leaks in), from "/" (no
+folder of the user's shadows a package) and with a timeout, and turns every failure into an
+`InterpreterError` that names the interpreter and the fix. (The engine itself is run as it is served,
+with this shell's environment: compat/verify/engine.py.)
 """
 
 from __future__ import annotations
@@ -167,6 +168,10 @@ class Interpreter:
 
     def _failed(self, what: str, detail: str, *, reason: str, stderr: str = "",
                 returncode: int | None = None) -> InterpreterFailed:
+        import shlex
+
         detail = detail.strip()[-400:]
+        check = shlex.join([self.path, "-E", "-c", "import sys; print(sys.version)"])
         return InterpreterFailed(f"{self.label}: could not {what}: {detail}", python=self.path, reason=reason,
-                                 detail=detail, stderr=stderr[-400:], returncode=returncode)
+                                 detail=detail, stderr=stderr[-400:], returncode=returncode,
+                                 hint=f"check that it is a working Python 3.8+ ({check}), or {SERVING_PYTHON_FIX}")

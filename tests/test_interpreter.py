@@ -78,6 +78,7 @@ def test_failures_are_typed_and_say_what_happened(tmp_path):
         this.run_json("import sys; sys.exit('the engine is broken here')", what="look for engines")
     assert err.value.reason == "exit code" and err.value.returncode == 1 and err.value.started
     assert err.value.message == f"--python {sys.executable}: could not look for engines: the engine is broken here"
+    assert err.value.hint and f"{sys.executable} -E -c" in err.value.hint  # how to see it for oneself
     with pytest.raises(InterpreterFailed) as err:
         this.run_json("print('not json')", what="answer")
     assert err.value.reason == "no answer" and err.value.started
