@@ -156,12 +156,11 @@ def run(args, console) -> int:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
     from compat.sources.installed import serving_interpreter
 
-    # Where the engine's source is read: with a released --engine, the release (--python then names only the serving
-    # venv the fixes patch); else the installed engine of --python, or the --path tree.
-    tree = open_source(args, python=None if spec is not None and spec.released else args.python,
-                       progress=show_progress(args))
-    fixes_python = serving_interpreter(tree, args.python)
-    options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=fixes_python)
+    # Where the engine is: with a released --engine, the release (--python then names only the serving venv the
+    # fixes patch); else the installed engine of --python, or the --path tree (beside which --python runs it).
+    engine_python = None if spec is not None and spec.released else args.python
+    tree = open_source(args, python=engine_python, progress=show_progress(args))
+    options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python))
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
@@ -170,7 +169,7 @@ def run(args, console) -> int:
     if args.verify and not args.json:
         render(diagnosis, console, only_problems=bool(args.quiet))
     if args.verify:
-        diagnosis["verify"] = _verify(args, diagnosis, tree, fixes_python, console)
+        diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
     failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
     verified = diagnosis.get("verify") or {}
     code = EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
@@ -184,8 +183,8 @@ def run(args, console) -> int:
 
 def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTree, python: Interpreter | None,
             console: Console) -> dict[str, Any]:
-    """doctor --verify: measure on the engine of the serving venv (`python`, the one the fixes name) what the
-    static diagnosis says (only once it says it works)."""
+    """doctor --verify: measure on the engine of `python` (the one diagnosed: installed there, or the --path tree it
+    runs) what the static diagnosis says (only once it says it works; never a release from the index)."""
     from rich.text import Text
 
     from compat.verify import run_verify
