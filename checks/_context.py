@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from compat import aux_layers
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
+from compat.interpreter import Interpreter
 from compat.target import Target
 from compat.vocab_maps import MapTensor
 
@@ -34,7 +35,9 @@ class Options:
     num_speculative_tokens: int = DEFAULT_SPEC_TOKENS
     topk: int = DEFAULT_TOPK
     extra_spec: dict[str, Any] = field(default_factory=dict)  # more --speculative-config keys the user wants (vLLM)
-    python: str | None = None  # the serving venv's python, named in the fixes (`compat patch --python PY`)
+    # The serving venv the fixes name (`compat patch --python PY`): the one an installed engine was found in, or the
+    # --python given beside a release or a tree; None: not known (the fixes say so). Never where the engine is read.
+    fixes_python: Interpreter | None = None
 
 
 @dataclass

@@ -2,13 +2,20 @@
 
 Paths on the command line are made absolute here, once, against the working directory the user
 typed them in: `--python ./venv-serve/bin/python` then means the same thing in a subprocess started
-elsewhere and in every command a fix prints.
+elsewhere and in every command a fix prints. `--python` is parsed into an `Interpreter`
+(compat/interpreter.py): a venv directory and its python name the same one.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
+
+from compat.interpreter import Interpreter
+
+if TYPE_CHECKING:
+    from compat.tree import EngineTree
 
 ENGINE_HELP = ("vllm or sglang: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
                "the package index")
@@ -22,29 +29,41 @@ def absolute_path(value: str) -> str:
     return os.path.abspath(os.path.expanduser(value))
 
 
+def add_python_argument(group: argparse.ArgumentParser | argparse._ArgumentGroup, *, help: str = PYTHON_HELP) -> None:
+    """`--python PATH`, the one declaration: the value is an `Interpreter` (a python, or a venv directory for its
+    bin/python), absolute against the working directory; None when not given (this interpreter)."""
+    group.add_argument("--python", metavar="PATH", type=Interpreter.of, help=help)
+
+
 def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None,
-                         title: str = "engine source"):
+                         title: str = "engine source") -> argparse._ArgumentGroup:
     """--engine / --path / --python / --cache-dir / --offline, in one group."""
     group = parser.add_argument_group(title)
     group.add_argument("--engine", metavar="SPEC", help=engine_help or ENGINE_HELP)
     group.add_argument("--path", metavar="DIR", type=absolute_path, help="a source tree: DIR holds vllm/ or sglang/")
-    group.add_argument("--python", metavar="PATH", type=absolute_path, help=PYTHON_HELP)
+    add_python_argument(group)
     group.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                        help="where fetched releases are kept (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
     group.add_argument("--offline", action="store_true", help="never touch the network; use only cached releases")
     return group
 
 
-def tree_from_args(args, *, progress: bool):
+def tree_from_args(args: argparse.Namespace, *, progress: bool) -> EngineTree:
     """The EngineTree the source options name (installed, released or a path)."""
+    return open_source(args, python=args.python, progress=progress)
+
+
+def open_source(args: argparse.Namespace, *, python: Interpreter | None, progress: bool) -> EngineTree:
+    """The EngineTree of --engine / --path / --cache-dir / --offline, with the engine looked for in `python`
+    (where the engine is may differ from the --python given: doctor names the serving venv of a release)."""
     from compat.sources import open_tree
 
     quiet = bool(getattr(args, "quiet", 0))
-    return open_tree(args.engine, path=args.path, python=args.python, cache_dir=args.cache_dir,
+    return open_tree(args.engine, path=args.path, python=python, cache_dir=args.cache_dir,
                      offline=args.offline, progress=progress and not quiet)
 
 
-def release_version(args, engine: str | None = None) -> tuple[str, str, str | None, str]:
+def release_version(args: argparse.Namespace, engine: str | None = None) -> tuple[str, str | None, str | None, str]:
     """(engine, version, python, where) of the release the source options name, without fetching its tree.
 
     The installed engine's version (in --python), a --path tree's, or for `--engine vllm==X` / a range /
@@ -64,11 +83,12 @@ def release_version(args, engine: str | None = None) -> tuple[str, str, str | No
         return tree.engine, tree.version, None, f"the tree {tree.root}"
     if spec is None:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed) or --path DIR")
-    if not spec.released:
-        from compat.sources.installed import installed_tree
+    if spec.specifier is None:  # not a release: the installed engine
+        from compat.sources.installed import installed_interpreter, installed_tree
 
         tree = installed_tree(spec.engine, args.python)
-        return tree.engine, tree.version, tree.source.detail.get("python"), f"installed in {tree.source.detail.get('python')}"
+        python = installed_interpreter(tree)
+        return tree.engine, tree.version, python.path if python else None, f"installed in {python}"
     if args.python:
         raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
     return (spec.engine, _released_version(spec.engine, spec.specifier, args.cache_dir, args.offline), None,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from typing import TYPE_CHECKING, Any
 
 from compat.output import exit_code_if_unread, exit_codes, print_json
-from compat.commands._source import add_source_arguments, tree_from_args
+from compat.commands._source import add_source_arguments, open_source
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
@@ -19,6 +20,12 @@ from compat.doctor import (
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.console import show_progress
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from compat.interpreter import Interpreter
+    from compat.tree import EngineTree
 
 NAME = "doctor"
 ORDER = 40
@@ -118,9 +125,8 @@ def run(args, console) -> int:
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine) if args.engine else None
-    # --python names the serving venv; with a released --engine it is where the fixes apply
     topk = DEFAULT_TOPK if args.topk is None else args.topk
-    options = Options(args.num_speculative_tokens, topk, _extra_spec(args.spec), python=args.python)
+    extra_spec = _extra_spec(args.spec)
     target = read_target(resolve_model(args.target, what="target"))
     drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention)
     if args.releases:
@@ -129,6 +135,8 @@ def run(args, console) -> int:
                              hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
+        # releases from the index: --python names only the serving venv the fixes patch
+        options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=args.python)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=_progress if show_progress(args) else None)
         table["notes"] = ignored_options(args, spec.engine)
@@ -144,9 +152,13 @@ def run(args, console) -> int:
         return code
     if not args.engine and not args.path:
         raise UsageError("name the engine release: --engine vllm==0.18.0, --engine vllm (installed), or --path DIR")
-    if spec is not None and spec.released and args.python:
-        args = argparse.Namespace(**{**vars(args), "python": None})  # the release's source; PY only for the fixes
-    tree = tree_from_args(args, progress=show_progress(args))
+    from compat.sources.installed import serving_interpreter
+
+    # Where the engine is: with a released --engine, the release (--python then names only the serving venv the
+    # fixes patch); else the installed engine of --python, or the --path tree (beside which --python runs it).
+    engine_python = None if spec is not None and spec.released else args.python
+    tree = open_source(args, python=engine_python, progress=show_progress(args))
+    options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python))
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
@@ -155,7 +167,7 @@ def run(args, console) -> int:
     if args.verify and not args.json:
         render(diagnosis, console, only_problems=bool(args.quiet))
     if args.verify:
-        diagnosis["verify"] = _verify(args, diagnosis, tree, console)
+        diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
     failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
     verified = diagnosis.get("verify") or {}
     code = EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
@@ -167,20 +179,21 @@ def run(args, console) -> int:
     return code
 
 
-def _verify(args, diagnosis: dict, tree, console) -> dict:
-    """doctor --verify: measure on the engine what the static diagnosis says (only once it says it works)."""
+def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTree, python: Interpreter | None,
+            console: Console) -> dict[str, Any]:
+    """doctor --verify: measure on the engine of `python` (the one diagnosed: installed there, or the --path tree it
+    runs) what the static diagnosis says (only once it says it works; never a release from the index)."""
     from rich.text import Text
 
-    from compat.commands.verify import ProgressLine, render as render_verify
     from compat.verify import run_verify
+    from compat.verify.render import ProgressLine, render as render_verify
 
-    python = (tree.source.detail or {}).get("python") if tree.source.kind == "installed" else args.python
     why = None
     if tree.engine != "vllm":
         why = "compat verify runs vLLM engines only"
     elif diagnosis["verdict"] != WORKS:
         why = f"the diagnosis says {diagnosis['verdict']}: run the fixes above first, then verify"
-    elif tree.source.kind != "installed" and not args.python:
+    elif python is None:
         why = "verify runs the installed engine: give --python with the serving venv's python (or --engine vllm)"
     if why:
         if not args.json:

@@ -8,14 +8,20 @@ is never imported into compat. Then where the release cache is and how big.
 
 from __future__ import annotations
 
-import json
+import argparse
+
 import os
 import platform
-import subprocess
-import sys
+from typing import TYPE_CHECKING, Any
 
-from compat.commands._source import PYTHON_HELP, absolute_path
+from compat.commands._source import PYTHON_HELP, absolute_path, add_python_argument
+from compat.interpreter import Interpreter
 from compat.output import exit_codes, human_size, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from compat.sources.installed import InstalledEngine
 
 NAME = "env"
 ORDER = 70
@@ -31,6 +37,8 @@ EPILOG = """examples:
   compat env --json                            for a CI log
 
 """ + exit_codes()
+
+ASK_TIMEOUT_S = 300.0  # --cuda imports torch there: seconds, more on a cold disk
 
 # Runs inside the interpreter asked (sent as source): stdlib only, py3.8+. torch's versions are read from its
 # torch/version.py without importing it (an import takes seconds); with --cuda torch is imported there to ask
@@ -71,11 +79,11 @@ print(json.dumps(out))
 """
 
 
-def machine_gpus() -> dict:
+def machine_gpus() -> dict[str, Any]:
     """The NVIDIA driver and device nodes this machine has (read from /proc and /dev, no tool run)."""
     import glob
 
-    out: dict = {"devices": sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))}
+    out: dict[str, Any] = {"devices": sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))}
     try:
         with open("/proc/driver/nvidia/version") as f:
             out["driver"] = f.readline().strip()
@@ -84,8 +92,8 @@ def machine_gpus() -> dict:
     return out
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--python", metavar="PATH", type=absolute_path, help=PYTHON_HELP + "; reported beside this one")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_python_argument(parser, help=PYTHON_HELP + "; reported beside this one")
     parser.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                         help="the release cache (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
     parser.add_argument("--cuda", action="store_true", help="also import torch in each interpreter to ask whether it "
@@ -93,7 +101,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
-def run(args, console) -> int:
+def run(args: argparse.Namespace, console: Console) -> int:
     report = collect(args.python, args.cache_dir, ask_cuda=args.cuda)
     if args.json:
         print_json(report, "env")
@@ -102,7 +110,7 @@ def run(args, console) -> int:
     return 0
 
 
-def collect(python: str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict:
+def collect(python: Interpreter | str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict[str, Any]:
     from compat import __version__
     from compat.commands.cache import cache_size
     from compat.hub import hf_hub_cache
@@ -110,11 +118,12 @@ def collect(python: str | None, cache_dir: str | None, *, ask_cuda: bool = False
 
     import compat
 
-    pythons = [sys.executable] + ([python] if python and os.path.abspath(python) != os.path.abspath(sys.executable) else [])
+    given = Interpreter.of(python) if python is not None else None
+    pythons = [Interpreter.current()] + ([given] if given is not None and not given.is_current else [])
     cache = cache_root(cache_dir)
     return {
         "compat": {"version": __version__, "location": os.path.dirname(compat.__file__)},
-        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "python": {"version": platform.python_version(), "executable": Interpreter.current().path},
         "platform": {"system": platform.platform(), "machine": platform.machine(),
                      "libc": " ".join(platform.libc_ver()).strip() or None, "cpus": os.cpu_count()},
         "gpus": machine_gpus(),
@@ -127,19 +136,19 @@ def collect(python: str | None, cache_dir: str | None, *, ask_cuda: bool = False
     }
 
 
-def _in_parallel(pythons: list[str], ask_cuda: bool) -> list[dict]:
+def _in_parallel(pythons: list[Interpreter], ask_cuda: bool) -> list[dict[str, Any]]:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(pythons)) as pool:  # each waits on subprocesses of its interpreter
-        return list(pool.map(lambda p: interpreter(p, this=p == sys.executable, ask_cuda=ask_cuda), pythons))
+        return list(pool.map(lambda p: interpreter(p, this=p.is_current, ask_cuda=ask_cuda), pythons))
 
 
-def interpreter(python: str, *, this: bool, ask_cuda: bool = False) -> dict:
+def interpreter(python: Interpreter, *, this: bool, ask_cuda: bool = False) -> dict[str, Any]:
     """What one interpreter has: its engines (with compat's patches and plugin), torch and CUDA."""
     from compat.errors import CompatError
-    from compat.sources import find_installed
+    from compat.sources.installed import find_installed
 
-    out: dict = {"python": python, "this": this}
+    out: dict[str, Any] = {"python": python.path, "this": this}
     try:
         engines = find_installed(None if this else python)
     except CompatError as err:
@@ -150,16 +159,16 @@ def interpreter(python: str, *, this: bool, ask_cuda: bool = False) -> dict:
     return out
 
 
-def _engine(found) -> dict:
+def _engine(found: InstalledEngine) -> dict[str, Any]:
     from compat.patch_record import applied_patches  # read only: a bug report never changes the serving venv
 
-    row = {"engine": found.engine, "distribution": found.distribution, "version": found.version, "root": found.root}
+    row: dict[str, Any] = {"engine": found.engine, "distribution": found.distribution, "version": found.version, "root": found.root}
     row["patches"] = [{"id": p["id"], "applied_at": p.get("applied_at"), "intact": p.get("intact"), "record": p.get("record")}
                       for p in applied_patches(found.tree()) if "id" in p]
     return row
 
 
-def _plugins(python: str) -> list[dict] | dict:
+def _plugins(python: Interpreter) -> list[dict[str, Any]] | dict[str, str]:
     from compat.errors import CompatError
 
     try:
@@ -171,17 +180,20 @@ def _plugins(python: str) -> list[dict] | dict:
         return {"error": str(err).replace("\n", " ")}
 
 
-def _ask(python: str, ask_cuda: bool) -> dict:
+def _ask(python: Interpreter, ask_cuda: bool) -> dict[str, Any]:
+    from compat.interpreter import InterpreterError, InterpreterFailed
+
     code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE
     try:
-        # -E: ignore PYTHON* variables of this shell; cwd="/": no local folder shadows a package.
-        proc = subprocess.run([python, "-E", "-c", code], capture_output=True, text=True, timeout=300, cwd="/")
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as err:
-        return {"error": f"could not ask {python}: {err}"}
+        answer: dict[str, Any] = python.run_json(code, what="ask it for torch and CUDA", timeout=ASK_TIMEOUT_S)
+    except InterpreterFailed as err:
+        return {"error": f"could not ask {python.path}: {err.detail}"}
+    except InterpreterError as err:
+        return {"error": f"could not ask {python.path}: {err.message}"}
+    return answer
 
 
-def render(r: dict, console) -> None:
+def render(r: dict[str, Any], console: Console) -> None:
     say = lambda text: console.out(text, highlight=False)  # noqa: E731 - plain lines to paste into an issue
     say(f"compat {r['compat']['version']}  ({r['compat']['location']})")
     say(f"python {r['python']['version']}  ({r['python']['executable']})")

@@ -2,7 +2,7 @@
 
 The work (plan, apply, revert, the journal) is compat/patching/, the record compat/patch_record.py;
 this file is the command line and what it prints. Each patch declares its own options (its
-`add_args`): they are shown under the patch's id and reach it by dest name.
+`add_args`): compat/patching/options.py shows them under the patch's id, and they reach it by dest name.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from compat.commands._source import add_source_arguments
 from compat.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
 from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
 from compat.patching import (
-    APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, apply, check_record, combined_edits,
-    option_actions, plan, revert, settle, settle_for_reading, tree_lock, version_range,
+    APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, add_patch_options, apply, check_record,
+    combined_edits, given_options, plan, revert, settle, settle_for_reading, tree_lock, version_range,
 )
-from compat.tree import ENGINES, EngineTree
+from compat.tree import EngineTree
 
 NAME = "patch"
 ORDER = 20
@@ -67,59 +67,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
 
 
-class _OncePerOption:
-    """The argument group of one patch, made on its first option. A second patch declaring an option
-    already declared (an SGLang and a vLLM whitelist both taking --model-type) shares the first one:
-    parsed once, it reaches both by dest, and its help says so."""
-
-    def __init__(self, parser, patch, declared: dict):
-        self.parser = parser
-        self.patch = patch
-        self.declared = declared  # option string -> its action, across patches
-        self.group = None
-
-    def add_argument(self, *flags, **kwargs):
-        known = next((self.declared[f] for f in flags if f in self.declared), None)
-        if known is not None:
-            known.help = f"{known.help} (also read by {self.patch.id})"
-            return known
-        if self.group is None:
-            self.group = self.parser.add_argument_group(f"patch {self.patch.id}", self.patch.description)
-        action = self.group.add_argument(*flags, **kwargs)
-        self.declared.update(dict.fromkeys(flags, action))
-        return action
-
-
-def _all_patches() -> list:
-    from compat.patches import all_patches
-
-    return [p for engine in ENGINES for p in all_patches(engine)]
-
-
-def add_patch_options(parser) -> None:
-    """Each patch's own options, in a group named after it (`compat patch --help` lists them)."""
-    declared: dict = {}
-    for patch in _all_patches():
-        if patch.takes_options:
-            patch.add_args(_OncePerOption(parser, patch, declared))
-
-
-def patch_options(args) -> dict:
-    """The option values given on the command line, by dest (what `plan(options=...)` takes)."""
-    options = {}
-    for patch in _all_patches():
-        for action in option_actions(patch):
-            value = getattr(args, action.dest, None)
-            if value is not None and value != action.default and value not in ([], ()):
-                options[action.dest] = value
-    return options
-
-
 def run(args, console) -> int:
     from compat.commands._source import tree_from_args
 
     args.change_made = None  # what this run changed, once it has (compat.cli reports it if printing then fails)
-    options = patch_options(args)
+    options = given_options(args)
     tree = tree_from_args(args, progress=not args.json)
     writes = not (args.dry_run or args.status)
     if writes and tree.source.kind == "released":
@@ -303,7 +255,9 @@ class _Output:
         ids = [p.patch.id for p in planned if p.state == APPLY]
         self.console.print(f"Applied {', '.join(ids)}: {len(edits)} file(s) changed; record {record_path(self.tree)}")
         where = f"--path {self.tree.root}" if self.tree.source.kind == "path" else f"--engine {self.tree.engine}"
-        python = self.tree.source.detail.get("python") if self.tree.source.kind == "installed" else None
+        from compat.sources.installed import installed_interpreter
+
+        python = installed_interpreter(self.tree)
         self.console.print(f"Undo with: compat patch {where}{f' --python {python}' if python else ''} --revert")
 
     def record(self, applied: list[dict], record: dict | None) -> None:

@@ -5,7 +5,13 @@ The work is compat/plugin/; this file is the command line and what it prints.
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING, Any, Callable
+
 from compat.output import EXIT_CODES, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 NAME = "plugin"
 ORDER = 25
@@ -37,14 +43,15 @@ COMPAT_PLUGIN_DISABLE=1 turns the hook off for one process; COMPAT_PLUGIN_VERBOS
 ACTIONS = ("install", "status", "remove")
 
 
-def add_arguments(parser) -> None:
-    from compat.commands._source import absolute_path
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from compat.commands._source import absolute_path, add_python_argument
+    from compat.patching import add_patch_options
 
     parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, or remove it")
     where = parser.add_argument_group("where")
     where.add_argument("--engine", metavar="ENGINE", required=True, choices=("vllm", "sglang"), help="vllm or sglang")
-    where.add_argument("--python", metavar="PATH", type=absolute_path,
-                       help="the serving environment's interpreter (default: this one); the plugin goes into its site-packages")
+    add_python_argument(where, help="the serving environment's interpreter (default: this one); the plugin goes into "
+                        "its site-packages")
     where.add_argument("--path", metavar="DIR", type=absolute_path,
                        help="install: the engine tree that interpreter imports, when it is not an installed distribution "
                        "(a checkout on its path); default: the engine installed in --python")
@@ -52,29 +59,22 @@ def add_arguments(parser) -> None:
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
-    from compat.commands.patch import add_patch_options
-
     add_patch_options(parser)  # each patch's own options (e.g. --model-type), as for compat patch
 
 
-def patch_options(args) -> dict:
-    """The patch options of the command line by dest, as compat patch reads them (each patch validates its own)."""
-    from compat.commands.patch import patch_options as read_options
-
-    return read_options(args)
-
-
-def run(args, console) -> int:
+def run(args: argparse.Namespace, console: Console) -> int:
     from compat import plugin
+    from compat.patching import given_options
 
-    if args.action != "install" and (args.select or args.skip or patch_options(args) or args.path):
+    options = given_options(args)
+    if args.action != "install" and (args.select or args.skip or options or args.path):
         from compat.errors import UsageError
 
         raise UsageError(f"--select/--skip/--model-type/--path are for install, not {args.action}")
+    show: Callable[[dict[str, Any], Console, argparse.Namespace], None]
     if args.action == "install":
         from compat.sources import open_tree
 
-        options = patch_options(args)
         tree = open_tree(args.engine, path=args.path, python=args.python, progress=not args.json)
         result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options)
         show = _show_install
@@ -91,11 +91,11 @@ def run(args, console) -> int:
     return 0
 
 
-def _where(args) -> str:
+def _where(args: argparse.Namespace) -> str:
     return f" --python {args.python}" if args.python else ""
 
 
-def _show_install(r: dict, console, args) -> None:
+def _show_install(r: dict[str, Any], console: Console, args: argparse.Namespace) -> None:
     console.print(f"[bold]{r['distribution'] or r['engine']} {r['engine_version']}[/]  at {r['root']}")
     for p in r["patches"]:
         console.print(f"  [bold green]in memory[/]  [bold]{p['id']}[/]  [dim]({p['versions']})[/]  {', '.join(p['files'])}")
@@ -120,7 +120,7 @@ _HASH_TEXT = {
 }
 
 
-def _show_status(r: dict, console, args) -> None:
+def _show_status(r: dict[str, Any], console: Console, args: argparse.Namespace) -> None:
     if not r["installed"]:
         console.print(f"No compat plugin for {r['engine']} in {r['site_packages']}")
         return
@@ -143,7 +143,7 @@ def _show_status(r: dict, console, args) -> None:
         console.print(f"  {name}  {m['file']}  {_HASH_TEXT.get(m['hash'], m['hash'])}" + (f"\n      [dim]{why}[/]" if why and m["hash"] == "matches" else ""))
 
 
-def _show_remove(r: dict, console, args) -> None:
+def _show_remove(r: dict[str, Any], console: Console, args: argparse.Namespace) -> None:
     if not r["removed"]:
         console.print(f"Nothing to remove: no compat plugin for {r['engine']} in {r['site_packages']}")
         return

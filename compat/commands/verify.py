@@ -1,15 +1,17 @@
 """`compat verify`: run the installed engine on a target + drafter (or on tiny oracle pairs with
---canary) and report what it measured. The work is compat/verify/; this file is the command line
-and what it prints."""
+--canary) and report what it measured. The work is compat/verify/ (and what it prints, render.py, which
+doctor --verify prints too); this file is the command line."""
 
 from __future__ import annotations
 
-import json
-import sys
-import time
+import argparse
+from typing import TYPE_CHECKING
 
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.output import print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 NAME = "verify"
 ORDER = 45
@@ -46,14 +48,15 @@ exit codes:
 """
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from compat.commands._source import add_python_argument
     from compat.verify import DEFAULT_MAX_TOKENS, DEFAULT_PROMPTS, DEFAULT_SPEC_TOKENS, FAMILIES
 
     parser.add_argument("target", metavar="TARGET", nargs="?", help="the target model directory (config.json + weights)")
     parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the EAGLE-3 drafter directory")
     source = parser.add_argument_group("engine")
     source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm)")
-    source.add_argument("--python", metavar="PATH", help="the interpreter whose engine runs (the serving venv's python; default: this one)")
+    add_python_argument(source, help="the interpreter whose engine runs (the serving venv's python; default: this one)")
     source.add_argument("--timeout", type=float, default=None, metavar="S", help="stop the engine after S seconds (default 1800)")
     source.add_argument("--log-dir", metavar="DIR", help="where the engine's log is kept (default: the user cache, verify-logs/)")
     runs = parser.add_argument_group("what to run")
@@ -72,7 +75,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
 
 
-def validate(args) -> None:
+def validate(args: argparse.Namespace) -> None:
     """Every usage error, before anything runs."""
     if not args.engine:
         raise UsageError("name the engine: --engine vllm (the one installed in --python)")
@@ -106,10 +109,11 @@ def validate(args) -> None:
         raise UsageError(f"--min-acceptance {args.min_acceptance}: a rate between 0 and 1")
 
 
-def run(args, console) -> int:
+def run(args: argparse.Namespace, console: Console) -> int:
     validate(args)
     from compat.verify import run_canary, run_verify
     from compat.verify.engine import DEFAULT_TIMEOUT_S
+    from compat.verify.render import ProgressLine, render, render_canary
 
     timeout = args.timeout or DEFAULT_TIMEOUT_S
     with ProgressLine(enabled=not args.json) as progress:
@@ -127,120 +131,3 @@ def run(args, console) -> int:
         return EXIT_OK if document["agrees"] else EXIT_CHECK_FAILED
     print_json(document, "verify") if args.json else render(document, console)
     return EXIT_OK if document["passed"] else EXIT_CHECK_FAILED
-
-
-class ProgressLine:
-    """What the engine is doing, on stderr: a spinner on a terminal, one line per step otherwise."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.status, self.started = enabled, None, time.monotonic()
-
-    def __enter__(self):
-        if self.enabled and sys.stderr.isatty():
-            from rich.console import Console
-
-            self.status = Console(stderr=True).status("starting the engine")
-            self.status.start()
-        return self if self.enabled else None
-
-    def __call__(self, text: str) -> None:
-        line = f"[{time.monotonic() - self.started:5.1f} s] {text}"
-        if self.status is not None:
-            self.status.update(line)
-        else:
-            print(f"verify: {line}", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc) -> None:
-        if self.status is not None:
-            self.status.stop()
-
-
-# ---------------------------------------------------------------------------------------------
-# Rendering for people
-
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def render(d: dict, console) -> None:
-    from rich.markup import escape
-    from rich.text import Text
-
-    platform = d.get("platform") or {}
-    console.print(Text.assemble(("compat verify  ", "bold"), f"vllm {d['version']} ({d['distribution']}, "
-                                f"{platform.get('device', '?')})  python {d['python']}"))
-    t, dr, p = d["target"], d["drafter"], d["prompts"]
-    console.print(f"  target   {escape(t['path'])}  {t['architecture']}, {t['num_hidden_layers']} layers"
-                  f"{'' if t['tokenizer'] else ', no tokenizer'}")
-    console.print(f"  drafter  {escape(dr['path'])}  {dr['architecture']}")
-    kind = "token-id" if p["kind"] == "token-ids" else p["kind"]
-    console.print(f"  prompts  {p['count']} {kind} prompts {escape(p['source'])}; {p['max_tokens']} new tokens each, greedy")
-    console.print(Text(f"  speculative_config {json.dumps(d['speculative_config'])}"), soft_wrap=True)
-    console.print()
-    n = d["prompts"]["count"]
-    differing = len([m for m in d["mismatches"] if m.get("prompt") is not None])
-    ok = d["outputs_equal"]
-    console.print(Text.assemble(("PASS " if ok else "FAIL ", "green" if ok else "bold red"),
-                                f"outputs equal with and without speculation on {n - differing}/{n} prompts"))
-    for m in d["mismatches"][:4]:
-        console.print(f"     prompt {m.get('prompt')}: first difference at token {m.get('first_difference_at')}")
-    a = d["acceptance"]
-    if a["rate"] is None:
-        console.print(f"     acceptance: {a.get('note')}")
-    else:
-        console.print(f"     acceptance {_pct(a['rate'])} of draft tokens ({a['num_accepted_tokens']}/{a['num_draft_tokens']});"
-                      f" per position {' / '.join(_pct(x) for x in a['per_position'])};"
-                      f" mean accepted length {a['mean_accepted_length']:.2f}")
-    tp = d["throughput"]
-    console.print(f"     tokens/s {tp['plain_tokens_per_s']} plain, {tp['speculative_tokens_per_s']} speculative"
-                  + (f": speed-up {tp['speedup']:.2f}x" if tp["speedup"] else ""))
-    for failure in d["failures"]:
-        if not failure.startswith("greedy outputs differ"):
-            console.print(Text.assemble(("FAIL ", "bold red"), failure))
-    if d.get("min_acceptance") is not None and a["rate"] is not None and a["rate"] >= d["min_acceptance"]:
-        console.print(Text.assemble(("PASS ", "green"), f"acceptance {a['rate']:.3f} >= --min-acceptance {d['min_acceptance']}"))
-    console.print(Text(f"log: {d['log']}", style="dim"), soft_wrap=True)
-
-
-def _ids(ids) -> str:
-    return "-" if ids is None else ", ".join("?" if i is None else str(i) for i in ids)
-
-
-def render_canary(d: dict, console) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    platform = d.get("platform") or {}
-    console.print(Text.assemble(("compat verify --canary  ", "bold"),
-                                f"vllm {d['version']} ({d['distribution']}, {platform.get('device', '?')})  python {d['python']}"))
-    table = Table(show_edge=False, header_style="bold", box=None, pad_edge=False)
-    for column in ("family", "ids declared", "where", "fed (measured)", "predicted (probe)", "d2t", "fc", "result"):
-        table.add_column(column)
-    styles = {"agrees": "green", "disagrees": "bold red", "inconclusive": "yellow", "cannot-run": "yellow"}
-    for row in d["canary"]:
-        predicted = _ids(row["predicted_ids"]) if row["predicted_ids"] or not row.get("predictions") else \
-            "; ".join(f"{p['by']}: {_ids(p['ids'])}" for p in row["predictions"])
-        table.add_row(row["family"], _ids(row["declared_ids"]), row["where"] or "(none: default)", _ids(row["fed_ids"]),
-                      predicted, {True: "applied", False: "ignored", None: "-"}[row["d2t_applied"]],
-                      f"{row['fc']['in_features']} {'loads' if row['fc']['loaded'] else '-'}",
-                      f"[{styles.get(row['status'], '')}]{row['status']}[/]")
-    console.print(table)
-    shown = set()
-    for row in d["canary"]:
-        if row["status"] == "cannot-run" and row["family"] not in shown:
-            shown.add(row["family"])
-            console.print(Text(f"{row['family']}: cannot run here: {(row['error'] or '')[:300]}"), soft_wrap=True)
-            for patch in row.get("needs_patch") or []:
-                console.print(Text.assemble(("  fix: ", "cyan"), patch["command"]), soft_wrap=True)
-        elif row["status"] in ("disagrees", "inconclusive"):
-            console.print(Text(f"{row['family']} {row['case']}: {row['detail']}"), soft_wrap=True)
-    from compat.verify.canary import measured
-
-    if d["agrees"]:
-        verdict = "every measured case agrees with the probe"
-    elif not measured(d["canary"]):
-        verdict = "nothing was measured: no family could run here"
-    else:
-        verdict = "probe bug or unreadable measurement: see the rows above"
-    console.print(Text.assemble(("verdict: ", "bold"), (verdict, "green" if d["agrees"] else "bold red")))
-    console.print(Text(f"log: {d['log']}", style="dim"), soft_wrap=True)

@@ -186,10 +186,10 @@ def patch_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]])
     """`compat patch` for the engine this diagnosis is about; a released tree is a shared cache, so the
     command patches the installed engine of the serving venv (--python when doctor was told it)."""
     src = ctx.report.get("source") or {}
-    python = src.get("python") if src.get("kind") == "installed" else ctx.options.python
+    python = ctx.options.fixes_python
     where = ["--path", src.get("location", "DIR")] if src.get("kind") == "path" else ["--engine", ctx.engine]
     if python and src.get("kind") != "path":
-        where += ["--python", python]
+        where += ["--python", python.path]
     parts = ["compat", "patch", *where]
     for pid in ids:
         parts += ["--select", pid]
@@ -201,15 +201,15 @@ def plugin_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]]
     from compat.plugin import plugin_command as command
 
     src = ctx.report.get("source") or {}
-    python = src.get("python") if src.get("kind") == "installed" else ctx.options.python
-    base = command(ctx.engine, ids, [], python=python, path=src.get("location") if src.get("kind") == "path" else None)
+    path = src.get("location") if src.get("kind") == "path" else None
+    base = command(ctx.engine, ids, [], python=ctx.options.fixes_python, path=path)
     return " ".join([base, *map(shlex.quote, option_argv(settings))])
 
 
 def where_to_patch(ctx: Ctx) -> str | None:
     """A note for fixes that patch a released tree's engine without knowing the serving venv."""
     src = ctx.report.get("source") or {}
-    if src.get("kind") == "released" and not ctx.options.python:
+    if src.get("kind") == "released" and not ctx.options.fixes_python:
         return (f"run it with the python of the venv that serves {ctx.engine} {ctx.report.get('version')}, "
                 "or give doctor --python PATH to name it")
     return None

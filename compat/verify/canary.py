@@ -16,10 +16,11 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from compat.aux_layers import Feed, fed_layers
 from compat.errors import UsageError
+from compat.interpreter import Interpreter
 from compat.verify.engine import DEFAULT_TIMEOUT_S, describe, installed_vllm, new_log_path, run_script
 
 FAMILIES = ("llama", "qwen3", "deepseek_v3", "kimi_k2")
@@ -62,17 +63,18 @@ def aux_count(report: dict, case: Case, num_layers: int = CANARY_LAYERS) -> int:
     return len(case.ids) if case.ids else 3
 
 
-def run_canary(*, python: str | None = None, families: list[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-               log_dir: str | Path | None = None, progress: Callable[[str], None] | None = None,
-               report: dict | None = None) -> dict:
+def run_canary(*, python: Interpreter | str | None = None, families: list[str] | None = None,
+               timeout: float = DEFAULT_TIMEOUT_S, log_dir: str | Path | None = None,
+               progress: Callable[[str], None] | None = None, report: dict | None = None) -> dict:
     """Measure every case of every family on the engine of `python` and judge it against the probe:
     the `--canary --json` document. `report` replaces the engine's probe report (a doctored one, in tests)."""
     measurement = measure_canary(python=python, families=families, timeout=timeout, log_dir=log_dir, progress=progress)
     return judge_canary(measurement, report)
 
 
-def measure_canary(*, python: str | None = None, families: list[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                   log_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict:
+def measure_canary(*, python: Interpreter | str | None = None, families: list[str] | None = None,
+                   timeout: float = DEFAULT_TIMEOUT_S, log_dir: str | Path | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict:
     """Run the oracle pairs on the engine; what it measured, not yet compared with anything."""
     from compat.report import build_report
 
@@ -90,10 +92,23 @@ def measure_canary(*, python: str | None = None, families: list[str] | None = No
     log = new_log_path("canary", log_dir)
     with tempfile.TemporaryDirectory(prefix="compat-canary-") as work:
         job["work_dir"] = work
-        run = run_script(engine.python, "canary_run.py", job, work=Path(work), log=log, timeout=timeout,
-                         on_event=(lambda e: progress(describe(e)) if describe(e) else None) if progress else None)
+        run = run_script(engine.interpreter, "canary_run.py", job, work=Path(work), log=log, timeout=timeout,
+                         on_event=_described(progress))
     return {"engine": engine, "tree": tree, "report": report, "families": chosen, "run": run,
             "targets": {e["family"]: e["target"] for e in run.of("built")}, "cases": run.of("case")}
+
+
+def _described(progress: Callable[[str], None] | None) -> Callable[[dict[str, Any]], None] | None:
+    """The engine's events, in words, to `progress` (those with something to say)."""
+    if progress is None:
+        return None
+
+    def on_event(event: dict[str, Any]) -> None:
+        text = describe(event)
+        if text:
+            progress(text)
+
+    return on_event
 
 
 def judge_canary(measurement: dict, report: dict | None = None) -> dict:

@@ -3,7 +3,9 @@ stdout and stderr kept in a log file, its events (one JSON line each, in a file 
 read while it runs so a progress line can say what the engine is doing.
 
 The scripts need only what the engine's venv has (vLLM, torch, safetensors): compat is not
-installed there, and this process never imports any of them.
+installed there, and this process never imports any of them. Unlike the short questions other parts
+ask an interpreter (`Interpreter.run_json`: -E, from "/"), the engine runs as it is served: with the
+environment of this shell (its PYTHONPATH, VLLM_* and CUDA variables), from a work directory of its own.
 """
 
 from __future__ import annotations
@@ -15,9 +17,13 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from compat.errors import EXIT_CHECK_FAILED, CompatError
+from compat.interpreter import Interpreter
+
+if TYPE_CHECKING:
+    from compat.sources.installed import InstalledEngine
 
 ENGINE_SIDE = Path(__file__).resolve().parent / "engine_side"
 # Forced for every run, whatever the shell says: a verify never downloads anything.
@@ -59,14 +65,16 @@ class EngineRun:
         return {k: v for k, v in found[0].items() if k not in ("event", "t")} if found else {}
 
 
-def installed_vllm(python: str | None):
-    """The vLLM installed in `python` (this interpreter when None): a SourceError when there is none."""
+def installed_vllm(python: Interpreter | str | None) -> InstalledEngine:
+    """The vLLM installed in `python` (a python or a venv directory; this interpreter when None): a
+    SourceError when there is none."""
     from compat.errors import SourceError
-    from compat.sources import find_installed
+    from compat.sources.installed import find_installed
 
     found = [e for e in find_installed(python) if e.engine == "vllm"]
     if not found:
-        raise SourceError(f"vLLM is not installed in {python or 'this interpreter'}",
+        where = Interpreter.of(python).path if python is not None else "this interpreter"
+        raise SourceError(f"vLLM is not installed in {where}",
                           hint="point --python at the serving venv's interpreter (the one that runs vllm)")
     return found[0]
 
@@ -89,13 +97,15 @@ def new_log_path(kind: str, log_dir: str | Path | None = None) -> Path:
     return directory / f"{kind}-{stamp}-{os.getpid()}.log"
 
 
-def run_script(python: str, script: str, job: dict, *, work: Path, log: Path, timeout: float = DEFAULT_TIMEOUT_S,
-               on_event: Callable[[dict], None] | None = None) -> EngineRun:
+def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, work: Path, log: Path,
+               timeout: float = DEFAULT_TIMEOUT_S,
+               on_event: Callable[[dict[str, Any]], None] | None = None) -> EngineRun:
     """Run engine_side/`script` with `python` on `job`; events as they come to `on_event`."""
+    interpreter = Interpreter.of(python)
     job_path, events_path = work / "job.json", work / "events.jsonl"
     job_path.write_text(json.dumps(job, indent=1))
     events_path.write_text("")
-    argv = [python, str(ENGINE_SIDE / script), str(job_path), str(events_path)]
+    argv = [interpreter.path, str(ENGINE_SIDE / script), str(job_path), str(events_path)]
     env = {**os.environ, **OFFLINE_ENV, "PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
@@ -105,7 +115,7 @@ def run_script(python: str, script: str, job: dict, *, work: Path, log: Path, ti
             proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work,
                                     env=env, start_new_session=True)
         except OSError as err:
-            raise EngineRunError(f"--python {python}: cannot run it ({err.strerror})",
+            raise EngineRunError(f"{interpreter.label}: cannot run it ({err.strerror})",
                                  hint="pass the serving venv's interpreter, e.g. /opt/venv/bin/python") from None
         reader = _EventReader(events_path)
         try:
@@ -129,7 +139,7 @@ def run_script(python: str, script: str, job: dict, *, work: Path, log: Path, ti
     return run
 
 
-def _deliver(on_event, event: dict) -> None:
+def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:
     if on_event is not None:
         on_event(event)
 
@@ -178,7 +188,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _last_error(run: EngineRun, log: Path) -> str:
-    errors = [e.get("error") for e in run.of("result") if not e.get("ok") and e.get("error")]
+    errors = [str(e["error"]) for e in run.of("result") if not e.get("ok") and e.get("error")]
     if errors:
         return f" ({errors[-1][:300]})"
     try:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from compat.verify.engine import DEFAULT_TIMEOUT_S, EngineRunError, describe, installed_vllm, new_log_path, run_script
+from compat.interpreter import Interpreter
+from compat.verify.engine import (
+    DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, installed_vllm, new_log_path, run_script,
+)
 from compat.verify.inputs import ModelDir, plan_prompts, read_model_dir
 
 DEFAULT_SPEC_TOKENS = 3
@@ -36,8 +39,8 @@ def max_model_len(target: ModelDir, prompts: list, max_tokens: int) -> int:
     return min(wanted, target.max_positions) if target.max_positions else wanted
 
 
-def run_verify(target: str | Path, drafter: str | Path, *, python: str | None = None, prompts: list[str] | None = None,
-               prompt_ids: bool = False, num_prompts: int = DEFAULT_PROMPTS,
+def run_verify(target: str | Path, drafter: str | Path, *, python: Interpreter | str | None = None,
+               prompts: list[str] | None = None, prompt_ids: bool = False, num_prompts: int = DEFAULT_PROMPTS,
                num_speculative_tokens: int = DEFAULT_SPEC_TOKENS, max_tokens: int = DEFAULT_MAX_TOKENS,
                min_acceptance: float | None = None, dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                log_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict:
@@ -57,15 +60,9 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: str | None = 
                     {"label": SPECULATIVE, "speculative_config": spec, **common}]}
     log = new_log_path("verify", log_dir)
     with tempfile.TemporaryDirectory(prefix="compat-verify-") as work:
-        run = run_script(engine.python, "vllm_run.py", job, work=Path(work), log=log, timeout=timeout,
+        run = run_script(engine.interpreter, "vllm_run.py", job, work=Path(work), log=log, timeout=timeout,
                          on_event=_progress(progress))
-    plain, speculative = run.result(PLAIN), run.result(SPECULATIVE)
-    for label, result in ((PLAIN, plain), (SPECULATIVE, speculative)):
-        if result is None or not result.get("ok"):
-            error = (result or {}).get("error") or "no result"
-            raise EngineRunError(f"vLLM {engine.version} failed in the {label}: {error}; its log: {log}",
-                                 hint="read the log; for the speculative run, `compat doctor` says whether this release "
-                                      "can load the drafter")
+    plain, speculative = (_succeeded(run, label, engine.version, log) for label in (PLAIN, SPECULATIVE))
     document = {
         "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
@@ -81,7 +78,18 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: str | None = 
     return document
 
 
-def _progress(progress: Callable[[str], None] | None):
+def _succeeded(run: EngineRun, label: str, version: str, log: Path) -> dict[str, Any]:
+    """The engine's result of run `label`; an EngineRunError naming the log when it failed or is missing."""
+    result = run.result(label)
+    if result is None or not result.get("ok"):
+        error = (result or {}).get("error") or "no result"
+        raise EngineRunError(f"vLLM {version} failed in the {label}: {error}; its log: {log}",
+                             hint="read the log; for the speculative run, `compat doctor` says whether this release "
+                                  "can load the drafter")
+    return result
+
+
+def _progress(progress: Callable[[str], None] | None) -> Callable[[dict[str, Any]], None] | None:
     if progress is None:
         return None
 

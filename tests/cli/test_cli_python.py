@@ -82,6 +82,30 @@ def test_env_reports_the_engine_of_a_relative_python(serving, env):
     assert [(e["engine"], e["version"]) for e in other[0]["engines"]] == [("vllm", "0.20.0")]
 
 
+def test_a_venv_directory_names_its_python(serving, env):
+    """`--python ./venv-serve` (the venv, not its python) is the venv's bin/python in every answer."""
+    python = str(serving / "venv-serve" / "bin" / "python")
+    listing = compat("probe", "--python", "./venv-serve", "--json", cwd=serving, env=env)
+    assert listing.code == 0, listing.err
+    assert [e["python"] for e in listing.json()["installed"]] == [python]
+    report = compat("doctor", "Kimi-K2-Instruct", "kimi-k2-eagle3", "--engine", "vllm", "--python", "./venv-serve",
+                    "--offline", "--json", cwd=serving, env=env)
+    assert report.json()["source"]["python"] == python, report.err
+    assert f'"{serving / "venv-serve"}"' not in report.out  # the directory itself is named nowhere
+    run = compat("env", "--python", "venv-serve", "--json", cwd=serving, env=env)
+    assert [i["python"] for i in run.json()["interpreters"] if not i["this"]] == [python]
+
+
+@pytest.mark.network
+def test_doctor_fixes_on_a_release_name_the_python_of_a_venv_directory(serving):
+    run = compat("doctor", "Kimi-K2-Instruct", "kimi-k2-eagle3", "--engine", "vllm==0.17.1", "--python", "venv-serve",
+                 "--json", cwd=serving)
+    assert run.code == 1, run.err
+    (patch,) = [s for s in run.json()["fix_steps"] if s["kind"] == "patch"]
+    assert patch["command"].startswith(f"compat patch --engine vllm --python {serving / 'venv-serve' / 'bin' / 'python'} ")
+    assert run.json()["source"]["kind"] == "released"  # the release is read; the venv only named in the fixes
+
+
 def test_a_relative_python_that_does_not_exist_says_which_path_it_tried(serving, env):
     run = compat("probe", "--engine", "vllm", "--python", "./nope/bin/python", cwd=serving, env=env)
     assert run.code == 3 and str(serving / "nope" / "bin" / "python") in run.err

@@ -198,3 +198,9 @@ def test_doctor_verify_measures_the_pair_once_the_diagnosis_says_it_works(compat
     assert told.returncode == 0, told.stderr[-3000:]
     assert d["verdict"] == "works as is" and d["verify"]["ran"] and d["verify"]["outputs_equal"]
     assert d["verify"]["acceptance"]["per_position"][0] >= GOOD_FIRST_POSITION
+    # the same release from the package index: --python names the venv the fixes go to, not the engine diagnosed
+    released = compat_cli("doctor", str(llama.path), str(native), "--engine", "vllm==0.32.0", "--python", str(engine_python),
+                          "--verify", "--json", "--layer-ids-convention", "capture-before")
+    d = json.loads(released.stdout)
+    assert d["source"]["kind"] == "released" and d["verdict"] == "works as is", released.stderr[-3000:]
+    assert d["verify"]["ran"] is False and "verify runs the installed engine" in d["verify"]["why"]

@@ -93,18 +93,20 @@ def test_the_command_and_patching_do_not_know_any_patch_option():
 
 def test_two_patches_may_declare_the_same_option(mini_vllm, monkeypatch, capsys):
     """(An SGLang and a vLLM whitelist both take --model-type.) Parsed once, it reaches both."""
-    from compat.commands import patch as command
     from compat.patches import Patch
     from compat.patches.vllm import eagle3_whitelist
+    from compat.patching import given_options
+    from compat.patching import options as patch_options
 
     twin = Patch.from_module(eagle3_whitelist)
     twin = Patch(**{**twin.__dict__, "id": "sglang-twin-whitelist", "engine": "sglang"})
-    monkeypatch.setattr(command, "_all_patches", lambda: [*all_patches("vllm"), twin])
-    parser = command_parser("patch")
-    assert "(also read by sglang-twin-whitelist)" in parser.format_help()
-    assert "patch sglang-twin-whitelist:" not in parser.format_help()  # no empty group
-    args = parser.parse_args(["--path", str(mini_vllm), "--model-type", "glm4_moe"])
-    assert command.patch_options(args) == {"model_types": ["glm4_moe"]}
+    monkeypatch.setattr(patch_options, "every_patch", lambda: [*all_patches("vllm"), twin])
+    for command in ("patch", "plugin"):  # both take the patches' options from compat/patching/options.py
+        parser = command_parser(command)
+        assert "(also read by sglang-twin-whitelist)" in parser.format_help()
+        assert "patch sglang-twin-whitelist:" not in parser.format_help()  # no empty group
+    args = command_parser("patch").parse_args(["--path", str(mini_vllm), "--model-type", "glm4_moe"])
+    assert given_options(args) == {"model_types": ["glm4_moe"]}
 
 
 def test_model_type_is_checked_before_it_can_reach_the_source(mini_vllm, capsys):

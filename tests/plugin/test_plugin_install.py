@@ -337,6 +337,23 @@ def test_a_tree_the_python_does_not_import_is_named_in_a_note(fake_venv, tmp_pat
     assert show(python)[0]["sizes"] == ORIGINAL  # the venv's own vllm: not what the plugin was built for
 
 
+def test_a_venv_directory_names_its_python(fake_venv, capsys):
+    """`--python VENV_DIR` is the venv's bin/python everywhere: the plugin is built for it, the check of where it
+    imports the engine from runs it (no "imports vllm from nowhere"), and status asks it about its hook."""
+    python, site = fake_venv
+    venv = python.parent.parent
+    code, result = install(capsys, venv, "--select", BLOCK16)
+    assert code == 0, result
+    assert result["python"] == str(python) and result["site_packages"] == str(site)
+    assert result["notes"] == [], result["notes"]
+    code, status = compat(capsys, "plugin", "status", "--engine", "vllm", "--python", str(venv))
+    assert code == 0 and status["python"] == str(python)
+    assert status["live"].get("hook_active") is True, status["live"]
+    assert show(python)[0]["sizes"] == PATCHED
+    code, removed = compat(capsys, "plugin", "remove", "--engine", "vllm", "--python", str(venv))
+    assert code == 0 and removed["site_packages"] == str(site) and removed["removed"]
+
+
 def test_the_api_for_compat_env_and_doctor(fake_venv, capsys):
     import shlex
 
@@ -352,7 +369,7 @@ def test_the_api_for_compat_env_and_doctor(fake_venv, capsys):
 
     line = plugin_command("vllm", [BLOCK16, "vllm-eagle3-whitelist"], ["glm4_moe"], python=str(python))
     args = parse(shlex.split(line)[1:])
-    assert (args.command, args.action, args.engine, args.python) == ("plugin", "install", "vllm", str(python))
+    assert (args.command, args.action, args.engine, str(args.python)) == ("plugin", "install", "vllm", str(python))
     assert args.select == [BLOCK16, "vllm-eagle3-whitelist"] and args.model_types == ["glm4_moe"]
 
 
