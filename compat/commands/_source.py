@@ -76,25 +76,6 @@ def release_version(args, engine: str | None = None) -> tuple[str, str, str | No
 
 
 def _released_version(engine: str, specifier: str, cache_dir: str | None, offline: bool) -> str:
-    from compat.errors import SourceError
-    from compat.sources.cache import cache_root, cached_release, plain_pin
+    from compat.sources.released import Resolver
 
-    cache = cache_root(cache_dir)
-    pinned = plain_pin(specifier)
-    if pinned is not None:  # a release in the cache exists: no index needed
-        hit = cached_release(cache, engine, pinned)
-        if hit is not None:
-            return hit.name
-    from compat.sources.choice import choose, parse_specifier
-    from compat.sources.index import index_urls, listing
-
-    indexes = index_urls()
-    files, from_cache = listing(engine, indexes, cache, offline)
-    where = indexes[0]
-    try:
-        return choose(engine, parse_specifier(specifier), files, where)[0]
-    except SourceError:
-        if offline or not from_cache:
-            raise
-        files, _ = listing(engine, indexes, cache, offline, fresh=True)  # a release newer than the cached listing?
-        return choose(engine, parse_specifier(specifier), files, where)[0]
+    return Resolver.of(engine, specifier, cache_dir=cache_dir, offline=offline).version()

@@ -104,7 +104,7 @@ def run(args, console) -> int:
 
 def collect(python: str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict:
     from compat import __version__
-    from compat.commands.cache import cache_size
+    from compat.sources.cache import cache_size
     from compat.hub import hf_hub_cache
     from compat.sources.cache import cache_root
 

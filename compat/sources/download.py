@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from compat.errors import SourceError
 from compat.sources.archives import extract_sdist, extract_wheel
-from compat.sources.cache import RECORD_NAME, release_dir, release_tree
+from compat.sources.cache import RECORD_NAME, CacheEntry
 from compat.sources.network import CHUNK, Meter, RangedFile, RangesUnsupported, content_length, local_path, open_artifact
 from compat.tree import EngineTree
 
@@ -146,9 +146,9 @@ def _fetch_wheel(artifact: Artifact, work: Path, engine: str, progress: _Progres
         spool.unlink(missing_ok=True)
 
 
-def download(cache: Path, engine: str, version: str, artifacts: list[Artifact], progress: bool) -> EngineTree:
-    """Build `<cache>/releases/<engine>/<version>` from the first artifact that holds the package (lock held)."""
-    final = release_dir(cache, engine, version)
+def download(entry: CacheEntry, artifacts: list[Artifact], progress: bool) -> EngineTree:
+    """Build the entry's release folder from the first artifact that holds the package (its lock held)."""
+    engine, version, final = entry.engine, entry.version, entry.path
     final.parent.mkdir(parents=True, exist_ok=True)
     for stale in final.parent.glob(f".tmp-{version}-*"):  # left by a killed process; we hold the lock
         shutil.rmtree(stale, ignore_errors=True)
@@ -191,4 +191,4 @@ def download(cache: Path, engine: str, version: str, artifacts: list[Artifact], 
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return release_tree(final, engine, cached=False, downloaded=detail["downloaded_bytes"])
+    return entry.tree(cached=False, downloaded=detail["downloaded_bytes"])

@@ -18,15 +18,15 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from compat.errors import SourceError
 from compat.sources.auth import remember_credentials, use_ca_bundle
-from compat.sources.cache import atomic_write, cached_versions
+from compat.sources.cache import atomic_write, cached_versions, listing_path
 from compat.sources.choice import Artifact
 
-__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "index_urls", "listing", "listing_path", "pip_config"]
+__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "Listing", "index_urls", "listing", "pip_config"]
 
 DEFAULT_INDEX = "https://pypi.org/simple/"
 LISTING_TTL = 600  # seconds an index listing is reused without asking the index again
@@ -157,8 +157,19 @@ def _fetch_listing(engine: str, indexes: list[str]) -> list[Artifact]:
 # -- the cached listing -----------------------------------------------------------------------
 
 
-def listing_path(cache: Path, engine: str) -> Path:
-    return cache / "index" / f"{engine}.json"
+@dataclass(frozen=True)
+class Listing:
+    """What the indexes list for one engine, and whether it came from the cached listing."""
+
+    files: list[Artifact]
+    indexes: list[str]  # [primary, *extras] as configured
+    from_cache: bool
+
+    @property
+    def where(self) -> str:
+        """The indexes that listed files, in configured order (the primary one when none did): for messages."""
+        found = sorted({f.index for f in self.files}, key=lambda i: self.indexes.index(i) if i in self.indexes else 99)
+        return ", ".join(found) or self.indexes[0]
 
 
 def _read_listing(cache: Path, engine: str) -> dict | None:
@@ -176,8 +187,8 @@ def _write_listing(cache: Path, engine: str, indexes: list[str], files: list[Art
         atomic_write(listing_path(cache, engine), json.dumps(data, indent=1))
 
 
-def listing(engine: str, indexes: list[str], cache: Path, offline: bool, *, fresh: bool = False) -> tuple[list[Artifact], bool]:
-    """(files, from_cache). Offline: the last listing whatever its age; online: reused for LISTING_TTL seconds."""
+def listing(engine: str, indexes: list[str], cache: Path, offline: bool, *, fresh: bool = False) -> Listing:
+    """Offline: the last listing whatever its age; online: reused for LISTING_TTL seconds (`fresh`: asked again)."""
     cached = _read_listing(cache, engine)
     if offline:
         if cached is None:
@@ -186,9 +197,9 @@ def listing(engine: str, indexes: list[str], cache: Path, offline: bool, *, fres
                 hint=f"pin a cached release (e.g. --engine {engine}==X.Y.Z; cached: {', '.join(cached_versions(cache, engine)) or 'none'}) "
                 "or run once online",
             )
-        return cached["files"], True
+        return Listing(cached["files"], indexes, True)
     if not fresh and cached and cached.get("indexes") == indexes and 0 <= time.time() - cached.get("fetched_at", 0) < LISTING_TTL:
-        return cached["files"], True
+        return Listing(cached["files"], indexes, True)
     files = _fetch_listing(engine, indexes)
     _write_listing(cache, engine, indexes, files)
-    return files, False
+    return Listing(files, indexes, False)
