@@ -22,9 +22,25 @@ def absolute_path(value: str) -> str:
     return os.path.abspath(os.path.expanduser(value))
 
 
+def _retries(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more: {value!r}")
+    return int(value)
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds, more than 0: {value!r}")
+    return seconds
+
+
 def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None,
-                         title: str = "engine source"):
-    """--engine / --path / --python / --cache-dir / --offline, in one group."""
+                         title: str = "engine source") -> argparse._ArgumentGroup:
+    """--engine / --path / --python / --cache-dir / --offline and pip's network options, in one group."""
     group = parser.add_argument_group(title)
     group.add_argument("--engine", metavar="SPEC", help=engine_help or ENGINE_HELP)
     group.add_argument("--path", metavar="DIR", type=absolute_path, help="a source tree: DIR holds vllm/ or sglang/")
@@ -32,13 +48,30 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | 
     group.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                        help="where fetched releases are kept (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
     group.add_argument("--offline", action="store_true", help="never touch the network; use only cached releases")
+    group.add_argument("--index-url", metavar="URL",
+                       help="the package index releases are fetched from (as pip's; default: PIP_INDEX_URL, pip.conf, PyPI)")
+    group.add_argument("--retries", metavar="N", type=_retries,
+                       help="retry a failed request (HTTP 429/5xx, reset, timeout) up to N times, backing off "
+                            "(as pip's; default: PIP_RETRIES, pip.conf, 5)")
+    group.add_argument("--timeout", metavar="SEC", type=_seconds,
+                       help="give up on a connection or transfer after SEC seconds without data (as pip's; default: "
+                            "PIP_TIMEOUT, pip.conf, 15)")
     return group
+
+
+def use_network_options(args: argparse.Namespace) -> None:
+    """--index-url / --retries / --timeout for every fetch of this run (doctor --releases fetches many)."""
+    from compat.sources.settings import configure
+
+    configure(index_url=getattr(args, "index_url", None), retries=getattr(args, "retries", None),
+              timeout=getattr(args, "timeout", None))
 
 
 def tree_from_args(args, *, progress: bool):
     """The EngineTree the source options name (installed, released or a path)."""
     from compat.sources import open_tree
 
+    use_network_options(args)
     quiet = bool(getattr(args, "quiet", 0))
     return open_tree(args.engine, path=args.path, python=args.python, cache_dir=args.cache_dir,
                      offline=args.offline, progress=progress and not quiet)
@@ -53,6 +86,7 @@ def release_version(args, engine: str | None = None) -> tuple[str, str, str | No
     from compat.errors import UsageError
     from compat.sources import open_path, parse_engine_spec
 
+    use_network_options(args)
     spec = parse_engine_spec(args.engine) if args.engine else None
     if spec is not None and engine is not None and spec.engine != engine:
         raise UsageError(f"--engine {args.engine} names {spec.engine}, but the layout is loaded by {engine}",

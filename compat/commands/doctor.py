@@ -11,7 +11,7 @@ import json
 import shlex
 
 from compat.output import exit_code_if_unread, exit_codes, print_json
-from compat.commands._source import add_source_arguments, tree_from_args
+from compat.commands._source import add_source_arguments, tree_from_args, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
@@ -131,6 +131,7 @@ def run(args, console) -> int:
                              hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
+        use_network_options(args)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=_progress if show_progress(args) else None)
         table["notes"] = ignored_options(args, spec.engine)

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
+    from compat.sources.progress import Progress
+
 __all__ = [
     "RECORD_NAME", "OWN_ENTRIES", "cache_root", "atomic_write", "CacheEntry", "cached_versions", "cached_pin",
     "plain_pin", "cached_release", "listing_path", "listing_files", "ReleaseFolder", "release_folders", "tree_size",
@@ -133,21 +135,35 @@ class CacheEntry:
         version = record.get("version") or self.version
         return EngineTree(self.engine, self.path, version, SourceInfo("released", str(self.path), detail))
 
+    def damage(self) -> str | None:
+        """What is wrong with this complete release against its manifest, or None (checked once per process)."""
+        from compat.sources.manifest import check_manifest
+
+        return check_manifest(self.path, (self.record() or {}).get("manifest"))
+
     @contextlib.contextmanager
-    def lock(self, progress: bool) -> Iterator[None]:
-        """An exclusive flock per release; the second process waits here, then finds the release cached."""
+    def lock(self, progress: Progress | None = None) -> Iterator[None]:
+        """An exclusive flock per release; another process waits here, then finds the release cached.
+
+        The holder's pid is written into the lock file so a waiter can name it; a lock left by a killed
+        process is free again (the kernel releases a dead process's flock) and the next fetch takes it."""
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a") as handle:
+        with open(self.lock_path, "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if progress:
-                    print(f"waiting for another process fetching {self.engine} {self.version} into {self.cache}",
-                          file=sys.stderr, flush=True)
+                if progress is not None:
+                    handle.seek(0)
+                    holder = handle.read(32).strip() or "?"
+                    progress.waiting(f"another compat (pid {holder}) is fetching {self.engine} {self.version} into {self.cache}")
                 fcntl.flock(handle, fcntl.LOCK_EX)
             try:
+                os.ftruncate(handle.fileno(), 0)
+                os.write(handle.fileno(), f"{os.getpid()}\n".encode())
                 yield
             finally:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(handle.fileno(), 0)
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def lock_held(self) -> bool:
@@ -274,7 +290,7 @@ class ReleaseFolder:
 
     entry: CacheEntry
     path: Path
-    state: str  # "complete" | "incomplete" | "building"
+    state: str  # "complete" | "damaged" | "incomplete" | "building"
 
     @property
     def facts(self) -> Path:
@@ -295,7 +311,8 @@ def release_folders(cache: Path) -> list[ReleaseFolder]:
             building = path.name.startswith(".")
             version = path.name.split("-")[1] if building and path.name.count("-") >= 1 else path.name
             entry = CacheEntry(cache, engine, version)
-            state = "building" if building else ("complete" if entry.is_complete() else "incomplete")
+            state = "building" if building else ("incomplete" if not entry.is_complete() else
+                                                 "damaged" if entry.damage() else "complete")
             rows.append(ReleaseFolder(entry, path, state))
     return rows
 

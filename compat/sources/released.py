@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
     from compat.sources.choice import Choice
     from compat.sources.index import Listing
+    from compat.sources.network import Session
+    from compat.sources.settings import NetworkOptions
 
 __all__ = ["Resolver", "fetch_release", "list_releases", "cache_root"]
 
@@ -50,15 +52,35 @@ class Resolver:
     offline: bool = False
     index_url: str | None = None
     progress: bool = True
+    network: NetworkOptions | None = None  # None: settled from the command line, pip's variables and config
     _listing: Listing | None = field(default=None, init=False, repr=False)
     _choice: Choice | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def of(cls, engine: str, specifier: str = "latest", *, cache_dir: str | Path | None = None, offline: bool = False,
-           index_url: str | None = None, progress: bool = True) -> Resolver:
+           index_url: str | None = None, progress: bool = True, network: NetworkOptions | None = None) -> Resolver:
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
-        return cls(engine, specifier, cache_root(cache_dir), offline, index_url, progress)
+        return cls(engine, specifier, cache_root(cache_dir), offline, index_url, progress, network)
+
+    @cached_property
+    def options(self) -> NetworkOptions:
+        """The index and how to talk to it, settled once for this request (settings.py)."""
+        import dataclasses
+
+        from compat.sources.settings import NetworkOptions
+
+        if self.network is None:
+            return NetworkOptions.resolve(index_url=self.index_url)
+        return dataclasses.replace(self.network, index_url=self.index_url) if self.index_url else self.network
+
+    @cached_property
+    def session(self) -> Session:
+        """The network, with this request's options and progress (imported only when the cache cannot answer)."""
+        from compat.sources.network import Session
+        from compat.sources.progress import Progress
+
+        return Session(self.options, Progress(self.progress))
 
     # -- the steps, each settled once -----------------------------------------------------------------
 
@@ -81,12 +103,13 @@ class Resolver:
         return None
 
     def listing(self, *, fresh: bool = False) -> Listing:
-        """What the indexes list (the cached listing when recent, or offline)."""
+        """What the indexes list (the cached listing when recent, or offline; `fresh`: the indexes asked again)."""
         if self._listing is None or fresh:
-            from compat.sources.index import index_urls, listing
+            from compat.sources.index import fetch_listing, index_urls, recent_listing
 
-            indexes = self._listing.indexes if self._listing is not None else index_urls(self.index_url)
-            self._listing = listing(self.engine, indexes, self.cache, self.offline, fresh=fresh)
+            indexes = self._listing.indexes if self._listing is not None else index_urls(options=self.options)
+            found = None if fresh else recent_listing(self.engine, indexes, self.cache, self.offline)
+            self._listing = found or fetch_listing(self.engine, indexes, self.cache, self.session)
         return self._listing
 
     def choice(self) -> Choice:
@@ -112,30 +135,56 @@ class Resolver:
         return hit.version if hit is not None else self.choice().version
 
     def tree(self) -> EngineTree:
-        """The release's source tree: from the cache, else fetched into it (once, whatever other processes do)."""
+        """The release's source tree: from the cache, else fetched into it (once, whatever other processes do).
+
+        A cached release that fails its manifest (a file cut short or gone) is fetched again; offline it is
+        refused, with `compat cache clean` as the fix."""
         hit = self.cached()
         if hit is not None:
-            return hit.tree(cached=True)
-        if self.offline and self.exact:  # a pin needs no listing to know it is not here
+            if self._sound(hit):
+                return hit.tree(cached=True)
+        elif self.offline and self.exact:  # a pin needs no listing to know it is not here
             raise self._not_cached(f"{self.engine}{self.spec}")
         choice = self.choice()
         entry = CacheEntry(self.cache, self.engine, choice.version)
-        if entry.is_complete():
+        if entry != hit and entry.is_complete() and self._sound(entry):
             return entry.tree(cached=True)
         if self.offline:
             raise self._not_cached(f"{self.engine}=={choice.version}")
         from compat.sources.download import download
+        from compat.sources.manifest import forget
 
         try:
-            with entry.lock(self.progress):
-                if entry.is_complete():  # another process fetched it while we waited
+            with entry.lock(self.session.progress):
+                forget(entry.path)  # another process may have fetched it again while we waited
+                if entry.is_complete() and not entry.damage():
                     return entry.tree(cached=True)
-                return download(entry, choice.artifacts, self.progress)
+                return download(entry, choice.artifacts, self.session)
         except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
             raise SourceError(
                 f"cannot write {self.engine} {choice.version} into the cache {self.cache}: {err.strerror or err}",
                 hint="free some space or pick another folder with --cache-dir (or XDG_CACHE_HOME)",
             ) from None
+
+    def _sound(self, entry: CacheEntry) -> bool:
+        """True when the complete entry matches its manifest; a damaged one is said once, then fetched again."""
+        problem = entry.damage()
+        if problem is None:
+            return True
+        if self.offline:
+            raise self._damaged(entry)
+        if self.progress:
+            import sys
+
+            print(f"note: the cached {entry.engine} {entry.version} is damaged ({problem}): fetching it again",
+                  file=sys.stderr, flush=True)
+        return False
+
+    def _damaged(self, entry: CacheEntry) -> SourceError:
+        return SourceError(
+            f"the cached {entry.engine} {entry.version} in {entry.path} is damaged: {entry.damage()}",
+            hint=f"compat cache clean {entry.engine}=={entry.version}, then run without --offline to fetch it again",
+        )
 
     def releases(self) -> list[str]:
         """Final, not-yanked versions on the index, ascending (offline: from the cached listing)."""
@@ -157,9 +206,10 @@ class Resolver:
         )
 
 
-def list_releases(engine: str, *, index_url: str | None = None, cache_dir: str | Path | None = None, offline: bool = False) -> list[str]:
+def list_releases(engine: str, *, index_url: str | None = None, cache_dir: str | Path | None = None, offline: bool = False,
+                  network: NetworkOptions | None = None) -> list[str]:
     """Final, not-yanked versions of `engine` on the index, ascending (offline: from the cached listing)."""
-    return Resolver.of(engine, cache_dir=cache_dir, offline=offline, index_url=index_url).releases()
+    return Resolver.of(engine, cache_dir=cache_dir, offline=offline, index_url=index_url, network=network).releases()
 
 
 def fetch_release(
@@ -170,6 +220,8 @@ def fetch_release(
     offline: bool = False,
     progress: bool = True,
     index_url: str | None = None,
+    network: NetworkOptions | None = None,
 ) -> EngineTree:
     """The source tree of the release of `engine` that `specifier` ("latest", "==0.11.0", ">=0.18,<0.20") picks."""
-    return Resolver.of(engine, specifier, cache_dir=cache_dir, offline=offline, index_url=index_url, progress=progress).tree()
+    return Resolver.of(engine, specifier, cache_dir=cache_dir, offline=offline, index_url=index_url, progress=progress,
+                       network=network).tree()
