@@ -110,8 +110,11 @@ def _retry_after(headers: Any) -> float | None:
 
 
 @functools.lru_cache(maxsize=8)
-def _opener(cafile: str | None, client_cert: str | None, proxy: str | None) -> urllib.request.OpenerDirector:
-    """Built once per trust and proxy: loading a CA bundle costs milliseconds, and a wheel takes several requests."""
+def _opener(cafile: str | None, client_cert: str | None, proxies: tuple[tuple[str, str], ...],
+            system_trust: tuple[str | None, str | None]) -> urllib.request.OpenerDirector:
+    """Built once per trust and proxies: loading a CA bundle costs milliseconds, and a wheel takes several requests.
+
+    `system_trust` (SSL_CERT_FILE, SSL_CERT_DIR) is part of the key: OpenSSL reads them when the context is made."""
     import os
 
     if cafile and os.path.isdir(cafile):
@@ -120,10 +123,19 @@ def _opener(cafile: str | None, client_cert: str | None, proxy: str | None) -> u
         context = ssl.create_default_context(cafile=cafile)  # None: the system's, SSL_CERT_FILE / SSL_CERT_DIR honoured
     if client_cert:
         context.load_cert_chain(client_cert)
-    proxies = urllib.request.getproxies()  # HTTP(S)_PROXY, NO_PROXY (both cases), as requests reads them
-    if proxy:
-        proxies.update(http=proxy, https=proxy)
-    return urllib.request.build_opener(urllib.request.ProxyHandler(proxies), urllib.request.HTTPSHandler(context=context))
+    return urllib.request.build_opener(urllib.request.ProxyHandler(dict(proxies)), urllib.request.HTTPSHandler(context=context))
+
+
+def opener(options: NetworkOptions) -> urllib.request.OpenerDirector:
+    """The opener for these options: HTTP(S)_PROXY and NO_PROXY (both cases, as requests reads them), or pip's
+    `proxy` for http and https alike; the CA bundle settings.py settled, else the system's."""
+    import os
+
+    proxies = urllib.request.getproxies()
+    if options.proxy:
+        proxies.update(http=options.proxy, https=options.proxy)
+    trust = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    return _opener(options.cafile, options.client_cert, tuple(sorted(proxies.items())), trust)
 
 
 class Session:
@@ -172,7 +184,13 @@ class Session:
             request.add_unredirected_header("Authorization", auth)
         o = self.options
         try:
-            response: http.client.HTTPResponse = _opener(o.cafile, o.client_cert, o.proxy).open(request, timeout=o.timeout)
+            tls = opener(o)
+        except (ssl.SSLError, OSError) as err:
+            raise SourceError(f"cannot use the TLS settings (CA bundle {o.cafile or 'the system'}, client certificate "
+                              f"{o.client_cert or 'none'}): {err}",
+                              hint="point PIP_CERT / cert in pip.conf at a PEM bundle (PIP_CLIENT_CERT at a PEM with its key)") from None
+        try:
+            response: http.client.HTTPResponse = tls.open(request, timeout=o.timeout)
             return response
         except urllib.error.HTTPError as err:
             headers_seen = err.headers

@@ -134,7 +134,7 @@ class Server:
     """Serves an Index over HTTP; logs (method, path, range header, status, body bytes, fault) per request."""
 
     def __init__(self, index: Index, *, ranges: bool = True, json_api: bool = True, delay: float = 0.0, auth: str | None = None,
-                 stall: float = 30.0):
+                 stall: float = 30.0, tls=None):
         self.index, self.ranges, self.json_api, self.delay, self.auth = index, ranges, json_api, delay, auth
         self.stall = stall  # how long a stall lasts (unless the server closes first)
         self.log: list[dict] = []
@@ -229,6 +229,10 @@ class Server:
                     pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.scheme = "http"
+        if tls is not None:  # an ssl.SSLContext with the server's certificate: https
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
@@ -247,7 +251,7 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/simple/"
+        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}/simple/"
 
     def requests_for(self, filename: str) -> list[dict]:
         return [e for e in self.log if e["path"].endswith("/" + filename)]
