@@ -26,8 +26,8 @@ def env(tmp_path: Path, **extra: str) -> dict:
 
 
 def compat(*args: str, env: dict, **popen) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "compat", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **popen)
+    return subprocess.Popen([sys.executable, "-m", "compat", *args], env=env, **{"stdout": subprocess.PIPE,
+                            "stderr": subprocess.PIPE, "text": True, **popen})
 
 
 def probe(server, cache: Path, *extra: str) -> list[str]:
@@ -124,3 +124,30 @@ def test_a_damaged_cached_release_is_refused_offline_and_fetched_again_online(in
     assert "note: the cached vllm 0.10.0 is damaged (vllm/config/speculative.py has 10 bytes" in err
     assert damaged.read_bytes() == package_files("vllm", "0.10.0")["vllm/config/speculative.py"]
     assert len(server.requests_for(SDIST)) == 2
+
+
+def test_on_a_terminal_the_progress_bar_says_when_it_is_waiting(index, server_factory, cache, tmp_path):
+    import pty
+    import re as regex
+
+    server = server_factory(index, delay=0.3)
+    server.inject("503", SDIST, times=2)  # retries after 0 s and 0.5 s: the bar says so meanwhile
+    leader, follower = pty.openpty()
+    run = compat(*probe(server, cache, "--retries", "3"), env=env(tmp_path, COLUMNS="200", TERM="xterm"), stdin=subprocess.DEVNULL,
+                 stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the process closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    run.wait(timeout=60)
+    os.close(leader)
+    text = regex.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+    assert run.returncode == 0, text
+    assert regex.search(r"waiting: HTTP 503 [^\n]*; retry 2 of 3 in 0\.5 s", text)
+    assert "fetching vllm 0.10.0" in text
