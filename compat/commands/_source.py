@@ -10,6 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compat.tree import EngineTree
+
 ENGINE_HELP = ("vllm or sglang: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
                "the package index")
 PYTHON_HELP = ("look for the installed engine in this interpreter (e.g. the serving venv's python; relative paths "
@@ -67,7 +71,7 @@ def use_network_options(args: argparse.Namespace) -> None:
               timeout=getattr(args, "timeout", None))
 
 
-def tree_from_args(args, *, progress: bool):
+def tree_from_args(args: argparse.Namespace, *, progress: bool) -> EngineTree:
     """The EngineTree the source options name (installed, released or a path)."""
     from compat.sources import open_tree
 
@@ -77,7 +81,7 @@ def tree_from_args(args, *, progress: bool):
                      offline=args.offline, progress=progress and not quiet)
 
 
-def release_version(args, engine: str | None = None) -> tuple[str, str, str | None, str]:
+def release_version(args: argparse.Namespace, engine: str | None = None) -> tuple[str, str | None, str | None, str]:
     """(engine, version, python, where) of the release the source options name, without fetching its tree.
 
     The installed engine's version (in --python), a --path tree's, or for `--engine vllm==X` / a range /
@@ -105,7 +109,7 @@ def release_version(args, engine: str | None = None) -> tuple[str, str, str | No
         return tree.engine, tree.version, tree.source.detail.get("python"), f"installed in {tree.source.detail.get('python')}"
     if args.python:
         raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
-    return (spec.engine, _released_version(spec.engine, spec.specifier, args.cache_dir, args.offline), None,
+    return (spec.engine, _released_version(spec.engine, spec.specifier or "latest", args.cache_dir, args.offline), None,
             "a release on the package index")
 
 

@@ -18,6 +18,11 @@ from compat.output import exit_codes, human_size, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+    from rich.console import Console
+
     from compat.sources.cache import ReleaseFolder
 
 NAME = "cache"
@@ -47,7 +52,7 @@ COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed.
 ACTIONS = ("dir", "list", "clean")
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=ACTIONS, help="dir: where the cache is; list: what it holds; clean: remove")
     parser.add_argument("spec", nargs="*", metavar="SPEC",
                         help="clean: vllm, sglang, vllm==0.11.0 or a range like 'sglang<0.5' (cached releases only)")
@@ -59,7 +64,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (sizes in bytes)")
 
 
-def run(args, console) -> int:
+def run(args: argparse.Namespace, console: Console) -> int:
     from compat.errors import UsageError
     from compat.sources.cache import cache_root
 
@@ -74,7 +79,7 @@ def run(args, console) -> int:
 
 
 # -- what is there (the layout is compat/sources/cache.py's) -------------------------------------------------
-def _release_rows(cache: Path) -> list[tuple[ReleaseFolder, dict]]:
+def _release_rows(cache: Path) -> list[tuple[ReleaseFolder, dict[str, Any]]]:
     """Every release folder (complete or left by a killed fetch) and build folder, with its row: sizes, lock state."""
     from compat.sources.cache import release_folders, tree_size
 
@@ -89,19 +94,19 @@ def _release_rows(cache: Path) -> list[tuple[ReleaseFolder, dict]]:
     return rows
 
 
-def cached_releases(cache: Path) -> list[dict]:
+def cached_releases(cache: Path) -> list[dict[str, Any]]:
     return [row for _, row in _release_rows(cache)]
 
 
-def inventory(cache: Path) -> dict:
+def inventory(cache: Path) -> dict[str, Any]:
     """The whole cache as `compat cache list --json` reports it."""
     from compat.sources.cache import OWN_ENTRIES, facts_dirs, listing_files, tree_size
 
     releases = cached_releases(cache)
     index = listing_files(cache)
-    facts = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
-    other = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir()) if p.name not in OWN_ENTRIES] \
-        if cache.is_dir() else []
+    facts: list[dict[str, Any]] = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
+    other: list[dict[str, Any]] = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir())
+                                   if p.name not in OWN_ENTRIES] if cache.is_dir() else []
     ours = sum(r["bytes"] for r in releases) + sum(tree_size(p) for p in index) + sum(f["bytes"] for f in facts)
     return {
         "cache": str(cache), "exists": cache.is_dir(), "releases": releases,
@@ -111,7 +116,7 @@ def inventory(cache: Path) -> dict:
     }
 
 
-def _dir(cache: Path, args, console) -> int:
+def _dir(cache: Path, args: argparse.Namespace, console: Console) -> int:
     from compat.sources.cache import facts_dirs
 
     where = "--cache-dir" if args.cache_dir else ("$XDG_CACHE_HOME/compat" if os.environ.get("XDG_CACHE_HOME") else "~/.cache/compat")
@@ -123,7 +128,7 @@ def _dir(cache: Path, args, console) -> int:
     return 0
 
 
-def _list(cache: Path, args, console) -> int:
+def _list(cache: Path, args: argparse.Namespace, console: Console) -> int:
     data = inventory(cache)
     if args.json:
         print_json(data, "cache-list")
@@ -152,7 +157,7 @@ def _list(cache: Path, args, console) -> int:
 
 
 # -- cleaning -----------------------------------------------------------------------------------------------
-def _clean(cache: Path, args, console) -> int:
+def _clean(cache: Path, args: argparse.Namespace, console: Console) -> int:
     from compat.errors import EXIT_OK, EXIT_REFUSED, UsageError
     from compat.sources.cache import facts_dirs, listing_files, tree_size
 
@@ -200,7 +205,7 @@ def _clean(cache: Path, args, console) -> int:
     return EXIT_REFUSED if skipped else EXIT_OK
 
 
-def _matches(row: dict, text: str) -> bool:
+def _matches(row: dict[str, Any], text: str) -> bool:
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -221,7 +226,7 @@ def _matches(row: dict, text: str) -> bool:
         return False
 
 
-def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict:
+def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict[str, Any]:
     if not dry_run:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -231,7 +236,7 @@ def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict:
     return {"what": what, "path": str(path), "bytes": size}
 
 
-def _remove_release(folder: ReleaseFolder, row: dict, dry_run: bool, removed: list[dict]) -> bool:
+def _remove_release(folder: ReleaseFolder, row: dict[str, Any], dry_run: bool, removed: list[dict[str, Any]]) -> bool:
     """Remove one release folder under its lock; False when another run took the lock first."""
     what = f"{row['engine']} {row['version']}" + (f" ({row['state']})" if row["state"] != "complete" else "")
     if not dry_run and not folder.entry.remove(folder.path):

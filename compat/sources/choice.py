@@ -54,7 +54,7 @@ def parse_specifier(specifier: str) -> SpecifierSet | None:
 
 
 def is_exact_pin(spec: SpecifierSet | None) -> bool:
-    return bool(spec) and all(s.operator in ("==", "===") and not s.version.endswith(".*") for s in spec)
+    return spec is not None and bool(spec) and all(s.operator in ("==", "===") and not s.version.endswith(".*") for s in spec)
 
 
 def _final(version: Version) -> bool:

@@ -23,7 +23,7 @@ import zipfile
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from compat.errors import SourceError
@@ -64,7 +64,7 @@ def _verify(artifact: Artifact, stream: Download) -> str:
     return "not verified: the index gives no sha256"
 
 
-def _fetch_sdist(artifact: Artifact, work: Path, engine: str, session: Session) -> dict | None:
+def _fetch_sdist(artifact: Artifact, work: Path, engine: str, session: Session) -> dict[str, Any] | None:
     staging = work / "unpacked"
     with contextlib.closing(session.stream(artifact.url)) as stream:
         session.progress.set_total(stream.total)
@@ -83,7 +83,7 @@ def _fetch_sdist(artifact: Artifact, work: Path, engine: str, session: Session) 
     return {"verified": verified, "downloaded_bytes": stream.count, "ranged": False, "resumed": stream.resumes}
 
 
-def _whole_wheel(artifact: Artifact, work: Path, engine: str, session: Session, spool: Path) -> dict | None:
+def _whole_wheel(artifact: Artifact, work: Path, engine: str, session: Session, spool: Path) -> dict[str, Any] | None:
     """Download the wheel whole into `spool` (a local one is read in place), verify it, extract it."""
     with contextlib.closing(session.stream(artifact.url)) as stream:
         session.progress.set_total(stream.total)
@@ -101,7 +101,7 @@ def _whole_wheel(artifact: Artifact, work: Path, engine: str, session: Session, 
                                          "resumed": stream.resumes}
 
 
-def _fetch_wheel(artifact: Artifact, work: Path, engine: str, session: Session) -> dict | None:
+def _fetch_wheel(artifact: Artifact, work: Path, engine: str, session: Session) -> dict[str, Any] | None:
     spool = work / "artifact.part"
     ranged_bytes = 0
     try:
@@ -113,7 +113,7 @@ def _fetch_wheel(artifact: Artifact, work: Path, engine: str, session: Session) 
                             written = extract_wheel(archive, work, engine, prefetch=remote.prefetch)
                     finally:
                         ranged_bytes = remote.downloaded
-                    detail = {
+                    detail: dict[str, Any] | None = {
                         "verified": "crc32 of each member only: a ranged read cannot check the wheel's sha256",
                         "downloaded_bytes": remote.downloaded, "ranged": True, "range_requests": remote.requests,
                     }
@@ -138,7 +138,7 @@ def _clear(work: Path) -> None:
         shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
 
 
-def _fetch(artifact: Artifact, work: Path, engine: str, version: str, session: Session) -> dict | None:
+def _fetch(artifact: Artifact, work: Path, engine: str, version: str, session: Session) -> dict[str, Any] | None:
     """One artifact into `work`; fetched once more from scratch when its bytes fail the sha256 (and --retries allows)."""
     local = artifact.url.startswith("file:")
     size = artifact.size

@@ -29,7 +29,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from compat import __version__
@@ -249,7 +249,7 @@ class Download(io.RawIOBase):
         self.count = 0  # bytes handed out (each once, whatever the resumes)
         self.resumes = 0
         self.total: int | None = None
-        self._raw: IO[bytes] | http.client.HTTPResponse
+        self._raw: io.BufferedReader | http.client.HTTPResponse
         if url.startswith("file:"):
             try:
                 self._raw = open(local_path(url), "rb")

@@ -24,7 +24,7 @@ def project_name(engine: str) -> str:
     return canonicalize_name(engine)
 
 
-def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index: str) -> Artifact | None:
+def _artifact(engine: str, filename: str, url: str, sha256: str | None, size: object, yanked: object, index: str) -> Artifact | None:
     try:
         if filename.endswith(".whl"):
             name, version, _, _ = parse_wheel_filename(filename)
@@ -45,17 +45,18 @@ def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index:
 class _Anchors(HTMLParser):
     """<a href> of a PEP 503 page, with data-yanked, and <base href>."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.base: str | None = None
         self.links: list[tuple[str, bool]] = []
 
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "base" and attrs.get("href") and self.base is None:
-            self.base = attrs["href"]
-        elif tag == "a" and attrs.get("href"):
-            self.links.append((attrs["href"], "data-yanked" in attrs))
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        href = found.get("href")
+        if tag == "base" and href and self.base is None:
+            self.base = href
+        elif tag == "a" and href:
+            self.links.append((href, "data-yanked" in found))
 
 
 def parse_html(text: str, page_url: str, engine: str, index: str) -> list[Artifact]:

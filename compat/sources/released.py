@@ -98,8 +98,9 @@ class Resolver:
             hit = cached_release(self.cache, self.engine, pinned)
             if hit is not None:
                 return hit
-        if self.exact:
-            return cached_pin(self.cache, self.engine, self.spec)
+        spec = self.spec
+        if spec is not None and self.exact:
+            return cached_pin(self.cache, self.engine, spec)
         return None
 
     def listing(self, *, fresh: bool = False) -> Listing:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,13 +59,13 @@ def test_a_fetcher_killed_while_it_holds_the_lock_is_taken_over(index, server_fa
         time.sleep(0.05)
     assert lock.read_text().strip() == str(first.pid)
     second = compat(*probe(server, cache), env=env(tmp_path))  # not --json: it says what it waits for
-    time.sleep(1.0)  # the second one waits for the first, and says whom it waits for
-    assert second.poll() is None
+    said: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [said.put(line) for line in second.stderr], daemon=True).start()
+    assert said.get(timeout=60) == f"waiting: another compat (pid {first.pid}) is fetching vllm 0.10.0 into {cache}\n"
+    assert second.poll() is None  # and it waits
     first.send_signal(signal.SIGKILL)
     first.wait()
-    out, err = second.communicate(timeout=60)
-    assert second.returncode == 0, err
-    assert f"waiting: another compat (pid {first.pid}) is fetching vllm 0.10.0 into {cache}" in err
+    assert second.wait(timeout=60) == 0
     requests = server.requests_for(SDIST)  # it took the lock over and fetched the release itself
     assert len(requests) == 2 and requests[1]["sent"] == (index.root / "files" / SDIST).stat().st_size
     assert sorted(p.name for p in (cache / "releases" / "vllm").iterdir()) == ["0.10.0"]  # the killed one's .tmp-* gone
