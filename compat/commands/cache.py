@@ -45,7 +45,8 @@ EPILOG = """examples:
   compat cache clean --all               every release, listing and fact compat cached
 
 The cache honours --cache-dir and XDG_CACHE_HOME; the facts of --path trees and installed engines honour
-COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed.
+COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed. A release whose files no longer match its
+manifest is listed as damaged: the next fetch replaces it, or clean it (compat cache clean vllm==X).
 
 """ + exit_codes(c4="clean skipped a release another compat run holds (it is being fetched); the rest was removed")
 

@@ -29,7 +29,8 @@ from compat.sources.settings import DEFAULT_INDEX, NetworkOptions, pip_config
 if TYPE_CHECKING:
     from compat.sources.network import Session
 
-__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "Listing", "index_urls", "recent_listing", "fetch_listing", "pip_config"]
+__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "Listing", "index_urls", "recent_listing", "fetch_listing", "forget_listing",
+           "pip_config"]
 
 LISTING_TTL = 600  # seconds an index listing is reused without asking the index again
 _ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
@@ -65,19 +66,26 @@ def _project_files(index: str, engine: str, session: Session) -> list[Artifact] 
         page = local_path(page_url) / "index.html"
         if not page.is_file():
             return None
-        return parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
-    try:
-        body, content_type, page_url = session.read(page_url, {"Accept": _ACCEPT})
-    except FetchError as err:
-        if err.status in (404, 410):
-            return None
-        raise
-    if content_type == _JSON_TYPE or (content_type.endswith("json") and body.lstrip()[:1] == b"{"):
         try:
-            return parse_json(json.loads(body), page_url, engine, index)
+            return parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
+        except ValueError as err:
+            raise SourceError(f"{page}: {err}", hint="fix the mirror's page (each #sha256= is 64 hex digits)") from None
+    for attempt in (1, 2):  # a page that does not parse is asked for once more: a proxy or a line may have mangled it
+        try:
+            body, content_type, url = session.read(page_url, {"Accept": _ACCEPT})
+        except FetchError as err:
+            if err.status in (404, 410):
+                return None
+            raise
+        try:
+            if content_type == _JSON_TYPE or (content_type.endswith("json") and body.lstrip()[:1] == b"{"):
+                return parse_json(json.loads(body), url, engine, index)
+            return parse_html(body.decode("utf-8", errors="replace"), url, engine, index)
         except (ValueError, AttributeError) as err:
-            raise FetchError(page_url, f"the index sent invalid JSON ({err})") from None
-    return parse_html(body.decode("utf-8", errors="replace"), page_url, engine, index)
+            if attempt == 2 or session.options.retries == 0:
+                raise FetchError(url, f"the index sent a page that does not parse ({err})") from None
+            session.wait(attempt, url, "the index sent a page that does not parse")
+    return None
 
 
 def _fetch_files(engine: str, indexes: list[str], session: Session) -> list[Artifact]:
@@ -125,6 +133,12 @@ class Listing:
         """The indexes that listed files, in configured order (the primary one when none did): for messages."""
         found = sorted({f.index for f in self.files}, key=lambda i: self.indexes.index(i) if i in self.indexes else 99)
         return ", ".join(found) or self.indexes[0]
+
+
+def forget_listing(cache: Path, engine: str) -> None:
+    """Drop the cached listing: the next run asks the index again."""
+    with contextlib.suppress(OSError):
+        listing_path(cache, engine).unlink()
 
 
 def _read_listing(cache: Path, engine: str) -> dict | None:

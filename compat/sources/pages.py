@@ -7,6 +7,7 @@ by `packaging.utils`, as pip does); `data-yanked` and the `#sha256=` fragment (H
 
 from __future__ import annotations
 
+import re
 import urllib.request
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -17,6 +18,8 @@ from packaging.version import InvalidVersion
 from compat.sources.choice import Artifact
 
 __all__ = ["parse_html", "parse_json", "project_name"]
+
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def project_name(engine: str) -> str:
@@ -38,6 +41,8 @@ def _artifact(engine: str, filename: str, url: str, sha256: str | None, size: ob
         return None
     if name != canonicalize_name(engine):
         return None
+    if sha256 and not _SHA256.fullmatch(sha256):
+        raise ValueError(f"{filename}: {sha256!r} is not a sha256")  # a mangled page: index.py asks for it again
     size = size if isinstance(size, int) and size >= 0 else None
     return Artifact(filename, url, str(version), kind, sha256 or None, size, bool(yanked), index)
 

@@ -152,7 +152,8 @@ class Resolver:
             return entry.tree(cached=True)
         if self.offline:
             raise self._not_cached(f"{self.engine}=={choice.version}")
-        from compat.sources.download import download
+        from compat.sources.download import HashMismatch, download
+        from compat.sources.index import forget_listing
         from compat.sources.manifest import forget
 
         try:
@@ -161,6 +162,9 @@ class Resolver:
                 if entry.is_complete() and not entry.damage():
                     return entry.tree(cached=True)
                 return download(entry, choice.artifacts, self.session)
+        except HashMismatch:
+            forget_listing(self.cache, self.engine)  # the hashes it lists may be what was mangled: ask again next time
+            raise
         except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
             raise SourceError(
                 f"cannot write {self.engine} {choice.version} into the cache {self.cache}: {err.strerror or err}",

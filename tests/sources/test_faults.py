@@ -118,6 +118,18 @@ def test_a_truncated_index_page_is_asked_for_again(index, server_factory, cache)
     assert fetch(server, "latest", cache=cache).version == "0.10.0"
 
 
+@pytest.mark.parametrize("times, recovered", [(1, True), (2, False)])
+def test_a_mangled_index_page_is_asked_for_once_more(times, recovered, index, server_factory, cache):
+    server = server_factory(index)
+    server.inject("corrupt", "/simple/vllm/", times=times, at=0.5)
+    if recovered:
+        assert fetch(server, "latest", cache=cache).version == "0.10.0"
+    else:
+        with pytest.raises(SourceError, match=r"simple/vllm/: the index sent a page that does not parse"):
+            fetch(server, "latest", cache=cache)
+    assert len([e for e in server.log if e["path"] == "/simple/vllm/"]) == 2
+
+
 def test_a_stall_that_persists_gives_up_within_the_timeout(index, server_factory, cache):
     server = server_factory(index, stall=30)
     server.inject("stall", SDIST, times=99, at=0.3)
