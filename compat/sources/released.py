@@ -7,14 +7,17 @@ each settled once and kept. Each step has its own module:
 - choice.py:   which version (`latest` = the highest final release, a specifier its highest match;
                pre/dev releases only when named, yanked files only when pinned with `==`) and which
                artifact (the sdist, else the smallest wheel);
-- index.py:    the index pip would use (PIP_INDEX_URL, pip.conf) and what it lists (PEP 691 JSON,
-               PEP 503 HTML, `file://` mirrors), the listing cached so `latest` and ranges resolve offline;
-- network.py:  HTTP, credentials, TLS, and ranged reads of a wheel (only its central directory and
-               `.py` members travel);
+- settings.py: how to reach the index, settled as pip settles it (--index-url/--retries/--timeout,
+               PIP_* variables, pip.conf; CA bundles, proxies);
+- index.py:    the indexes and what they list (PEP 691 JSON, PEP 503 HTML, `file://` mirrors), the listing
+               cached so `latest` and ranges resolve offline;
+- network.py:  HTTP with pip's retries and back-off, resumed bodies, credentials (auth.py), TLS, proxies;
+  ranged.py:   ranged reads of a wheel (only its central directory and `.py` members travel);
 - archives.py: only the package's `.py` files, never outside the destination;
-- download.py: build the release in a temp dir, verify, rename into place;
-- cache.py:    `<cache>/releases/<engine>/<version>/` + `release.json`, a `flock` per release so two
-               processes fetching the same release download it once.
+- download.py: build the release in a temp dir, verify (sha256, CRC), write its manifest, rename into place;
+- cache.py:    `<cache>/releases/<engine>/<version>/` + `manifest.json` + `release.json`, a `flock` per
+               release so several processes fetching it download it once; manifest.py checks an entry on use;
+- progress.py: what the user sees meanwhile (a bar on a terminal that says when it waits).
 
 A cached `==X` needs no network and imports none of index/network/download (a cached `==X.Y.Z` not
 even `packaging`): it is answered from the cache alone, in milliseconds.
