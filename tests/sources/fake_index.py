@@ -7,7 +7,7 @@ the tests can tell what was downloaded.
 
 The server injects faults on request (`Server.inject`): an HTTP status (429, 5xx, optionally with
 Retry-After), a connection reset before the answer or in the middle of the body, a body cut short, a
-stall (no byte for longer than the client's timeout), flipped bytes, a Range ignored or answered with other
+stall before the answer or in the body (no byte for longer than the client's timeout), flipped bytes, a Range ignored or answered with other
 bytes than the header says. Each fault hits the next `times` requests whose path contains `match`.
 """
 
@@ -118,7 +118,8 @@ class Index:
         (folder / "index.json").write_text(json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": rows}))
 
 
-FAULTS = ("429", "500", "502", "503", "504", "reset-early", "reset", "truncate", "stall", "corrupt", "ignore-range", "wrong-range")
+FAULTS = ("429", "500", "502", "503", "504", "reset-early", "stall-early", "reset", "truncate", "stall", "corrupt",
+          "ignore-range", "wrong-range")
 
 
 @dataclass
@@ -158,6 +159,9 @@ class Server:
                     extra = {"Retry-After": self.fault.retry_after} if self.fault.retry_after else {}
                     return self._reply(entry, int(self.fault.kind), b"busy", "text/plain", extra, faulty=False)
                 if self.fault and self.fault.kind == "reset-early":
+                    return self._reset()
+                if self.fault and self.fault.kind == "stall-early":  # no answer at all, then the line drops
+                    server._closing.wait(server.stall)
                     return self._reset()
                 path = self.path.split("?")[0]
                 if path.startswith("/simple/"):
