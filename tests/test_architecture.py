@@ -175,10 +175,6 @@ def test_no_check_imports_the_doctor_package():
     assert not offences, "\n".join(dict.fromkeys(offences))
 
 
-# Another helper removes this edge (env's cache size moves into the core); until that merges it is the one left.
-_COMMAND_EDGES_BEING_REMOVED = {("compat.commands.env", "compat.commands.cache")}
-
-
 def test_no_command_imports_another_command():
     """Commands are thin: what two commands share lives in the core (or in an underscore module of
     compat/commands, like _source.py, which holds the option groups they share), never in a command."""
@@ -186,5 +182,5 @@ def test_no_command_imports_another_command():
     assert {"compat.commands.patch", "compat.commands.plugin", "compat.commands.doctor", "compat.commands.verify"} <= commands
     offences = [f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}"
                 for module in sorted(commands) for target, _, line in _imports(module)
-                if target in commands and target != module and (module, target) not in _COMMAND_EDGES_BEING_REMOVED]
+                if target in commands and target != module]
     assert not offences, "\n".join(dict.fromkeys(offences))

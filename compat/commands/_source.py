@@ -35,9 +35,25 @@ def add_python_argument(group: argparse.ArgumentParser | argparse._ArgumentGroup
     group.add_argument("--python", metavar="PATH", type=Interpreter.of, help=help)
 
 
+def _retries(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more: {value!r}")
+    return int(value)
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds, more than 0: {value!r}")
+    return seconds
+
+
 def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None,
                          title: str = "engine source") -> argparse._ArgumentGroup:
-    """--engine / --path / --python / --cache-dir / --offline, in one group."""
+    """--engine / --path / --python / --cache-dir / --offline and pip's network options, in one group."""
     group = parser.add_argument_group(title)
     group.add_argument("--engine", metavar="SPEC", help=engine_help or ENGINE_HELP)
     group.add_argument("--path", metavar="DIR", type=absolute_path, help="a source tree: DIR holds vllm/ or sglang/")
@@ -45,7 +61,23 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | 
     group.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                        help="where fetched releases are kept (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")
     group.add_argument("--offline", action="store_true", help="never touch the network; use only cached releases")
+    group.add_argument("--index-url", metavar="URL",
+                       help="the package index releases are fetched from (as pip's; default: PIP_INDEX_URL, pip.conf, PyPI)")
+    group.add_argument("--retries", metavar="N", type=_retries,
+                       help="retry a failed request (HTTP 429/5xx, reset, timeout) up to N times, backing off "
+                            "(as pip's; default: PIP_RETRIES, pip.conf, 5)")
+    group.add_argument("--timeout", metavar="SEC", type=_seconds,
+                       help="give up on a connection or transfer after SEC seconds without data (as pip's; default: "
+                            "PIP_TIMEOUT, pip.conf, 15)")
     return group
+
+
+def use_network_options(args: argparse.Namespace) -> None:
+    """--index-url / --retries / --timeout for every fetch of this run (doctor --releases fetches many)."""
+    from compat.sources.settings import configure
+
+    configure(index_url=getattr(args, "index_url", None), retries=getattr(args, "retries", None),
+              timeout=getattr(args, "timeout", None))
 
 
 def tree_from_args(args: argparse.Namespace, *, progress: bool) -> EngineTree:
@@ -58,6 +90,7 @@ def open_source(args: argparse.Namespace, *, python: Interpreter | None, progres
     (where the engine is may differ from the --python given: doctor names the serving venv of a release)."""
     from compat.sources import open_tree
 
+    use_network_options(args)
     quiet = bool(getattr(args, "quiet", 0))
     return open_tree(args.engine, path=args.path, python=python, cache_dir=args.cache_dir,
                      offline=args.offline, progress=progress and not quiet)
@@ -72,6 +105,7 @@ def release_version(args: argparse.Namespace, engine: str | None = None) -> tupl
     from compat.errors import UsageError
     from compat.sources import open_path, parse_engine_spec
 
+    use_network_options(args)
     spec = parse_engine_spec(args.engine) if args.engine else None
     if spec is not None and engine is not None and spec.engine != engine:
         raise UsageError(f"--engine {args.engine} names {spec.engine}, but the layout is loaded by {engine}",
@@ -91,30 +125,11 @@ def release_version(args: argparse.Namespace, engine: str | None = None) -> tupl
         return tree.engine, tree.version, python.path if python else None, f"installed in {python}"
     if args.python:
         raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
-    return (spec.engine, _released_version(spec.engine, spec.specifier, args.cache_dir, args.offline), None,
+    return (spec.engine, _released_version(spec.engine, spec.specifier or "latest", args.cache_dir, args.offline), None,
             "a release on the package index")
 
 
 def _released_version(engine: str, specifier: str, cache_dir: str | None, offline: bool) -> str:
-    from compat.errors import SourceError
-    from compat.sources.cache import cache_root, cached_release, plain_pin
+    from compat.sources.released import Resolver
 
-    cache = cache_root(cache_dir)
-    pinned = plain_pin(specifier)
-    if pinned is not None:  # a release in the cache exists: no index needed
-        hit = cached_release(cache, engine, pinned)
-        if hit is not None:
-            return hit.name
-    from compat.sources.choice import choose, parse_specifier
-    from compat.sources.index import index_urls, listing
-
-    indexes = index_urls()
-    files, from_cache = listing(engine, indexes, cache, offline)
-    where = indexes[0]
-    try:
-        return choose(engine, parse_specifier(specifier), files, where)[0]
-    except SourceError:
-        if offline or not from_cache:
-            raise
-        files, _ = listing(engine, indexes, cache, offline, fresh=True)  # a release newer than the cached listing?
-        return choose(engine, parse_specifier(specifier), files, where)[0]
+    return Resolver.of(engine, specifier, cache_dir=cache_dir, offline=offline).version()

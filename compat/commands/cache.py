@@ -1,27 +1,29 @@
 """`compat cache dir|list|clean`: where fetched releases and probe facts are kept, how big, and cleaning them.
 
-The cache (compat/sources/cache.py) is `--cache-dir`, else `$XDG_CACHE_HOME/compat`, else `~/.cache/compat`:
-
-    releases/<engine>/<version>/         a release's Python source (+ facts/: its probe answers, compat/facts.py)
-    index/<engine>.json                  the last index listing (`latest` and ranges offline)
-    locks/<engine>-<version>.lock        held while a release is being fetched
-    facts/                               probe answers of --path trees and installed engines (COMPAT_FACTS_DIR moves them)
-
-`clean` takes a release's lock before deleting it and skips a release another compat run holds (it is
-being fetched); the folder is renamed first and then removed, so no run is handed half a release.
-Anything else in the folder (a venv the tests build, logs) is listed but never removed.
+The cache, its layout, a release's lock and its removal are compat/sources/cache.py's; this command lists
+and renders. `clean` takes a release's lock before deleting it and skips a release another compat run
+holds (it is being fetched); the folder is renamed first and then removed, so no run is handed half a
+release. Anything else in the folder (a venv the tests build, logs) is listed but never removed.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 from pathlib import Path
 
 from compat.commands._source import absolute_path
 from compat.output import exit_codes, human_size, print_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+    from rich.console import Console
+
+    from compat.sources.cache import ReleaseFolder
 
 NAME = "cache"
 ORDER = 60
@@ -43,15 +45,15 @@ EPILOG = """examples:
   compat cache clean --all               every release, listing and fact compat cached
 
 The cache honours --cache-dir and XDG_CACHE_HOME; the facts of --path trees and installed engines honour
-COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed.
+COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed. A release whose files no longer match its
+manifest is listed as damaged: the next fetch replaces it, or clean it (compat cache clean vllm==X).
 
 """ + exit_codes(c4="clean skipped a release another compat run holds (it is being fetched); the rest was removed")
 
 ACTIONS = ("dir", "list", "clean")
-_OURS = {"releases", "index", "locks", "facts"}
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=ACTIONS, help="dir: where the cache is; list: what it holds; clean: remove")
     parser.add_argument("spec", nargs="*", metavar="SPEC",
                         help="clean: vllm, sglang, vllm==0.11.0 or a range like 'sglang<0.5' (cached releases only)")
@@ -63,7 +65,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON (sizes in bytes)")
 
 
-def run(args, console) -> int:
+def run(args: argparse.Namespace, console: Console) -> int:
     from compat.errors import UsageError
     from compat.sources.cache import cache_root
 
@@ -77,92 +79,35 @@ def run(args, console) -> int:
     return _clean(cache, args, console)
 
 
-# -- what is there ------------------------------------------------------------------------------------------
-def tree_size(path: Path) -> int:
-    """Bytes of the files under `path` (links counted as links, never followed)."""
-    total = 0
-    for root, dirs, files in os.walk(path):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    with contextlib.suppress(OSError):
-        if path.is_file() or path.is_symlink():
-            total += os.lstat(path).st_size
-    return total
-
-
-def cache_size(cache: Path) -> int:
-    """Bytes of compat's own entries in the cache (not of anything else kept in that folder)."""
-    return sum(tree_size(cache / name) for name in sorted(_OURS) if (cache / name).exists())
-
-
-def facts_dirs(cache: Path) -> list[Path]:
-    """Where the facts kept outside release folders are (compat/facts.py's rule): COMPAT_FACTS_DIR, else the
-    cache's facts/ (the facts of --path trees and installed engines, kept in the default cache)."""
-    moved = os.environ.get("COMPAT_FACTS_DIR")
-    return [Path(moved).expanduser()] if moved else [cache / "facts"]
-
-
-def cached_releases(cache: Path) -> list[dict]:
-    """Every release folder (complete or left by a killed fetch) and build folder, with sizes and lock state."""
-    from compat.sources.cache import is_complete, release_record
-    from compat.tree import ENGINES
+# -- what is there (the layout is compat/sources/cache.py's) -------------------------------------------------
+def _release_rows(cache: Path) -> list[tuple[ReleaseFolder, dict[str, Any]]]:
+    """Every release folder (complete or left by a killed fetch) and build folder, with its row: sizes, lock state."""
+    from compat.sources.cache import release_folders, tree_size
 
     rows = []
-    for engine in ENGINES:
-        folder = cache / "releases" / engine
-        for entry in sorted(folder.iterdir(), key=_version_key) if folder.is_dir() else ():
-            if not entry.is_dir():
-                continue
-            building = entry.name.startswith(".")
-            version = entry.name.split("-")[1] if building and entry.name.count("-") >= 1 else entry.name
-            facts = entry / "facts"
-            record = release_record(entry) or {}
-            rows.append({
-                "engine": engine, "version": version, "path": str(entry), "bytes": tree_size(entry),
-                "facts_bytes": tree_size(facts) if facts.is_dir() else 0,
-                "state": "building" if building else ("complete" if is_complete(entry, engine) else "incomplete"),
-                "in_use": _lock_held(cache, engine, version), "fetched_at": record.get("fetched_at"),
-            })
+    for folder in release_folders(cache):
+        record = folder.record() or {}
+        rows.append((folder, {
+            "engine": folder.entry.engine, "version": folder.entry.version, "path": str(folder.path),
+            "bytes": tree_size(folder.path), "facts_bytes": tree_size(folder.facts) if folder.facts.is_dir() else 0,
+            "state": folder.state, "in_use": folder.entry.lock_held(), "fetched_at": record.get("fetched_at"),
+        }))
     return rows
 
 
-def _version_key(entry: Path):
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return (0, Version(entry.name), entry.name)
-    except InvalidVersion:
-        return (1, Version("0"), entry.name)
+def cached_releases(cache: Path) -> list[dict[str, Any]]:
+    return [row for _, row in _release_rows(cache)]
 
 
-def _lock_path(cache: Path, engine: str, version: str) -> Path:
-    return cache / "locks" / f"{engine}-{version}.lock"
-
-
-def _lock_held(cache: Path, engine: str, version: str) -> bool:
-    """True when another process holds the release's lock now (a fetch in progress). Creates nothing."""
-    path = _lock_path(cache, engine, version)
-    try:
-        handle = open(path)
-    except OSError:
-        return False
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
-
-
-def inventory(cache: Path) -> dict:
+def inventory(cache: Path) -> dict[str, Any]:
     """The whole cache as `compat cache list --json` reports it."""
+    from compat.sources.cache import OWN_ENTRIES, facts_dirs, listing_files, tree_size
+
     releases = cached_releases(cache)
-    index = sorted((cache / "index").glob("*.json")) if (cache / "index").is_dir() else []
-    facts = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
-    other = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir()) if p.name not in _OURS] \
-        if cache.is_dir() else []
+    index = listing_files(cache)
+    facts: list[dict[str, Any]] = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
+    other: list[dict[str, Any]] = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir())
+                                   if p.name not in OWN_ENTRIES] if cache.is_dir() else []
     ours = sum(r["bytes"] for r in releases) + sum(tree_size(p) for p in index) + sum(f["bytes"] for f in facts)
     return {
         "cache": str(cache), "exists": cache.is_dir(), "releases": releases,
@@ -172,7 +117,9 @@ def inventory(cache: Path) -> dict:
     }
 
 
-def _dir(cache: Path, args, console) -> int:
+def _dir(cache: Path, args: argparse.Namespace, console: Console) -> int:
+    from compat.sources.cache import facts_dirs
+
     where = "--cache-dir" if args.cache_dir else ("$XDG_CACHE_HOME/compat" if os.environ.get("XDG_CACHE_HOME") else "~/.cache/compat")
     if args.json:
         print_json({"cache": str(cache), "from": where, "exists": cache.is_dir(),
@@ -182,7 +129,7 @@ def _dir(cache: Path, args, console) -> int:
     return 0
 
 
-def _list(cache: Path, args, console) -> int:
+def _list(cache: Path, args: argparse.Namespace, console: Console) -> int:
     data = inventory(cache)
     if args.json:
         print_json(data, "cache-list")
@@ -211,32 +158,34 @@ def _list(cache: Path, args, console) -> int:
 
 
 # -- cleaning -----------------------------------------------------------------------------------------------
-def _clean(cache: Path, args, console) -> int:
+def _clean(cache: Path, args: argparse.Namespace, console: Console) -> int:
     from compat.errors import EXIT_OK, EXIT_REFUSED, UsageError
+    from compat.sources.cache import facts_dirs, listing_files, tree_size
 
     if not (args.spec or args.all or args.facts):
         raise UsageError("compat cache clean: say what to remove", hint="a SPEC (vllm==0.11.0, vllm, 'sglang<0.5'), --facts or --all")
     if args.all and args.spec:
         raise UsageError("give SPEC or --all, not both")
     every = args.all or not args.spec  # --all, or --facts of every release
-    releases = [r for r in cached_releases(cache) if every or any(_matches(r, spec) for spec in args.spec)]
+    releases = [(f, r) for f, r in _release_rows(cache) if every or any(_matches(r, spec) for spec in args.spec)]
     if args.spec and not args.facts:
-        releases = [r for r in releases if r["state"] != "building"]  # a build folder goes with --all only
-    removed, skipped = [], []
-    for row in releases:
+        releases = [(f, r) for f, r in releases if f.state != "building"]  # a build folder goes with --all only
+    removed: list[dict] = []
+    skipped: list[dict] = []
+    for folder, row in releases:
         if args.facts and not args.all:
             target = Path(row["path"]) / "facts"
             if target.is_dir():
                 removed.append(_remove(target, row["facts_bytes"], f"{row['engine']} {row['version']} facts", args.dry_run))
             continue
-        if row["in_use"] or not _remove_release(cache, row, args.dry_run, removed):
+        if row["in_use"] or not _remove_release(folder, row, args.dry_run, removed):
             skipped.append({**row, "why": "another compat run holds its lock (it is being fetched); run clean again later"})
     if args.all or (args.facts and not args.spec):
-        for folder in facts_dirs(cache):
-            if folder.is_dir():
-                removed.append(_remove(folder, tree_size(folder), f"facts {folder}", args.dry_run))
+        for facts in facts_dirs(cache):
+            if facts.is_dir():
+                removed.append(_remove(facts, tree_size(facts), f"facts {facts}", args.dry_run))
     if args.all:
-        for listing in sorted((cache / "index").glob("*.json")) if (cache / "index").is_dir() else []:
+        for listing in listing_files(cache):
             removed.append(_remove(listing, tree_size(listing), f"index listing {listing.stem}", args.dry_run))
     freed = sum(item["bytes"] for item in removed)
     if args.json:
@@ -257,7 +206,7 @@ def _clean(cache: Path, args, console) -> int:
     return EXIT_REFUSED if skipped else EXIT_OK
 
 
-def _matches(row: dict, text: str) -> bool:
+def _matches(row: dict[str, Any], text: str) -> bool:
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -278,7 +227,7 @@ def _matches(row: dict, text: str) -> bool:
         return False
 
 
-def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict:
+def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict[str, Any]:
     if not dry_run:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -288,28 +237,10 @@ def _remove(path: Path, size: int, what: str, dry_run: bool) -> dict:
     return {"what": what, "path": str(path), "bytes": size}
 
 
-def _remove_release(cache: Path, row: dict, dry_run: bool, removed: list[dict]) -> bool:
+def _remove_release(folder: ReleaseFolder, row: dict[str, Any], dry_run: bool, removed: list[dict[str, Any]]) -> bool:
     """Remove one release folder under its lock; False when another run took the lock first."""
     what = f"{row['engine']} {row['version']}" + (f" ({row['state']})" if row["state"] != "complete" else "")
-    if dry_run:
-        removed.append({"what": what, "path": row["path"], "bytes": row["bytes"]})
-        return True
-    lock = _lock_path(cache, row["engine"], row["version"])
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        try:
-            folder = Path(row["path"])
-            doomed = folder.with_name(f".removing-{folder.name}-{os.getpid()}")
-            try:
-                os.rename(folder, doomed)  # atomic: a run looking for the release finds it whole or not at all
-            except FileNotFoundError:
-                return True
-            shutil.rmtree(doomed, ignore_errors=True)
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    if not dry_run and not folder.entry.remove(folder.path):
+        return False
     removed.append({"what": what, "path": row["path"], "bytes": row["bytes"]})
     return True

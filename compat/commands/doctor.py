@@ -12,7 +12,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from compat.output import exit_code_if_unread, exit_codes, print_json
-from compat.commands._source import add_source_arguments, open_source
+from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
@@ -137,6 +137,7 @@ def run(args, console) -> int:
             raise UsageError("give the range with --releases, and --engine without a version")
         # releases from the index: --python names only the serving venv the fixes patch
         options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=args.python)
+        use_network_options(args)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=_progress if show_progress(args) else None)
         table["notes"] = ignored_options(args, spec.engine)

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 def collect(python: Interpreter | str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict[str, Any]:
     from compat import __version__
-    from compat.commands.cache import cache_size
+    from compat.sources.cache import cache_size
     from compat.hub import hf_hub_cache
     from compat.sources.cache import cache_root
 

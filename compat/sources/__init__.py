@@ -16,6 +16,10 @@ from pathlib import Path
 from compat.errors import SourceError, UsageError
 from compat.tree import ENGINES, EngineTree, SourceInfo, find_package_root
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from compat.sources.installed import InstalledEngine
+
 __all__ = ["EngineSpec", "parse_engine_spec", "open_tree", "open_path", "find_installed"]
 
 _PLAIN_PIN = re.compile(r"^==\s*\d+(?:\.\d+)*$")
@@ -56,7 +60,7 @@ def parse_engine_spec(text: str) -> EngineSpec:
     return EngineSpec(name, spec or None)
 
 
-def find_installed(python: str | None = None):
+def find_installed(python: str | None = None) -> list[InstalledEngine]:
     """Every vLLM/SGLang installed in `python` (default: this interpreter): see installed.py."""
     from compat.sources.installed import find_installed as find
 
@@ -99,7 +103,7 @@ def open_tree(
             raise UsageError("--python picks an installed engine; it cannot be combined with a released version")
         from compat.sources.released import fetch_release
 
-        return fetch_release(spec.engine, spec.specifier, cache_dir=cache_dir, offline=offline, progress=progress)
+        return fetch_release(spec.engine, spec.specifier or "latest", cache_dir=cache_dir, offline=offline, progress=progress)
     from compat.sources.installed import installed_tree
 
     return installed_tree(spec.engine, python)

@@ -8,12 +8,15 @@ wheel's root), so a vendored copy deeper in an sdist is ignored.
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import stat
 import tarfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, cast
 
 __all__ = ["extract_sdist", "extract_wheel"]
 
@@ -36,24 +39,25 @@ def _package_prefix(candidates: list[list[str]], engine: str) -> list[str] | Non
     return min(inits, key=len) if inits else None
 
 
-def _write_member(source, dest: Path) -> None:
+def _write_member(source: IO[bytes], dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest, "wb") as out:
         shutil.copyfileobj(source, out, _CHUNK)
 
 
-def extract_sdist(stream, staging: Path, engine: str) -> Path | None:
+def extract_sdist(stream: IO[bytes] | io.RawIOBase, staging: Path, engine: str) -> Path | None:
     """Stream a .tar.gz, keeping the .py files that sit under some `<engine>/` folder; the package folder or None."""
     kept: list[list[str]] = []
-    with tarfile.open(fileobj=stream, mode="r|*") as tar:
+    with tarfile.open(fileobj=cast("IO[bytes]", stream), mode="r|*") as tar:
         for member in tar:
             if not member.isreg():  # symlinks, hard links, devices: never created
                 continue
             parts = _safe_parts(member.name)
-            if parts is None or not parts[-1].endswith(".py") or engine not in parts[:-1]:
+            source = tar.extractfile(member)
+            if parts is None or not parts[-1].endswith(".py") or engine not in parts[:-1] or source is None:
                 continue
             try:
-                _write_member(tar.extractfile(member), staging.joinpath(*parts))
+                _write_member(source, staging.joinpath(*parts))
             except (FileExistsError, NotADirectoryError, IsADirectoryError):  # collides with an earlier member: skip it
                 continue
             kept.append(parts)
@@ -61,7 +65,8 @@ def extract_sdist(stream, staging: Path, engine: str) -> Path | None:
     return None if prefix is None else staging.joinpath(*prefix, engine)
 
 
-def extract_wheel(archive: zipfile.ZipFile, dest: Path, engine: str, prefetch=None) -> int | None:
+def extract_wheel(archive: zipfile.ZipFile, dest: Path, engine: str,
+                  prefetch: Callable[[zipfile.ZipFile, list[zipfile.ZipInfo]], None] | None = None) -> int | None:
     """Write the package's .py members under `dest/<engine>/`; the number written, or None without a package."""
     members: list[tuple[zipfile.ZipInfo, list[str]]] = []
     for info in archive.infolist():

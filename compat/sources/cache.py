@@ -1,12 +1,13 @@
-"""The user cache of released trees: where it is, what a complete release looks like, locks, atomic writes.
+"""The user cache of released trees: its layout, one release's entry (folder, record, lock), atomic writes.
 
-Layout under `cache_root()`:
+Layout under `cache_root()` (this module is the only one that spells it):
 
     releases/<engine>/<version>/<engine>/**.py   the package's Python files
     releases/<engine>/<version>/release.json     the record: artifact, index, sha256, when (written last)
     releases/<engine>/.tmp-<version>-*/          a release being built (renamed into place when done)
     index/<engine>.json                          the last index listing (see index.py)
     locks/<engine>-<version>.lock                one flock per release
+    facts/                                       probe answers of --path trees and installed engines (compat/facts.py)
 
 A release folder without its record is incomplete (a fetch was killed) and is never handed out.
 Nothing here touches the network; a cached `==X.Y.Z` is answered from this module alone, without
@@ -20,22 +21,31 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from compat.tree import EngineTree, SourceInfo
+from compat.tree import ENGINES, EngineTree, SourceInfo
 
 TYPE_CHECKING = False  # neither typing nor packaging is imported on the way to a cached pin
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
+    from compat.sources.progress import Progress
+
 __all__ = [
-    "RECORD_NAME", "cache_root", "atomic_write", "release_dir", "release_record", "is_complete", "cached_versions",
-    "cached_pin", "plain_pin", "cached_release", "release_lock", "release_tree",
+    "RECORD_NAME", "OWN_ENTRIES", "cache_root", "atomic_write", "CacheEntry", "cached_versions", "cached_pin",
+    "plain_pin", "cached_release", "listing_path", "listing_files", "ReleaseFolder", "release_folders", "tree_size",
+    "cache_size", "facts_dirs",
 ]
 
 RECORD_NAME = "release.json"
+OWN_ENTRIES = ("facts", "index", "locks", "releases")  # what compat keeps in the cache folder (nothing else is removed)
+_BUILDING = ".tmp-"  # prefix of a release being built: `.tmp-<version>-<random>`
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -64,34 +74,149 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def release_dir(cache: Path, engine: str, version: str) -> Path:
-    return cache / "releases" / engine / version
+def _releases(cache: Path, engine: str) -> Path:
+    return cache / "releases" / engine
 
 
-def release_record(directory: Path) -> dict | None:
-    """release.json of a cached release; None when missing or unreadable (an incomplete tree)."""
+def listing_path(cache: Path, engine: str) -> Path:
+    """Where index.py keeps the last listing of `engine`."""
+    return cache / "index" / f"{engine}.json"
+
+
+def listing_files(cache: Path) -> list[Path]:
+    folder = cache / "index"
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+# -- one release ------------------------------------------------------------------------------------------
+
+
+def _read_record(folder: Path) -> dict | None:
     try:
-        record = json.loads((directory / RECORD_NAME).read_text())
+        record = json.loads((folder / RECORD_NAME).read_text())
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
 
 
-def is_complete(directory: Path, engine: str) -> bool:
-    return (directory / engine / "__init__.py").is_file() and release_record(directory) is not None
+@dataclass(frozen=True)
+class CacheEntry:
+    """One release's place in the cache: its folder, its record and its lock. Settled once, then asked."""
+
+    cache: Path
+    engine: str
+    version: str  # the folder name (the version the index lists)
+
+    @property
+    def path(self) -> Path:
+        return _releases(self.cache, self.engine) / self.version
+
+    @property
+    def lock_path(self) -> Path:
+        return self.cache / "locks" / f"{self.engine}-{self.version}.lock"
+
+    def record(self) -> dict | None:
+        """release.json; None when missing or unreadable (an incomplete tree)."""
+        return _read_record(self.path)
+
+    def is_complete(self) -> bool:
+        return (self.path / self.engine / "__init__.py").is_file() and self.record() is not None
+
+    def tree(self, *, cached: bool, downloaded: int = 0) -> EngineTree:
+        """The EngineTree of this release, its `source` detail taken from the record."""
+        record = self.record() or {}
+        detail = {
+            "artifact": record.get("artifact"), "index": record.get("index"), "cached": cached,
+            "url": record.get("url"), "sha256": record.get("sha256"), "verified": record.get("verified"),
+            "fetched_at": record.get("fetched_at"), "downloaded_bytes": downloaded,
+        }
+        if record.get("ranged"):
+            detail["range_requests"] = record.get("range_requests")
+        version = record.get("version") or self.version
+        return EngineTree(self.engine, self.path, version, SourceInfo("released", str(self.path), detail))
+
+    def damage(self) -> str | None:
+        """What is wrong with this complete release against its manifest, or None (checked once per process)."""
+        from compat.sources.manifest import check_manifest
+
+        return check_manifest(self.path, (self.record() or {}).get("manifest"))
+
+    @contextlib.contextmanager
+    def lock(self, progress: Progress | None = None) -> Iterator[None]:
+        """An exclusive flock per release; another process waits here, then finds the release cached.
+
+        The holder's pid is written into the lock file so a waiter can name it; a lock left by a killed
+        process is free again (the kernel releases a dead process's flock) and the next fetch takes it."""
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if progress is not None:
+                    handle.seek(0)
+                    holder = handle.read(32).strip() or "?"
+                    progress.waiting(f"another compat (pid {holder}) is fetching {self.engine} {self.version} into {self.cache}")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                os.ftruncate(handle.fileno(), 0)
+                os.write(handle.fileno(), f"{os.getpid()}\n".encode())
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(handle.fileno(), 0)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def lock_held(self) -> bool:
+        """True when another process holds the release's lock now (a fetch in progress). Creates nothing."""
+        try:
+            handle = open(self.lock_path)
+        except OSError:
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+    def remove(self, folder: Path | None = None) -> bool:
+        """Remove the release folder (or `folder`, a build folder of it) under the lock; False when another run holds it.
+
+        The folder is renamed first: a run looking for the release finds it whole or not at all."""
+        folder = folder or self.path
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            try:
+                doomed = folder.with_name(f".removing-{folder.name}-{os.getpid()}")
+                try:
+                    os.rename(folder, doomed)
+                except FileNotFoundError:
+                    return True
+                shutil.rmtree(doomed, ignore_errors=True)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
-def _versions_on_disk(cache: Path, engine: str) -> list[tuple[Version, Path]]:
-    """(version, folder) of every folder named like a version, ascending; complete or not."""
+# -- which cached release a specifier picks ---------------------------------------------------------------
+
+
+def _versions_on_disk(cache: Path, engine: str) -> list[tuple[Version, CacheEntry]]:
+    """(version, entry) of every folder named like a version, ascending; complete or not."""
     from packaging.version import InvalidVersion, Version
 
-    folder = cache / "releases" / engine
+    folder = _releases(cache, engine)
     found = []
     for entry in folder.iterdir() if folder.is_dir() else ():
         if entry.name.startswith("."):
             continue
         try:
-            found.append((Version(entry.name), entry))
+            found.append((Version(entry.name), CacheEntry(cache, engine, entry.name)))
         except InvalidVersion:
             continue
     return sorted(found, key=lambda item: item[0])
@@ -99,13 +224,13 @@ def _versions_on_disk(cache: Path, engine: str) -> list[tuple[Version, Path]]:
 
 def cached_versions(cache: Path, engine: str) -> list[str]:
     """The complete releases in the cache, ascending."""
-    return [str(version) for version, entry in _versions_on_disk(cache, engine) if is_complete(entry, engine)]
+    return [str(version) for version, entry in _versions_on_disk(cache, engine) if entry.is_complete()]
 
 
-def cached_pin(cache: Path, engine: str, spec: SpecifierSet) -> Path | None:
+def cached_pin(cache: Path, engine: str, spec: SpecifierSet) -> CacheEntry | None:
     """The highest complete cached release that `spec` matches (only the matching ones are checked)."""
     for version, entry in reversed(_versions_on_disk(cache, engine)):
-        if spec.contains(version, prereleases=True) and is_complete(entry, engine):
+        if spec.contains(version, prereleases=True) and entry.is_complete():
             return entry
     return None
 
@@ -131,13 +256,13 @@ def _release_numbers(text: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
-def cached_release(cache: Path, engine: str, version: str) -> Path | None:
+def cached_release(cache: Path, engine: str, version: str) -> CacheEntry | None:
     """The complete cached release `==version` (plain numbers) picks, when the folder names decide it alone.
 
     None means "not decided here": the caller asks `cached_pin` (which reads every name with packaging).
     """
     try:
-        names = os.listdir(cache / "releases" / engine)
+        names = os.listdir(_releases(cache, engine))
     except OSError:
         return None
     wanted = _release_numbers(version)
@@ -152,36 +277,75 @@ def cached_release(cache: Path, engine: str, version: str) -> Path | None:
             return None  # a local label, an epoch or an unusual spelling: let packaging decide
     if len(matches) != 1:
         return None
-    found = cache / "releases" / engine / matches[0]
-    return found if is_complete(found, engine) else None
+    found = CacheEntry(cache, engine, matches[0])
+    return found if found.is_complete() else None
 
 
-@contextlib.contextmanager
-def release_lock(cache: Path, engine: str, version: str, progress: bool):
-    """An exclusive flock per release; the second process waits here, then finds the release cached."""
-    path = cache / "locks" / f"{engine}-{version}.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if progress:
-                print(f"waiting for another process fetching {engine} {version} into {cache}", file=sys.stderr, flush=True)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+# -- what is there: `compat cache list / clean` and `compat env` -------------------------------------------
 
 
-def release_tree(directory: Path, engine: str, cached: bool, downloaded: int = 0) -> EngineTree:
-    """The EngineTree of a release folder, its `source` detail taken from the record."""
-    record = release_record(directory) or {}
-    detail = {
-        "artifact": record.get("artifact"), "index": record.get("index"), "cached": cached,
-        "url": record.get("url"), "sha256": record.get("sha256"), "verified": record.get("verified"),
-        "fetched_at": record.get("fetched_at"), "downloaded_bytes": downloaded,
-    }
-    if record.get("ranged"):
-        detail["range_requests"] = record.get("range_requests")
-    return EngineTree(engine, directory, record.get("version") or directory.name, SourceInfo("released", str(directory), detail))
+@dataclass(frozen=True)
+class ReleaseFolder:
+    """A folder under releases/<engine>/: a release (complete or left incomplete by a killed fetch) or a build."""
+
+    entry: CacheEntry
+    path: Path
+    state: str  # "complete" | "damaged" | "incomplete" | "building"
+
+    @property
+    def facts(self) -> Path:
+        return self.path / "facts"
+
+    def record(self) -> dict | None:
+        return _read_record(self.path)
+
+
+def release_folders(cache: Path) -> list[ReleaseFolder]:
+    """Every release folder and build folder in the cache, by engine, in version order."""
+    rows = []
+    for engine in ENGINES:
+        folder = _releases(cache, engine)
+        for path in sorted(folder.iterdir(), key=_version_key) if folder.is_dir() else ():
+            if not path.is_dir():
+                continue
+            building = path.name.startswith(".")
+            version = path.name.split("-")[1] if building and path.name.count("-") >= 1 else path.name
+            entry = CacheEntry(cache, engine, version)
+            state = "building" if building else ("incomplete" if not entry.is_complete() else
+                                                 "damaged" if entry.damage() else "complete")
+            rows.append(ReleaseFolder(entry, path, state))
+    return rows
+
+
+def _version_key(entry: Path) -> tuple[int, Version, str]:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(entry.name), entry.name)
+    except InvalidVersion:
+        return (1, Version("0"), entry.name)
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under `path` (links counted as links, never followed)."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    with contextlib.suppress(OSError):
+        if path.is_file() or path.is_symlink():
+            total += os.lstat(path).st_size
+    return total
+
+
+def cache_size(cache: Path) -> int:
+    """Bytes of compat's own entries in the cache (not of anything else kept in that folder)."""
+    return sum(tree_size(cache / name) for name in OWN_ENTRIES if (cache / name).exists())
+
+
+def facts_dirs(cache: Path) -> list[Path]:
+    """Where the facts kept outside release folders are (compat/facts.py's rule): COMPAT_FACTS_DIR, else the
+    cache's facts/ (the facts of --path trees and installed engines, kept in the default cache)."""
+    moved = os.environ.get("COMPAT_FACTS_DIR")
+    return [Path(moved).expanduser()] if moved else [cache / "facts"]

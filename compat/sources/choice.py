@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from compat.errors import SourceError, UsageError
 
-__all__ = ["Artifact", "parse_specifier", "is_exact_pin", "final_releases", "choose"]
+__all__ = ["Artifact", "Choice", "parse_specifier", "is_exact_pin", "final_releases", "choose"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,14 @@ class Artifact:
     index: str
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The release a specifier picks from a listing, and its artifacts best first (the sdist, else the smallest wheel)."""
+
+    version: str
+    artifacts: list[Artifact]
+
+
 def parse_specifier(specifier: str) -> SpecifierSet | None:
     """None for "latest"; UsageError for text that is not a specifier."""
     text = (specifier or "").strip()
@@ -46,7 +54,7 @@ def parse_specifier(specifier: str) -> SpecifierSet | None:
 
 
 def is_exact_pin(spec: SpecifierSet | None) -> bool:
-    return bool(spec) and all(s.operator in ("==", "===") and not s.version.endswith(".*") for s in spec)
+    return spec is not None and bool(spec) and all(s.operator in ("==", "===") and not s.version.endswith(".*") for s in spec)
 
 
 def _final(version: Version) -> bool:
@@ -58,14 +66,15 @@ def final_releases(files: list[Artifact]) -> list[Version]:
     return sorted({Version(f.version) for f in files if not f.yanked and _final(Version(f.version))})
 
 
-def choose(engine: str, spec: SpecifierSet | None, files: list[Artifact], where: str) -> tuple[str, list[Artifact]]:
-    """(version, its artifacts best first) for `spec`; SourceError naming the closest versions when none matches."""
+def choose(engine: str, spec: SpecifierSet | None, files: list[Artifact], where: str) -> Choice:
+    """The version `spec` picks and its artifacts; SourceError naming the closest versions when none matches."""
     exact = is_exact_pin(spec)
     allow_pre = bool(spec is not None and spec.prereleases)
     by_version: dict[Version, list[Artifact]] = {}
     for artifact in files:
         by_version.setdefault(Version(artifact.version), []).append(artifact)
-    matching, excluded = [], []
+    matching: list[Version] = []
+    excluded: list[str] = []
     for version, artifacts in by_version.items():
         if spec is not None and not spec.contains(version, prereleases=True):
             continue
@@ -86,12 +95,12 @@ def choose(engine: str, spec: SpecifierSet | None, files: list[Artifact], where:
     order = {"sdist": 0, "wheel": 1}
     usable = [a for a in by_version[version] if exact or not a.yanked]
     artifacts = sorted(usable, key=lambda a: (a.yanked, order[a.kind], a.size if a.size is not None else 1 << 62, a.filename))
-    return str(version), artifacts
+    return Choice(str(version), artifacts)
 
 
 def _closest(versions: list[Version], spec: SpecifierSet | None, around: int = 2) -> list[Version]:
     """The versions on either side of the first version the specifier names (else the newest few)."""
-    named = []
+    named: list[Version] = []
     for item in spec or ():
         with contextlib.suppress(InvalidVersion):
             named.append(Version(item.version.removesuffix(".*")))

@@ -15,75 +15,38 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compat.errors import SourceError
-from compat.sources.auth import remember_credentials, use_ca_bundle
-from compat.sources.cache import atomic_write, cached_versions
+from compat.sources.auth import remember_credentials
+from compat.sources.cache import atomic_write, cached_versions, listing_path
 from compat.sources.choice import Artifact
+from compat.sources.settings import DEFAULT_INDEX, NetworkOptions, pip_config
 
-__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "index_urls", "listing", "listing_path", "pip_config"]
+if TYPE_CHECKING:
+    from compat.sources.network import Session
 
-DEFAULT_INDEX = "https://pypi.org/simple/"
+__all__ = ["DEFAULT_INDEX", "LISTING_TTL", "Listing", "index_urls", "recent_listing", "fetch_listing", "forget_listing",
+           "pip_config"]
+
 LISTING_TTL = 600  # seconds an index listing is reused without asking the index again
 _ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 _JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
 
-# -- which index: pip's configuration, read the way pip reads it ------------------------------
+# -- which index: pip's configuration (settings.py reads it) ----------------------------------
 
 
-def _pip_config_files() -> list[Path]:
-    """pip's files, lowest priority first: global, user (skipped when PIP_CONFIG_FILE exists), site, PIP_CONFIG_FILE."""
-    env_file = os.environ.get("PIP_CONFIG_FILE")
-    if env_file == os.devnull:  # pip's documented way to ignore every config file
-        return []
-    xdg_dirs = os.environ.get("XDG_CONFIG_DIRS") or "/etc/xdg"
-    files = [Path(d) / "pip" / "pip.conf" for d in xdg_dirs.split(os.pathsep) if d]
-    files.append(Path("/etc/pip.conf"))
-    if not (env_file and os.path.exists(env_file)):
-        config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-        files += [Path.home() / ".pip" / "pip.conf", Path(config_home) / "pip" / "pip.conf"]
-    files.append(Path(os.environ.get("VIRTUAL_ENV") or sys.prefix) / "pip.conf")
-    if env_file:
-        files.append(Path(env_file))
-    return files
+def index_urls(index_url: str | None = None, options: NetworkOptions | None = None) -> list[str]:
+    """[primary, *extras]: `index_url` (else --index-url, PIP_INDEX_URL, pip config, PyPI), then the extra indexes.
 
-
-def pip_config() -> dict[str, str]:
-    """`index-url`, `extra-index-url` and `cert` as pip would see them for `pip download`/`install`."""
-    from configparser import ConfigParser
-    from configparser import Error as ConfigError
-
-    values: dict[str, str] = {}
-    for path in _pip_config_files():
-        if not path.is_file():
-            continue
-        parser = ConfigParser(interpolation=None)
-        try:
-            parser.read(path, encoding="utf-8")
-        except (ConfigError, UnicodeDecodeError, OSError) as err:
-            raise SourceError(f"{path}: cannot read this pip config file ({err})", hint="fix or remove it (pip would refuse it too)") from None
-        for section in ("global", "install", "download"):  # a command's section overrides [global]
-            if parser.has_section(section):
-                for key, value in parser.items(section):
-                    values[key.replace("_", "-")] = value
-    return values
-
-
-def index_urls(index_url: str | None = None) -> list[str]:
-    """[primary, *extras]: `index_url` (else PIP_INDEX_URL / pip config / PyPI), then the extra indexes."""
-    config = pip_config()
-    cert = os.environ.get("PIP_CERT") or config.get("cert")
-    use_ca_bundle(cert if cert and os.path.isfile(cert) else None)
-    primary = index_url or os.environ.get("PIP_INDEX_URL") or config.get("index-url") or DEFAULT_INDEX
-    extras = (os.environ.get("PIP_EXTRA_INDEX_URL") or config.get("extra-index-url") or "").split()
+    Credentials in them are kept by auth.py for their host and taken out of the URLs."""
+    options = options or NetworkOptions.resolve(index_url=index_url)
     urls: list[str] = []
-    for url in [primary.strip(), *extras]:
+    for url in [options.index_url, *options.extra_index_urls]:
         clean = remember_credentials(url)
         if clean not in urls:
             urls.append(clean)
@@ -93,11 +56,9 @@ def index_urls(index_url: str | None = None) -> list[str]:
 # -- the project page ---------------------------------------------------------------------------
 
 
-def _project_files(index: str, engine: str) -> list[Artifact] | None:
+def _project_files(index: str, engine: str, session: Session) -> list[Artifact] | None:
     """What `index` lists for `engine`; None when the index does not have the project (or does not exist locally)."""
-    import http.client
-
-    from compat.sources.network import FetchError, describe, local_path, open_url
+    from compat.sources.network import FetchError, local_path
     from compat.sources.pages import parse_html, parse_json, project_name
 
     page_url = index.rstrip("/") + "/" + project_name(engine) + "/"
@@ -105,27 +66,29 @@ def _project_files(index: str, engine: str) -> list[Artifact] | None:
         page = local_path(page_url) / "index.html"
         if not page.is_file():
             return None
-        return parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
-    try:
-        with open_url(page_url, {"Accept": _ACCEPT}) as response:
-            body = response.read()
-            content_type = response.headers.get_content_type()
-            page_url = response.geturl()
-    except FetchError as err:
-        if err.status in (404, 410):
-            return None
-        raise
-    except (OSError, http.client.HTTPException) as err:
-        raise FetchError(page_url, describe(err)) from None
-    if content_type == _JSON_TYPE or (content_type.endswith("json") and body.lstrip()[:1] == b"{"):
         try:
-            return parse_json(json.loads(body), page_url, engine, index)
+            return parse_html(page.read_text(encoding="utf-8", errors="replace"), page_url, engine, index)
+        except ValueError as err:
+            raise SourceError(f"{page}: {err}", hint="fix the mirror's page (each #sha256= is 64 hex digits)") from None
+    for attempt in (1, 2):  # a page that does not parse is asked for once more: a proxy or a line may have mangled it
+        try:
+            body, content_type, url = session.read(page_url, {"Accept": _ACCEPT})
+        except FetchError as err:
+            if err.status in (404, 410):
+                return None
+            raise
+        try:
+            if content_type == _JSON_TYPE or (content_type.endswith("json") and body.lstrip()[:1] == b"{"):
+                return parse_json(json.loads(body), url, engine, index)
+            return parse_html(body.decode("utf-8", errors="replace"), url, engine, index)
         except (ValueError, AttributeError) as err:
-            raise FetchError(page_url, f"the index sent invalid JSON ({err})") from None
-    return parse_html(body.decode("utf-8", errors="replace"), page_url, engine, index)
+            if attempt == 2 or session.options.retries == 0:
+                raise FetchError(url, f"the index sent a page that does not parse ({err})") from None
+            session.wait(attempt, url, "the index sent a page that does not parse")
+    return None
 
 
-def _fetch_listing(engine: str, indexes: list[str]) -> list[Artifact]:
+def _fetch_files(engine: str, indexes: list[str], session: Session) -> list[Artifact]:
     """Every index's files for the engine, the primary index first (pip merges them the same way)."""
     from compat.sources.network import FetchError
 
@@ -134,7 +97,7 @@ def _fetch_listing(engine: str, indexes: list[str]) -> list[Artifact]:
     listed_anywhere = False
     for position, index in enumerate(indexes):
         try:
-            found = _project_files(index, engine)
+            found = _project_files(index, engine, session)
         except FetchError:
             if position == 0:  # the main index must answer; an unreachable extra one is skipped, as pip does
                 raise
@@ -157,8 +120,25 @@ def _fetch_listing(engine: str, indexes: list[str]) -> list[Artifact]:
 # -- the cached listing -----------------------------------------------------------------------
 
 
-def listing_path(cache: Path, engine: str) -> Path:
-    return cache / "index" / f"{engine}.json"
+@dataclass(frozen=True)
+class Listing:
+    """What the indexes list for one engine, and whether it came from the cached listing."""
+
+    files: list[Artifact]
+    indexes: list[str]  # [primary, *extras] as configured
+    from_cache: bool
+
+    @property
+    def where(self) -> str:
+        """The indexes that listed files, in configured order (the primary one when none did): for messages."""
+        found = sorted({f.index for f in self.files}, key=lambda i: self.indexes.index(i) if i in self.indexes else 99)
+        return ", ".join(found) or self.indexes[0]
+
+
+def forget_listing(cache: Path, engine: str) -> None:
+    """Drop the cached listing: the next run asks the index again."""
+    with contextlib.suppress(OSError):
+        listing_path(cache, engine).unlink()
 
 
 def _read_listing(cache: Path, engine: str) -> dict | None:
@@ -176,8 +156,9 @@ def _write_listing(cache: Path, engine: str, indexes: list[str], files: list[Art
         atomic_write(listing_path(cache, engine), json.dumps(data, indent=1))
 
 
-def listing(engine: str, indexes: list[str], cache: Path, offline: bool, *, fresh: bool = False) -> tuple[list[Artifact], bool]:
-    """(files, from_cache). Offline: the last listing whatever its age; online: reused for LISTING_TTL seconds."""
+def recent_listing(engine: str, indexes: list[str], cache: Path, offline: bool) -> Listing | None:
+    """The cached listing: offline whatever its age (SourceError when there is none), online when younger than
+    LISTING_TTL and of the same indexes; None: ask the index (fetch_listing)."""
     cached = _read_listing(cache, engine)
     if offline:
         if cached is None:
@@ -186,9 +167,14 @@ def listing(engine: str, indexes: list[str], cache: Path, offline: bool, *, fres
                 hint=f"pin a cached release (e.g. --engine {engine}==X.Y.Z; cached: {', '.join(cached_versions(cache, engine)) or 'none'}) "
                 "or run once online",
             )
-        return cached["files"], True
-    if not fresh and cached and cached.get("indexes") == indexes and 0 <= time.time() - cached.get("fetched_at", 0) < LISTING_TTL:
-        return cached["files"], True
-    files = _fetch_listing(engine, indexes)
+        return Listing(cached["files"], indexes, True)
+    if cached and cached.get("indexes") == indexes and 0 <= time.time() - cached.get("fetched_at", 0) < LISTING_TTL:
+        return Listing(cached["files"], indexes, True)
+    return None
+
+
+def fetch_listing(engine: str, indexes: list[str], cache: Path, session: Session) -> Listing:
+    """Ask every index for the engine's files, and keep the answer in the cache."""
+    files = _fetch_files(engine, indexes, session)
     _write_listing(cache, engine, indexes, files)
-    return files, False
+    return Listing(files, indexes, False)

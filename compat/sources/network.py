@@ -1,102 +1,227 @@
-"""HTTP for the package index: credentials, TLS, errors that name the URL, and ranged reads of a wheel.
+"""HTTP for the package index, as pip does it: retries with back-off, timeouts, proxies, TLS, credentials.
 
 pip's `network/` in miniature (stdlib `urllib` only: pip itself is never run, it takes seconds to start):
-- credentials given in an index URL are sent to that host only, and the CA bundle pip is told to use is
-  the one TLS trusts (both kept by auth.py);
-- `RangedFile` is pip's `lazy_wheel.LazyZipOverHTTP`: a remote zip that `zipfile` can seek in, fetched
-  with HTTP Range requests into a sparse spool file, so of a wheel of hundreds of MB only the central
-  directory and the members asked for travel. A server that ignores Range raises `RangesUnsupported`
-  and the caller downloads the whole file instead.
-
-Importing this module costs tens of milliseconds (ssl, http.client): a cached release never does.
+- a `Session` carries one fetch's `NetworkOptions` (settings.py) and its `Progress`;
+- a request that fails in a way pip retries (HTTP 429/500/502/503/504, a refused, reset or dropped
+  connection, a read that times out) is tried again up to `--retries` times, after 0, 0.5, 1, 2, 4 ... s
+  (urllib3's back-off, the one pip uses; `Retry-After` honoured up to a minute), the progress saying so;
+- every socket operation gives up after `--timeout` seconds, so a stalled transfer ends within it;
+- a body cut short (reset, stall, fewer bytes than Content-Length) is resumed where it stopped with a
+  Range request (`Download`); a server that ignores Range sends it all again and the bytes already had are
+  skipped; what the resumed stream yields is checked whole (sha256) by download.py;
+- credentials (auth.py) go to their host only; trust and proxies are settings.py's: `HTTPS_PROXY`,
+  `NO_PROXY` and pip's `proxy` through urllib's ProxyHandler (CONNECT for https).
+Ranged reads of a wheel are ranged.py's. Importing this module costs tens of milliseconds (ssl,
+http.client): a cached release never does.
 """
 
 from __future__ import annotations
 
-import bisect
+import email.utils
 import functools
 import hashlib
 import http.client
 import io
-import os
-import re
 import socket
 import ssl
-import threading
+import time
 import urllib.error
 import urllib.request
-import zipfile
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from compat import __version__
 from compat.errors import SourceError
-from compat.sources.auth import ca_bundle, credentials_for
+from compat.sources.auth import credentials_for
+from compat.sources.progress import Progress
+from compat.sources.settings import NetworkOptions
 
 __all__ = [
-    "TIMEOUT", "CHUNK", "TAIL_BYTES", "FetchError", "RangesUnsupported", "describe", "open_url", "open_artifact",
-    "local_path", "content_length", "Meter", "RangedFile",
+    "CHUNK", "RETRY_STATUSES", "FetchError", "Session", "Download", "describe", "local_path", "content_length",
 ]
 
-TIMEOUT = 30  # seconds per socket operation (connect, each read)
 CHUNK = 1024 * 1024
-TAIL_BYTES = 512 * 1024  # first ranged read of a wheel: the end record and, for vLLM/SGLang wheels, the whole directory
-PARALLEL_RANGES = 4  # member spans are fetched concurrently: each request is mostly a round trip
-MIN_RANGE = 64 * 1024  # a read that misses fetches at least this much
-COALESCE_GAP = 1024 * 1024  # members closer than this are fetched in one request (a round trip costs more)
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 527})  # pip's status_forcelist, plus 429 and 504
+BACKOFF_FACTOR = 0.25  # pip's: no wait before the first retry, then 0.5, 1, 2, 4 ... s
+MAX_WAIT = 60.0  # the longest Retry-After honoured, and the longest back-off
 
 
 class FetchError(SourceError):
-    def __init__(self, url: str, reason: str, status: int | None = None):
+    def __init__(self, url: str, reason: str, status: int | None = None, *, hint: str | None = None):
         super().__init__(
             f"could not fetch {url}: {reason}",
-            hint="check the network and the index (PIP_INDEX_URL, pip.conf); offline, use a cached release with --offline",
+            hint=hint or "check the network and the index (PIP_INDEX_URL, pip.conf); offline, use a cached release with --offline",
         )
+        self.url = url
         self.status = status
 
 
-class RangesUnsupported(Exception):
-    """The server answered a Range request with the whole file (or described another file)."""
+class _Transient(Exception):
+    """One attempt failed the way pip retries; `reason` in words, `retry_after` seconds when the server said."""
+
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason, self.status, self.retry_after = reason, status, retry_after
 
 
-def describe(err: BaseException) -> str:
+def describe(err: BaseException, timeout: float | None = None) -> str:
     """Why a request failed, in words a user can act on."""
     reason = getattr(err, "reason", err)
     if isinstance(reason, socket.gaierror):
         return f"cannot resolve the host name (DNS; offline?): {reason}"
     if isinstance(reason, (TimeoutError, socket.timeout)):
-        return f"timed out after {TIMEOUT} s"
+        return f"no data for {timeout:g} s (timed out)" if timeout else "timed out"
     if isinstance(reason, ConnectionRefusedError):
         return "connection refused"
+    if isinstance(reason, ConnectionResetError):
+        return "connection reset by the server"
+    if isinstance(reason, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    if isinstance(reason, http.client.IncompleteRead):
+        return f"the body ended early ({len(reason.partial)} bytes, {reason.expected} more expected)"
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return (f"TLS certificate not trusted ({reason.verify_message}); a proxy or mirror with its own CA needs "
+                "PIP_CERT, `cert` in pip.conf, REQUESTS_CA_BUNDLE or SSL_CERT_FILE")
     if isinstance(reason, ssl.SSLError):
         return f"TLS error ({reason}); a proxy with its own CA needs PIP_CERT or `cert` in pip.conf"
     return str(reason) or type(reason).__name__
 
 
-# -- requests -----------------------------------------------------------------------------------
+def _transient(err: BaseException) -> bool:
+    reason = getattr(err, "reason", err)
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return False  # a certificate is no better a second later
+    return isinstance(reason, (OSError, http.client.HTTPException))  # refused, reset, timeouts, DNS, a dropped line
 
 
-@functools.lru_cache(maxsize=4)
-def _tls_context(cafile: str | None) -> ssl.SSLContext:
-    """Built once: loading a CA bundle costs milliseconds, and a wheel takes several requests."""
-    return ssl.create_default_context(cafile=cafile)
-
-
-def open_url(url: str, headers: dict[str, str] | None = None):
-    """urlopen with a timeout, the host's credentials and errors as FetchError naming the URL."""
-    request = urllib.request.Request(url, headers={"User-Agent": f"compat/{__version__}", **(headers or {})})
-    auth = credentials_for(url)
-    if auth:
-        request.add_unredirected_header("Authorization", auth)
-    context = _tls_context(ca_bundle()) if url.startswith("https:") else None
+def _retry_after(headers: Any) -> float | None:
+    value = (headers or {}).get("Retry-After") if headers is not None else None
+    if not value:
+        return None
+    if value.strip().isdigit():
+        return float(value)
     try:
-        return urllib.request.urlopen(request, timeout=TIMEOUT, context=context)
-    except urllib.error.HTTPError as err:
-        err.close()
-        raise FetchError(url, f"HTTP {err.code} {err.reason}", status=err.code) from None
-    except (urllib.error.URLError, OSError) as err:
-        raise FetchError(url, describe(err)) from None
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+@functools.lru_cache(maxsize=8)
+def _opener(cafile: str | None, client_cert: str | None, proxies: tuple[tuple[str, str], ...],
+            system_trust: tuple[str | None, str | None]) -> urllib.request.OpenerDirector:
+    """Built once per trust and proxies: loading a CA bundle costs milliseconds, and a wheel takes several requests.
+
+    `system_trust` (SSL_CERT_FILE, SSL_CERT_DIR) is part of the key: OpenSSL reads them when the context is made."""
+    import os
+
+    if cafile and os.path.isdir(cafile):
+        context = ssl.create_default_context(capath=cafile)
+    else:
+        context = ssl.create_default_context(cafile=cafile)  # None: the system's, SSL_CERT_FILE / SSL_CERT_DIR honoured
+    if client_cert:
+        context.load_cert_chain(client_cert)
+    return urllib.request.build_opener(urllib.request.ProxyHandler(dict(proxies)), urllib.request.HTTPSHandler(context=context))
+
+
+def opener(options: NetworkOptions) -> urllib.request.OpenerDirector:
+    """The opener for these options: HTTP(S)_PROXY and NO_PROXY (both cases, as requests reads them), or pip's
+    `proxy` for http and https alike; the CA bundle settings.py settled, else the system's."""
+    import os
+
+    proxies = urllib.request.getproxies()
+    if options.proxy:
+        proxies.update(http=options.proxy, https=options.proxy)
+    trust = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    return _opener(options.cafile, options.client_cert, tuple(sorted(proxies.items())), trust)
+
+
+class Session:
+    """One fetch's way to the index: its options, its progress, and the retry rules every request follows."""
+
+    def __init__(self, options: NetworkOptions | None = None, progress: Progress | None = None):
+        self.options = options or NetworkOptions.resolve()
+        self.progress = progress or Progress(False)
+
+    @property
+    def give_up_hint(self) -> str:
+        o = self.options
+        return (f"a slow or busy index: raise --timeout (PIP_TIMEOUT; now {o.timeout:g} s) or --retries (PIP_RETRIES; now "
+                f"{o.retries}); check the network, a proxy (HTTPS_PROXY) or the index (PIP_INDEX_URL); offline: --offline "
+                "with a cached release")
+
+    def open(self, url: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+        """The response to GET `url`; retried as pip retries; FetchError naming the URL when it cannot be had."""
+        attempt = 0
+        while True:
+            try:
+                return self._open_once(url, headers)
+            except _Transient as why:
+                attempt += 1
+                if attempt > self.options.retries:
+                    tried = f" (tried {attempt} times)" if attempt > 1 else ""
+                    raise FetchError(url, why.reason + tried, why.status, hint=self.give_up_hint) from None
+                self.wait(attempt, url, why.reason, why.retry_after)
+
+    def wait(self, attempt: int, url: str, why: str, retry_after: float | None = None) -> None:
+        """Sleep before retry `attempt` (1-based), saying so."""
+        delay = 0.0 if attempt <= 1 else BACKOFF_FACTOR * 2 ** (attempt - 1)
+        if retry_after is not None:
+            delay = retry_after
+        delay = min(delay, MAX_WAIT)
+        host = urlsplit(url).netloc or url
+        self.progress.waiting(f"{why} from {host}; retry {attempt} of {self.options.retries}"
+                              + (f" in {delay:.1f} s" if delay else ""))
+        if delay:
+            time.sleep(delay)
+
+    def _open_once(self, url: str, headers: dict[str, str] | None) -> http.client.HTTPResponse:
+        request = urllib.request.Request(url, headers={"User-Agent": f"compat/{__version__}", **(headers or {})})
+        auth = credentials_for(url)
+        if auth:
+            request.add_unredirected_header("Authorization", auth)
+        o = self.options
+        try:
+            tls = opener(o)
+        except (ssl.SSLError, OSError) as err:
+            raise SourceError(f"cannot use the TLS settings (CA bundle {o.cafile or 'the system'}, client certificate "
+                              f"{o.client_cert or 'none'}): {err}",
+                              hint="point PIP_CERT / cert in pip.conf at a PEM bundle (PIP_CLIENT_CERT at a PEM with its key)") from None
+        try:
+            response: http.client.HTTPResponse = tls.open(request, timeout=o.timeout)
+            return response
+        except urllib.error.HTTPError as err:
+            headers_seen = err.headers
+            err.close()
+            reason = f"HTTP {err.code} {err.reason}"
+            if err.code in RETRY_STATUSES:
+                wait = _retry_after(headers_seen) if err.code in (429, 503) else None
+                raise _Transient(reason, err.code, wait) from None
+            raise FetchError(url, reason, status=err.code) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+            if _transient(err):
+                raise _Transient(describe(err, o.timeout)) from None
+            raise FetchError(url, describe(err, o.timeout)) from None
+
+    def read(self, url: str, headers: dict[str, str] | None = None) -> tuple[bytes, str, str]:
+        """(body, content type, final URL) of a small document (an index page), a cut body asked for again."""
+        attempt = 0
+        while True:
+            response = self.open(url, headers)
+            try:
+                with response:
+                    return response.read(), response.headers.get_content_type(), response.geturl()
+            except (OSError, http.client.HTTPException) as err:  # IncompleteRead: fewer bytes than Content-Length
+                attempt += 1
+                why = describe(err, self.options.timeout)
+                if attempt > self.options.retries:
+                    raise FetchError(url, f"{why} (tried {attempt} times)", hint=self.give_up_hint) from None
+                self.wait(attempt, url, why)
+
+    def stream(self, url: str) -> Download:
+        return Download(self, url)
 
 
 def local_path(url: str) -> Path:
@@ -104,183 +229,108 @@ def local_path(url: str) -> Path:
     return Path(urllib.request.url2pathname(urlsplit(url).path))
 
 
-def open_artifact(url: str):
-    """A readable binary stream of a file on the index (`file://` or http(s))."""
-    if url.startswith("file:"):
-        try:
-            return open(local_path(url), "rb")
-        except OSError as err:
-            raise FetchError(url, err.strerror or str(err)) from None
-    return open_url(url, {"Accept-Encoding": "identity"})
-
-
-def content_length(response) -> int | None:
-    value = getattr(response, "headers", {}).get("Content-Length", "")
+def content_length(response: Any) -> int | None:
+    value = getattr(response, "headers", None)
+    value = value.get("Content-Length", "") if value is not None else ""
     return int(value) if value.isdigit() else None
 
 
-class Meter(io.RawIOBase):
-    """A read-only stream that hashes and counts what passes through it and reports progress."""
+class Download(io.RawIOBase):
+    """The body of one file on the index as a stream, hashed and counted as it passes; resumed when cut short.
 
-    def __init__(self, raw, advance):
-        self._raw = raw
-        self._advance = advance
+    A `file://` URL is read from disk. Over HTTP, a reset, a stall or a body shorter than its Content-Length is
+    resumed with `Range: bytes=<had>-` (a server that ignores Range sends it all again: the bytes already had
+    are skipped), up to --retries times. The caller checks `sha256` against the index when the stream ends."""
+
+    def __init__(self, session: Session, url: str, advance: Callable[[int], None] | None = None):
+        self.session, self.url = session, url
+        self.advance = advance or session.progress.advance
         self.sha256 = hashlib.sha256()
-        self.count = 0
+        self.count = 0  # bytes handed out (each once, whatever the resumes)
+        self.resumes = 0
+        self.total: int | None = None
+        self._raw: io.BufferedReader | http.client.HTTPResponse
+        if url.startswith("file:"):
+            try:
+                self._raw = open(local_path(url), "rb")
+            except OSError as err:
+                raise FetchError(url, err.strerror or str(err)) from None
+            self.total = local_path(url).stat().st_size
+            self.local = True
+        else:
+            self._raw = session.open(url, {"Accept-Encoding": "identity"})
+            self.total = content_length(self._raw)
+            self.local = False
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer):
-        try:
-            n = self._raw.readinto(buffer)
-        except (OSError, http.client.HTTPException) as err:
-            raise FetchError(getattr(self._raw, "url", None) or "the artifact", f"download interrupted: {describe(err)}") from None
-        if n:
-            self.sha256.update(memoryview(buffer)[:n])
-            self.count += n
-            self._advance(n)
-        return n
+    def readinto(self, buffer: Any) -> int:
+        while True:
+            try:
+                n = self._raw.readinto(buffer)
+            except (OSError, http.client.HTTPException) as err:
+                if self.local:
+                    raise FetchError(self.url, f"cannot read it ({err})") from None
+                self._resume(describe(err, self.session.options.timeout))
+                continue
+            if not n and not self.local and self.total is not None and self.count < self.total:
+                self._resume(f"the body ended after {self.count} of {self.total} bytes")
+                continue
+            if n:
+                self.sha256.update(memoryview(buffer)[:n])
+                self.count += n
+                self.advance(n)
+            return n or 0
 
-    def drain(self):
+    def drain(self) -> None:
         while self.read(CHUNK):
             pass
 
-
-# -- ranged reads: a lazy wheel -------------------------------------------------------------------
-
-
-class RangedFile(io.RawIOBase):
-    """A remote file read through HTTP Range requests, seekable for zipfile; fetched bytes live in a sparse spool file."""
-
-    def __init__(self, url: str, size: int | None, spool: Path, advance):
-        self.url = url
-        self._advance = advance
-        self._fd = os.open(spool, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        self._have: list[tuple[int, int]] = []  # fetched [start, end) intervals, sorted, disjoint
-        self._pos = 0
-        self._lock = threading.Lock()  # prefetch fetches spans from several threads
-        self.requests = 0
-        self.downloaded = 0
-        self.size = size
-        try:
-            if size is None or size > TAIL_BYTES:
-                self._fetch(None if size is None else size - TAIL_BYTES, None if size is None else size)
-            else:
-                self._fetch(0, size)
-        except BaseException:
-            self.close()
-            raise
-
-    # io.RawIOBase
-    def readable(self):
-        return True
-
-    def seekable(self):
-        return True
-
-    def tell(self):
-        return self._pos
-
-    def seek(self, offset, whence=io.SEEK_SET):
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer):
-        n = min(len(buffer), self.size - self._pos)
-        if n <= 0:
-            return 0
-        self.ensure(self._pos, self._pos + n)
-        data = os.pread(self._fd, n, self._pos)
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-    def close(self):
+    def close(self) -> None:
         if not self.closed:
-            os.close(self._fd)
+            self._raw.close()
         super().close()
 
-    # ranges
-    def missing(self, start: int, end: int) -> list[tuple[int, int]]:
-        gaps, cursor = [], start
-        for have_start, have_end in self._have:
-            if have_end <= cursor:
-                continue
-            if have_start >= end:
-                break
-            if have_start > cursor:
-                gaps.append((cursor, have_start))
-            cursor = max(cursor, have_end)
-        if cursor < end:
-            gaps.append((cursor, end))
-        return gaps
+    def _resume(self, why: str) -> None:
+        """Ask again for the bytes from `count` on (or all of them, skipping what was had)."""
+        self.resumes += 1
+        if self.resumes > self.session.options.retries:
+            raise FetchError(self.url, f"download interrupted: {why} (resumed {self.resumes - 1} times)",
+                             hint=self.session.give_up_hint)
+        self._raw.close()
+        self.session.wait(self.resumes, self.url, f"download interrupted ({why})")
+        response = self.session.open(self.url, {"Range": f"bytes={self.count}-", "Accept-Encoding": "identity"})
+        skip = self.count
+        if response.status == 206:
+            first, total = _content_range(response)
+            if first is not None and first <= self.count and (self.total is None or total in (None, self.total)):
+                skip = self.count - first
+            else:  # not the bytes asked for: take the whole file again
+                response.close()
+                response = self.session.open(self.url, {"Accept-Encoding": "identity"})
+        length = content_length(response)
+        if response.status != 206 and self.total is not None and length is not None and length != self.total:
+            response.close()
+            raise FetchError(self.url, f"the file changed while it was fetched ({self.total} bytes, then {length})")
+        self._raw = response
+        self._skip(skip)
 
-    def ensure(self, start: int, end: int) -> None:
-        for gap_start, gap_end in self.missing(start, end):
-            self._fetch(gap_start, min(self.size, max(gap_end, gap_start + MIN_RANGE)))
-
-    def _fetch(self, start: int | None, end: int | None) -> None:
-        """Bytes [start, end) (start None: the last TAIL_BYTES) into the spool; RangesUnsupported if the server ignores Range."""
-        wanted = f"bytes=-{TAIL_BYTES}" if start is None else f"bytes={start}-{end - 1}"
-        with self._lock:
-            self.requests += 1
-        try:
-            response = open_url(self.url, {"Range": wanted, "Accept-Encoding": "identity"})
-        except FetchError as err:
-            if err.status == 416:  # Range Not Satisfiable: the index's size is wrong; read it whole
-                raise RangesUnsupported() from None
-            raise
-        with response:
-            if response.status != 206:
-                raise RangesUnsupported()
-            match = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", response.headers.get("Content-Range", ""))
-            if not match or (start is not None and int(match.group(1)) != start):
-                raise RangesUnsupported()
-            first, last, total = int(match.group(1)), int(match.group(2)), match.group(3)
-            if total == "*" or (self.size is not None and int(total) != self.size):
-                raise RangesUnsupported()  # not the file the index described: a full download checks its sha256
-            self.size = int(total)
-            offset = first
+    def _skip(self, n: int) -> None:
+        while n > 0:
             try:
-                while chunk := response.read(CHUNK):
-                    os.pwrite(self._fd, chunk, offset)
-                    offset += len(chunk)
-                    with self._lock:
-                        self.downloaded += len(chunk)
-                        self._advance(len(chunk))
+                chunk = self._raw.read(min(n, CHUNK))
             except (OSError, http.client.HTTPException) as err:
-                raise FetchError(self.url, f"download interrupted: {describe(err)}") from None
-            if offset != last + 1:
-                raise FetchError(self.url, f"short ranged read ({offset - first} of {last + 1 - first} bytes)")
-        with self._lock:
-            self._add(first, last + 1)
+                return self._resume(describe(err, self.session.options.timeout))
+            if not chunk:
+                return self._resume(f"the body ended {n} bytes before the point to resume from")
+            n -= len(chunk)
 
-    def _add(self, start: int, end: int) -> None:
-        merged = []
-        for a, b in sorted([*self._have, (start, end)]):
-            if merged and a <= merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-            else:
-                merged.append((a, b))
-        self._have = merged
 
-    def prefetch(self, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
-        """Fetch the chosen members in few requests: each member runs to the next entry's header; close spans merge."""
-        starts = sorted({i.header_offset for i in archive.infolist()} | {getattr(archive, "start_dir", self.size)})
-        spans = []
-        for info in sorted(infos, key=lambda i: i.header_offset):
-            nxt = starts[bisect.bisect_right(starts, info.header_offset)] if info.header_offset < starts[-1] else self.size
-            start, end = info.header_offset, min(nxt, self.size)
-            if spans and start - spans[-1][1] <= COALESCE_GAP:
-                spans[-1][1] = max(spans[-1][1], end)
-            else:
-                spans.append([start, end])
-        gaps = [gap for start, end in spans for gap in self.missing(start, end)]
-        pool = ThreadPoolExecutor(PARALLEL_RANGES)
-        try:
-            for done in [pool.submit(self._fetch, start, end) for start, end in gaps]:
-                done.result()
-        finally:
-            pool.shutdown(cancel_futures=True)  # after a failure, the queued ranges are not worth fetching
+def _content_range(response: Any) -> tuple[int | None, int | None]:
+    import re
+
+    match = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", response.headers.get("Content-Range", ""))
+    if not match:
+        return None, None
+    return int(match.group(1)), None if match.group(3) == "*" else int(match.group(3))

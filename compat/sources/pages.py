@@ -7,6 +7,7 @@ by `packaging.utils`, as pip does); `data-yanked` and the `#sha256=` fragment (H
 
 from __future__ import annotations
 
+import re
 import urllib.request
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -18,13 +19,15 @@ from compat.sources.choice import Artifact
 
 __all__ = ["parse_html", "parse_json", "project_name"]
 
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
 
 def project_name(engine: str) -> str:
     """The normalized name of the engine's project page (`<index>/<name>/`)."""
     return canonicalize_name(engine)
 
 
-def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index: str) -> Artifact | None:
+def _artifact(engine: str, filename: str, url: str, sha256: str | None, size: object, yanked: object, index: str) -> Artifact | None:
     try:
         if filename.endswith(".whl"):
             name, version, _, _ = parse_wheel_filename(filename)
@@ -38,6 +41,8 @@ def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index:
         return None
     if name != canonicalize_name(engine):
         return None
+    if sha256 and not _SHA256.fullmatch(sha256):
+        raise ValueError(f"{filename}: {sha256!r} is not a sha256")  # a mangled page: index.py asks for it again
     size = size if isinstance(size, int) and size >= 0 else None
     return Artifact(filename, url, str(version), kind, sha256 or None, size, bool(yanked), index)
 
@@ -45,17 +50,18 @@ def _artifact(engine: str, filename: str, url: str, sha256, size, yanked, index:
 class _Anchors(HTMLParser):
     """<a href> of a PEP 503 page, with data-yanked, and <base href>."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.base: str | None = None
         self.links: list[tuple[str, bool]] = []
 
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "base" and attrs.get("href") and self.base is None:
-            self.base = attrs["href"]
-        elif tag == "a" and attrs.get("href"):
-            self.links.append((attrs["href"], "data-yanked" in attrs))
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        href = found.get("href")
+        if tag == "base" and href and self.base is None:
+            self.base = href
+        elif tag == "a" and href:
+            self.links.append((href, "data-yanked" in found))
 
 
 def parse_html(text: str, page_url: str, engine: str, index: str) -> list[Artifact]:

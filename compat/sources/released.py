@@ -1,19 +1,23 @@
 """Released engines: a vLLM/SGLang release's Python source, fetched from the package index into the user cache.
 
-`--engine vllm==0.11.0` / `--engine 'sglang>=0.5.8,<0.6'` / `--engine vllm==latest` end here. This module
-is the orchestration; each step has its own module:
+`--engine vllm==0.11.0` / `--engine 'sglang>=0.5.8,<0.6'` / `--engine vllm==latest` end here. One value,
+a `Resolver`, walks a request once: the cached entry, else the listing, the choice and the entry it names,
+each settled once and kept. Each step has its own module:
 
 - choice.py:   which version (`latest` = the highest final release, a specifier its highest match;
                pre/dev releases only when named, yanked files only when pinned with `==`) and which
                artifact (the sdist, else the smallest wheel);
-- index.py:    the index pip would use (PIP_INDEX_URL, pip.conf) and what it lists (PEP 691 JSON,
-               PEP 503 HTML, `file://` mirrors), the listing cached so `latest` and ranges resolve offline;
-- network.py:  HTTP, credentials, TLS, and ranged reads of a wheel (only its central directory and
-               `.py` members travel);
+- settings.py: how to reach the index, settled as pip settles it (--index-url/--retries/--timeout,
+               PIP_* variables, pip.conf; CA bundles, proxies);
+- index.py:    the indexes and what they list (PEP 691 JSON, PEP 503 HTML, `file://` mirrors), the listing
+               cached so `latest` and ranges resolve offline;
+- network.py:  HTTP with pip's retries and back-off, resumed bodies, credentials (auth.py), TLS, proxies;
+  ranged.py:   ranged reads of a wheel (only its central directory and `.py` members travel);
 - archives.py: only the package's `.py` files, never outside the destination;
-- download.py: build the release in a temp dir, verify, rename into place;
-- cache.py:    `<cache>/releases/<engine>/<version>/` + `release.json`, a `flock` per release so two
-               processes fetching the same release download it once.
+- download.py: build the release in a temp dir, verify (sha256, CRC), write its manifest, rename into place;
+- cache.py:    `<cache>/releases/<engine>/<version>/` + `manifest.json` + `release.json`, a `flock` per
+               release so several processes fetching it download it once; manifest.py checks an entry on use;
+- progress.py: what the user sees meanwhile (a bar on a terminal that says when it waits).
 
 A cached `==X` needs no network and imports none of index/network/download (a cached `==X.Y.Z` not
 even `packaging`): it is answered from the cache alone, in milliseconds.
@@ -21,25 +25,199 @@ even `packaging`): it is answered from the cache alone, in milliseconds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from compat.errors import SourceError, UsageError
-from compat.sources.cache import (
-    cache_root, cached_pin, cached_release, cached_versions, is_complete, plain_pin, release_dir, release_lock, release_tree,
-)
+from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, plain_pin
 from compat.tree import ENGINES, EngineTree
 
-__all__ = ["fetch_release", "list_releases", "cache_root"]
+TYPE_CHECKING = False  # packaging and index.py are imported only when the cache cannot answer
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from compat.sources.choice import Choice
+    from compat.sources.index import Listing
+    from compat.sources.network import Session
+    from compat.sources.settings import NetworkOptions
+
+__all__ = ["Resolver", "fetch_release", "list_releases", "cache_root"]
 
 
-def list_releases(engine: str, *, index_url: str | None = None, cache_dir: str | Path | None = None, offline: bool = False) -> list[str]:
+@dataclass
+class Resolver:
+    """One request for a release of one engine, walked once: each step's answer is kept for the next one."""
+
+    engine: str
+    specifier: str  # "latest", "==0.11.0", ">=0.18,<0.20"
+    cache: Path
+    offline: bool = False
+    index_url: str | None = None
+    progress: bool = True
+    network: NetworkOptions | None = None  # None: settled from the command line, pip's variables and config
+    _listing: Listing | None = field(default=None, init=False, repr=False)
+    _choice: Choice | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def of(cls, engine: str, specifier: str = "latest", *, cache_dir: str | Path | None = None, offline: bool = False,
+           index_url: str | None = None, progress: bool = True, network: NetworkOptions | None = None) -> Resolver:
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        return cls(engine, specifier, cache_root(cache_dir), offline, index_url, progress, network)
+
+    @cached_property
+    def options(self) -> NetworkOptions:
+        """The index and how to talk to it, settled once for this request (settings.py)."""
+        import dataclasses
+
+        from compat.sources.settings import NetworkOptions
+
+        if self.network is None:
+            return NetworkOptions.resolve(index_url=self.index_url)
+        return dataclasses.replace(self.network, index_url=self.index_url) if self.index_url else self.network
+
+    @cached_property
+    def session(self) -> Session:
+        """The network, with this request's options and progress (imported only when the cache cannot answer)."""
+        from compat.sources.network import Session
+        from compat.sources.progress import Progress
+
+        return Session(self.options, Progress(self.progress))
+
+    # -- the steps, each settled once -----------------------------------------------------------------
+
+    @cached_property
+    def spec(self) -> SpecifierSet | None:
+        """The specifier parsed (None for latest); UsageError for text that is not one."""
+        from compat.sources.choice import parse_specifier
+
+        return parse_specifier(self.specifier)
+
+    def cached(self) -> CacheEntry | None:
+        """The complete cached release an exact pin names: from the folder names alone when they decide it."""
+        pinned = plain_pin(self.specifier)
+        if pinned is not None:  # the common case, answered without packaging
+            hit = cached_release(self.cache, self.engine, pinned)
+            if hit is not None:
+                return hit
+        spec = self.spec
+        if spec is not None and self.exact:
+            return cached_pin(self.cache, self.engine, spec)
+        return None
+
+    def listing(self, *, fresh: bool = False) -> Listing:
+        """What the indexes list (the cached listing when recent, or offline; `fresh`: the indexes asked again)."""
+        if self._listing is None or fresh:
+            from compat.sources.index import fetch_listing, index_urls, recent_listing
+
+            indexes = self._listing.indexes if self._listing is not None else index_urls(options=self.options)
+            found = None if fresh else recent_listing(self.engine, indexes, self.cache, self.offline)
+            self._listing = found or fetch_listing(self.engine, indexes, self.cache, self.session)
+        return self._listing
+
+    def choice(self) -> Choice:
+        """The release the specifier picks from the listing; a cached listing that lacks it is asked again online."""
+        if self._choice is None:
+            from compat.sources.choice import choose
+
+            listing = self.listing()
+            try:
+                self._choice = choose(self.engine, self.spec, listing.files, listing.where)
+            except SourceError:
+                if self.offline or not listing.from_cache:
+                    raise
+                listing = self.listing(fresh=True)  # a release newer than the cached listing?
+                self._choice = choose(self.engine, self.spec, listing.files, listing.where)
+        return self._choice
+
+    # -- the answers ----------------------------------------------------------------------------------
+
+    def version(self) -> str:
+        """The version the request names, without fetching its tree (a cached release, else the listing)."""
+        hit = self.cached()
+        return hit.version if hit is not None else self.choice().version
+
+    def tree(self) -> EngineTree:
+        """The release's source tree: from the cache, else fetched into it (once, whatever other processes do).
+
+        A cached release that fails its manifest (a file cut short or gone) is fetched again; offline it is
+        refused, with `compat cache clean` as the fix."""
+        hit = self.cached()
+        if hit is not None:
+            if self._sound(hit):
+                return hit.tree(cached=True)
+        elif self.offline and self.exact:  # a pin needs no listing to know it is not here
+            raise self._not_cached(f"{self.engine}{self.spec}")
+        choice = self.choice()
+        entry = CacheEntry(self.cache, self.engine, choice.version)
+        if entry != hit and entry.is_complete() and self._sound(entry):
+            return entry.tree(cached=True)
+        if self.offline:
+            raise self._not_cached(f"{self.engine}=={choice.version}")
+        from compat.sources.download import HashMismatch, download
+        from compat.sources.index import forget_listing
+        from compat.sources.manifest import forget
+
+        try:
+            with entry.lock(self.session.progress):
+                forget(entry.path)  # another process may have fetched it again while we waited
+                if entry.is_complete() and not entry.damage():
+                    return entry.tree(cached=True)
+                return download(entry, choice.artifacts, self.session)
+        except HashMismatch:
+            forget_listing(self.cache, self.engine)  # the hashes it lists may be what was mangled: ask again next time
+            raise
+        except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
+            raise SourceError(
+                f"cannot write {self.engine} {choice.version} into the cache {self.cache}: {err.strerror or err}",
+                hint="free some space or pick another folder with --cache-dir (or XDG_CACHE_HOME)",
+            ) from None
+
+    def _sound(self, entry: CacheEntry) -> bool:
+        """True when the complete entry matches its manifest; a damaged one is said once, then fetched again."""
+        problem = entry.damage()
+        if problem is None:
+            return True
+        if self.offline:
+            raise self._damaged(entry)
+        if self.progress:
+            import sys
+
+            print(f"note: the cached {entry.engine} {entry.version} is damaged ({problem}): fetching it again",
+                  file=sys.stderr, flush=True)
+        return False
+
+    def _damaged(self, entry: CacheEntry) -> SourceError:
+        return SourceError(
+            f"the cached {entry.engine} {entry.version} in {entry.path} is damaged: {entry.damage()}",
+            hint=f"compat cache clean {entry.engine}=={entry.version}, then run without --offline to fetch it again",
+        )
+
+    def releases(self) -> list[str]:
+        """Final, not-yanked versions on the index, ascending (offline: from the cached listing)."""
+        from compat.sources.choice import final_releases
+
+        return [str(v) for v in final_releases(self.listing().files)]
+
+    @property
+    def exact(self) -> bool:
+        """`==X` (no wildcard): the one release it names may be in the cache, no listing needed."""
+        from compat.sources.choice import is_exact_pin
+
+        return is_exact_pin(self.spec)
+
+    def _not_cached(self, wanted: str) -> SourceError:
+        return SourceError(
+            f"offline and {wanted} is not in the cache {self.cache / 'releases' / self.engine}",
+            hint=f"run once without --offline to fetch it (cached: {', '.join(cached_versions(self.cache, self.engine)) or 'none'})",
+        )
+
+
+def list_releases(engine: str, *, index_url: str | None = None, cache_dir: str | Path | None = None, offline: bool = False,
+                  network: NetworkOptions | None = None) -> list[str]:
     """Final, not-yanked versions of `engine` on the index, ascending (offline: from the cached listing)."""
-    from compat.sources.choice import final_releases
-    from compat.sources.index import index_urls, listing
-
-    _check_engine(engine)
-    files, _ = listing(engine, index_urls(index_url), cache_root(cache_dir), offline)
-    return [str(v) for v in final_releases(files)]
+    return Resolver.of(engine, cache_dir=cache_dir, offline=offline, index_url=index_url, network=network).releases()
 
 
 def fetch_release(
@@ -50,62 +228,8 @@ def fetch_release(
     offline: bool = False,
     progress: bool = True,
     index_url: str | None = None,
+    network: NetworkOptions | None = None,
 ) -> EngineTree:
     """The source tree of the release of `engine` that `specifier` ("latest", "==0.11.0", ">=0.18,<0.20") picks."""
-    _check_engine(engine)
-    cache = cache_root(cache_dir)
-    pinned = plain_pin(specifier)
-    if pinned is not None:  # the common case, answered from the folder names alone
-        hit = cached_release(cache, engine, pinned)
-        if hit is not None:
-            return release_tree(hit, engine, cached=True)
-    from compat.sources.choice import choose, is_exact_pin, parse_specifier
-
-    spec = parse_specifier(specifier)
-    if is_exact_pin(spec):  # a cached pin needs no index at all
-        hit = cached_pin(cache, engine, spec)
-        if hit is not None:
-            return release_tree(hit, engine, cached=True)
-        if offline:
-            raise _not_cached(engine, f"{engine}{spec}", cache)
-    from compat.sources.index import index_urls, listing
-
-    indexes = index_urls(index_url)
-    files, from_cache = listing(engine, indexes, cache, offline)
-    where = ", ".join(sorted({f.index for f in files}, key=lambda i: indexes.index(i) if i in indexes else 99)) or indexes[0]
-    try:
-        version, artifacts = choose(engine, spec, files, where)
-    except SourceError:
-        if offline or not from_cache:
-            raise
-        files, _ = listing(engine, indexes, cache, offline, fresh=True)  # a release newer than the cached listing?
-        version, artifacts = choose(engine, spec, files, where)
-    final = release_dir(cache, engine, version)
-    if is_complete(final, engine):
-        return release_tree(final, engine, cached=True)
-    if offline:
-        raise _not_cached(engine, f"{engine}=={version}", cache)
-    from compat.sources.download import download
-
-    try:
-        with release_lock(cache, engine, version, progress):
-            if is_complete(final, engine):  # another process fetched it while we waited
-                return release_tree(final, engine, cached=True)
-            return download(cache, engine, version, artifacts, progress)
-    except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
-        raise SourceError(
-            f"cannot write {engine} {version} into the cache {cache}: {err.strerror or err}",
-            hint="free some space or pick another folder with --cache-dir (or XDG_CACHE_HOME)",
-        ) from None
-
-
-def _not_cached(engine: str, wanted: str, cache: Path) -> SourceError:
-    return SourceError(
-        f"offline and {wanted} is not in the cache {cache / 'releases' / engine}",
-        hint=f"run once without --offline to fetch it (cached: {', '.join(cached_versions(cache, engine)) or 'none'})",
-    )
-
-
-def _check_engine(engine: str) -> None:
-    if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    return Resolver.of(engine, specifier, cache_dir=cache_dir, offline=offline, index_url=index_url, progress=progress,
+                       network=network).tree()

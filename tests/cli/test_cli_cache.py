@@ -124,3 +124,21 @@ def test_a_release_another_run_is_fetching_is_never_removed(cache, env):
 def test_clean_says_what_to_give(env):
     run = compat("cache", "clean", env=env)
     assert run.code == 2 and "a SPEC (vllm==0.11.0, vllm, 'sglang<0.5'), --facts or --all" in run.err
+
+
+def test_a_damaged_release_is_listed_as_such_and_cleaned(cache, env):
+    import hashlib
+
+    folder = cache / "releases" / "vllm" / "0.11.0"
+    manifest = b'{"files":{"vllm/__init__.py":0,"vllm/big.py":512000}}\n'
+    (folder / "manifest.json").write_bytes(manifest)
+    record = json.loads((folder / "release.json").read_text())
+    record["manifest"] = {"files": 2, "bytes": 512000, "sha256": hashlib.sha256(manifest).hexdigest()}
+    (folder / "release.json").write_text(json.dumps(record))
+    assert {r["version"]: r["state"] for r in compat("cache", "list", "--json", env=env).json()["releases"]
+            if r["engine"] == "vllm"} == {"0.10.0": "complete", "0.11.0": "complete"}
+    (folder / "vllm" / "big.py").write_bytes(b"#" * 100)  # cut short
+    listed = compat("cache", "list", env=env).out
+    assert "0.11.0" in listed and "damaged" in listed.split("0.11.0", 1)[1].splitlines()[0]
+    run = compat("cache", "clean", "vllm==0.11.0", env=env)
+    assert run.code == 0 and "removed vllm 0.11.0 (damaged)" in run.out and not folder.exists()

@@ -12,17 +12,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_index import Index, Server, make_sdist, make_wheel  # noqa: E402
 
-from compat.sources import auth  # noqa: E402
+from compat.sources import auth, settings  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     """No pip config, index variables or user cache of this machine leak into the tests."""
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT", "VIRTUAL_ENV"):
+    for name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CERT", "PIP_CLIENT_CERT", "PIP_PROXY", "PIP_RETRIES",
+                 "PIP_TIMEOUT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "VIRTUAL_ENV", "NETRC", "http_proxy", "https_proxy",
+                 "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.netrc of this machine
     auth.forget_credentials()
+    settings.configure()
 
 
 @pytest.fixture

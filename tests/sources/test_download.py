@@ -9,7 +9,7 @@ import zipfile
 
 from fake_index import BLOB, Index, filler_modules, make_sdist, make_wheel, package_files
 
-from compat.sources import network
+from compat.sources import ranged
 from compat.sources.released import fetch_release
 
 
@@ -23,9 +23,13 @@ def test_sdist_is_preferred_over_a_wheel_and_only_package_py_files_are_kept(inde
     assert tree.source.detail["verified"] == "sha256"
     assert not server.requests_for("vllm-0.10.0-cp38-abi3-manylinux1_x86_64.whl")
     written = sorted(p.relative_to(tree.root).as_posix() for p in tree.root.rglob("*") if p.is_file())
-    assert written == ["release.json", *sorted(package_files("vllm", "0.10.0"))]  # no setup.py, README, py.typed, json
+    assert written == ["manifest.json", "release.json", *sorted(package_files("vllm", "0.10.0"))]  # no setup.py, README, ...
     record = json.loads((tree.root / "release.json").read_text())
     assert record["version"] == "0.10.0" and record["artifact"] == "vllm-0.10.0.tar.gz"
+    manifest = (tree.root / "manifest.json").read_bytes()
+    assert json.loads(manifest)["files"] == {name: len(data) for name, data in package_files("vllm", "0.10.0").items()}
+    assert record["manifest"] == {"files": 3, "bytes": sum(map(len, package_files("vllm", "0.10.0").values())),
+                                  "sha256": hashlib.sha256(manifest).hexdigest()}
     assert record["sha256"] == hashlib.sha256((index.root / "files" / "vllm-0.10.0.tar.gz").read_bytes()).hexdigest()
     assert record["url"].endswith("/files/vllm-0.10.0.tar.gz") and record["fetched_at"]
 
@@ -54,7 +58,7 @@ def test_wheel_only_release_is_read_with_range_requests(tmp_path, server_factory
     requests = server.requests_for("vllm-0.15.0-cp38-abi3-manylinux_2_31_x86_64.whl")
     assert requests and all(r["status"] == 206 and r["range"] for r in requests)
     served = sum(r["sent"] for r in requests)
-    assert served <= len(wheel) - BLOB + network.TAIL_BYTES  # all but the 4 MB extension, give or take the first read
+    assert served <= len(wheel) - BLOB + ranged.TAIL_BYTES  # all but the 4 MB extension, give or take the first read
     assert tree.source.detail["downloaded_bytes"] == served
     assert "ranged read" in tree.source.detail["verified"]
     # the tail, then the 100+ modules in front of the extension coalesced into one or two requests

@@ -10,21 +10,25 @@ from fake_index import Index
 
 from compat.errors import SourceError
 from compat.sources.released import fetch_release
+from compat.sources.settings import NetworkOptions
 
 
 # -- errors and progress ----------------------------------------------------------------------
 
 
-def test_unreachable_index_is_a_source_error_with_url_and_reason(cache):
+def test_unreachable_index_is_retried_as_pip_does_then_a_source_error_with_url_and_reason(cache, monkeypatch):
+    monkeypatch.setenv("PIP_RETRIES", "2")  # pip retries a refused connection too: after 0 s, then 0.5 s
     with pytest.raises(SourceError) as caught:
         fetch_release("vllm", "latest", cache_dir=cache, index_url="http://127.0.0.1:9/simple/", progress=False)
     assert caught.value.exit_code == 3
-    assert "could not fetch http://127.0.0.1:9/simple/vllm/: connection refused" in str(caught.value)
+    assert "could not fetch http://127.0.0.1:9/simple/vllm/: connection refused (tried 3 times)" in str(caught.value)
+    assert "--retries (PIP_RETRIES; now 2)" in caught.value.hint
 
 
 def test_unknown_host_is_reported_as_dns(cache):
     with pytest.raises(SourceError, match=r"could not fetch http://no-such-host\.invalid/simple/vllm/: cannot resolve the host name"):
-        fetch_release("vllm", "latest", cache_dir=cache, index_url="http://no-such-host.invalid/simple/", progress=False)
+        fetch_release("vllm", "latest", cache_dir=cache, index_url="http://no-such-host.invalid/simple/", progress=False,
+                      network=NetworkOptions(retries=0))
 
 
 def test_project_missing_from_the_index(tmp_path, server_factory, cache):
