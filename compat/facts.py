@@ -212,8 +212,8 @@ def _scan(base: str) -> tuple[str, int]:
 
 def _in_memory(tree: EngineTree) -> str | None:
     """Digest of the files the tree holds in memory with other bytes than on disk ("" when none; None: unknowable)."""
-    memory = tree._bytes  # noqa: SLF001 - same part (compat/); a public EngineTree.in_memory() would be better
-    if any(relpath not in memory for relpath in tree._ast):  # noqa: SLF001 - a syntax tree without its bytes
+    memory = tree.in_memory()
+    if memory is None:  # a syntax tree without its bytes
         return None
     digest, changed = sha256(), False
     for relpath in sorted(memory):
@@ -231,7 +231,7 @@ def _in_memory(tree: EngineTree) -> str | None:
 
 def pristine(tree: EngineTree) -> bool:
     """True when the tree holds nothing in memory yet: its answers depend on its files alone."""
-    return not tree._bytes and not tree._ast  # noqa: SLF001
+    return tree.pristine()
 
 
 def _facts_home() -> Path | None:
