@@ -19,7 +19,8 @@ A value is a small tuple tree:
   [{"key": k, "where": w, "use": "value"|"len"}, ..., {"default": 3}]
 (the first entry whose key the drafter config has wins; a trailing default applies otherwise).
 
-Also here: `config_reads`, every config key a module reads, with its default and location.
+The module itself is read through drafter_code.ModuleCode; every config key a module reads, with
+its default and location, is drafter_config_reads.config_reads.
 """
 
 from __future__ import annotations
@@ -27,15 +28,23 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from compat.tree import EngineTree
+from compat.probes.drafter_code import ModuleCode, is_self_attr, methods, nodes_of
+
 
 TOP = "top-level"
+
+
 CONFIG_NAMES = {"config", "hf_config", "draft_config", "draft_hf_config"}
+
+
 _CFG_OBJ = ("cfgobj",)  # the config object itself (not a value)
+
+
 _MAX_DEPTH = 12
 
 
-# -- the value algebra ---------------------------------------------------------------------
+# -- the value algebra -------------------------------------------------------------------------
+
 def const(v):
     return ("none",) if v is None else ("const", v)
 
@@ -142,75 +151,8 @@ def config_keys(v) -> list[tuple[str, str]]:
     return out
 
 
-# -- the module -----------------------------------------------------------------------------
-class ModuleCode:
-    """One parsed module: its classes, functions and module-level assignments."""
+# -- resolving a value at a place in the code --------------------------------------------------
 
-    def __init__(self, tree: EngineTree, relpath: str):
-        self.tree, self.relpath = tree, relpath
-        self.module = tree.parse(relpath)
-        self.classes: dict[str, ast.ClassDef] = {}
-        self.functions: dict[str, ast.FunctionDef] = {}
-        self.assigns: dict[str, ast.AST] = {}
-        stack = list(self.module.body)
-        for node in stack:
-            if isinstance(node, ast.If):  # `if TYPE_CHECKING: ... else: Base = X`: the runtime branch wins
-                stack.extend(node.orelse + node.body)
-            elif isinstance(node, ast.ClassDef):
-                self.classes.setdefault(node.name, node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        self.assigns.setdefault(t.id, node.value)
-
-    def loc(self, node: ast.AST | int | None) -> str:
-        return self.tree.loc(self.relpath, node)
-
-    def resolve_class_name(self, name: str) -> str:
-        """`Eagle3DeepseekV3ForCausalLM = Eagle3DeepseekV2ForCausalLM`: the class an alias names."""
-        seen = set()
-        while name not in self.classes and isinstance(self.assigns.get(name), ast.Name) and name not in seen:
-            seen.add(name)
-            name = self.assigns[name].id
-        return name
-
-    def imported(self, name: str) -> tuple[str, str] | None:
-        """(dotted module, original name) of `from x import name` at module level."""
-        package = self.relpath.rsplit("/", 1)[0]
-        for node in ast.walk(self.module):
-            if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if (alias.asname or alias.name) == name:
-                        base = node.module or ""
-                        if node.level:
-                            parts = package.split("/")
-                            parts = parts[: len(parts) - (node.level - 1)]
-                            base = ".".join(parts + ([node.module] if node.module else []))
-                        return base, alias.name
-        return None
-
-
-def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def parents_of(node: ast.AST) -> dict[ast.AST, ast.AST]:
-    """child -> parent below `node` (kept on the node: the trees are cached and read many times)."""
-    cached = getattr(node, "_compat_parents", None)
-    if cached is None:
-        cached = {child: parent for parent in nodes_of(node) for child in ast.iter_child_nodes(parent)}
-        node._compat_parents = cached
-    return cached
-
-
-def is_self_attr(node: ast.AST, attr: str | None = None) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-            and (attr is None or node.attr == attr))
-
-
-# -- resolving a value at a place in the code ------------------------------------------------
 @dataclass
 class Scope:
     """Where an expression is evaluated: a function of `code`, inside class `cls` (for self.x)."""
@@ -236,15 +178,6 @@ def config_object_names(func: ast.FunctionDef) -> set[str]:
             names.add(node.targets[0].id)
     func._compat_config_names = names
     return names
-
-
-def nodes_of(node: ast.AST) -> list[ast.AST]:
-    """Every node below `node`, in ast.walk order (kept on the node, like parents_of)."""
-    cached = getattr(node, "_compat_nodes", None)
-    if cached is None:
-        cached = list(ast.walk(node))
-        node._compat_nodes = cached
-    return cached
 
 
 def _assigns(func: ast.FunctionDef) -> list[ast.Assign]:
@@ -454,90 +387,3 @@ def returned(scope: Scope):
             pending.append((guard is not None and guard[1] == "missing",
                             resolve(stmt.body[-1].value, scope, stmt.body[-1].lineno)))
     return ("unknown", f"{scope.func.name}(...)")
-
-
-# -- every config key a module reads -------------------------------------------------------------
-def config_reads(code: ModuleCode) -> list[dict]:
-    """Each (key, where) the module reads from the drafter config: how, the default, where first."""
-    found: dict[tuple[str, str], dict] = {}
-    top = [n for n in code.module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    top += [m for c in code.classes.values() for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for func in top:  # nested functions are read with the function that holds them
-        for key, where, access, default, node in _reads_in(func):
-            entry = found.setdefault((key, where), {"key": key, "where": where, "access": [], "default": None,
-                                                    "written": False, "location": code.loc(node), "_line": node.lineno})
-            if access == "write":
-                entry["written"] = True
-                continue
-            if access not in entry["access"]:
-                entry["access"].append(access)
-            if default is not None and entry["default"] is None:
-                entry["default"] = default
-            if node.lineno < entry["_line"]:
-                entry["location"], entry["_line"] = code.loc(node), node.lineno
-    out = sorted(found.values(), key=lambda e: (e["where"] != TOP, e["_line"], e["key"]))
-    for entry in out:
-        del entry["_line"]
-        entry["access"].sort()
-    return out
-
-
-def _reads_in(func: ast.FunctionDef):
-    names = config_object_names(func)
-    parents = parents_of(func)
-
-    def is_cfg(node):
-        return (isinstance(node, ast.Name) and node.id in names) or is_self_attr(node, "config")
-
-    containers: dict[str, str] = {}  # local name -> the config key it holds (eagle_config)
-    for node in nodes_of(func):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            for sub in ast.walk(node.value):
-                key = _top_key(sub, is_cfg)
-                if key and node.targets[0].id not in names:
-                    containers[node.targets[0].id] = key
-                    break
-    for node in nodes_of(func):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr") and len(node.args) >= 2:
-            obj, key = node.args[0], node.args[1]
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            access = node.func.id
-            default = _literal(node.args[2]) if len(node.args) > 2 else None
-            if is_cfg(obj):
-                yield key.value, TOP, access, default, node
-            elif isinstance(obj, ast.Name) and obj.id in containers:
-                yield key.value, containers[obj.id], access, default, node
-        elif isinstance(node, ast.Attribute) and is_cfg(node.value) and not is_self_attr(node, "config"):
-            parent = parents.get(node)
-            if isinstance(parent, ast.Call) and parent.func is node:
-                continue  # config.to_dict(), config.update(...)
-            yield node.attr, TOP, "write" if isinstance(node.ctx, ast.Store) else "attribute", None, node
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
-            holder = node.func.value
-            if isinstance(holder, ast.Name) and holder.id in containers and node.args and isinstance(node.args[0], ast.Constant):
-                default = _literal(node.args[1]) if len(node.args) > 1 else None
-                yield node.args[0].value, containers[holder.id], "get", default, node
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in containers:
-            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                yield node.slice.value, containers[node.value.id], "item", None, node
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            comp = node.comparators[0]
-            if isinstance(comp, ast.Name) and comp.id in containers and isinstance(node.left, ast.Constant):
-                yield node.left.value, containers[comp.id], "in", None, node
-
-
-def _top_key(node: ast.AST, is_cfg) -> str | None:
-    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2:
-        if is_cfg(node.args[0]) and isinstance(node.args[1], ast.Constant):
-            return node.args[1].value
-    if isinstance(node, ast.Attribute) and is_cfg(node.value) and not is_self_attr(node, "config"):
-        return node.attr
-    return None
-
-
-def _literal(node: ast.AST):
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ast.unparse(node)
