@@ -66,10 +66,9 @@ a key that changes meaning bumps the schema:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
-from compat.registry import Contract, Field, Folder
+from compat.registry import FUNCTION, Contract, Field, Folder
 
 from ._canonical import (  # the shared vocabulary, re-exported: import these from compat.checkpoints
     BASES, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_FLAG, BASIS_LAYOUT, BASIS_UNDECLARED, CAPTURE_BEFORE,
@@ -93,12 +92,12 @@ CONTRACT = Contract("checkpoint layout", (
     Field("NAME", str, doc="the --from / --to spelling"),
     Field("DESCRIPTION", str, doc="one line"),
     Field("PRIORITY", int, doc="which wins when several detectors match (the more specific layout: higher)"),
-    Field("detect", Callable, doc="detect(config, tensor_names) -> bool"),
-    Field("trainer", Callable, doc="trainer(config) -> str: an id of TRAINERS"),
-    Field("to_canonical", Callable, doc="to_canonical(name) -> str | None"),
-    Field("from_canonical", Callable, doc="from_canonical(name, drafter, ctx) -> str | None"),
-    Field("read_config", Callable, doc="read_config(config, ctx) -> DrafterConfig"),
-    Field("write_config", Callable, doc="write_config(drafter, ctx) -> dict"),
+    Field("detect", FUNCTION, doc="detect(config, tensor_names) -> bool"),
+    Field("trainer", FUNCTION, doc="trainer(config) -> str: an id of TRAINERS"),
+    Field("to_canonical", FUNCTION, doc="to_canonical(name) -> str | None"),
+    Field("from_canonical", FUNCTION, doc="from_canonical(name, drafter, ctx) -> str | None"),
+    Field("read_config", FUNCTION, doc="read_config(config, ctx) -> DrafterConfig"),
+    Field("write_config", FUNCTION, doc="write_config(drafter, ctx) -> dict"),
 ), key="NAME")
 FOLDER = Folder(__name__, CONTRACT)
 

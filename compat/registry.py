@@ -29,18 +29,22 @@ one run. `Folder.rule(name)` imports a single module (the command line imports o
 
 from __future__ import annotations
 
+import collections.abc  # loaded at start-up anyway (functools imports collections)
 import importlib
 import os
 import sys
-from collections.abc import Callable  # collections is loaded at start-up anyway (functools imports it)
 from types import ModuleType
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up, and the command line imports this module
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
-__all__ = ["REQUIRED", "Field", "Contract", "ContractError", "Rule", "Folder"]
+__all__ = ["FUNCTION", "REQUIRED", "Field", "Contract", "ContractError", "Rule", "Folder"]
+
+# The kind of a field that holds a function (anything callable): collections.abc.Callable, which isinstance
+# accepts, spelled as the plain type a Field takes.
+FUNCTION: type = getattr(collections.abc, "Callable")
 
 
 class _Required:
@@ -67,7 +71,7 @@ class ContractError(RuntimeError):
 class Field:
     """One field of a contract: its name, the type(s) its value must have, its default when optional.
 
-    `kind` is a type or a tuple of types (`Callable` for a function); a value equal to the default is
+    `kind` is a type or a tuple of types (`FUNCTION` for a function); a value equal to the default is
     always accepted (`add_args = None` says "no options" as well as leaving it out does).
     """
 
@@ -89,7 +93,7 @@ class Field:
 
     def kind_name(self) -> str:
         kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
-        return " or ".join("a function" if k is Callable else k.__name__ for k in kinds)
+        return " or ".join("a function" if k is FUNCTION else k.__name__ for k in kinds)
 
     def accepts(self, value: object) -> bool:
         if not self.required and value is self.default:

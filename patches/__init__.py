@@ -44,7 +44,6 @@ helpers, not patches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -53,7 +52,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from compat.errors import RefusedError
-from compat.registry import Contract, ContractError, Field, Folder, Rule
+from compat.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
 from compat.tree import ENGINES, EngineTree
 
 CONTRACT = Contract("patch", (
@@ -65,11 +64,11 @@ CONTRACT = Contract("patch", (
     Field("OPTIONS", dict, default={}, doc="the option values it uses, with their defaults"),
     Field("REQUIRES", (tuple, list), default=(), doc="ids of patches whose fix this one builds on"),
     Field("ORDER", int, default=50, doc="where it applies among its engine's patches (lower first)"),
-    Field("find_files", Callable, doc="find_files(tree) -> {role: relpath}"),
-    Field("has_fix", Callable, doc="has_fix(role, source, options) -> bool"),
-    Field("transform", Callable, doc="transform(role, source, options) -> str"),
-    Field("add_args", Callable, default=None, doc="add_args(group): its command-line options"),
-    Field("options_for_target", Callable, default=None,
+    Field("find_files", FUNCTION, doc="find_files(tree) -> {role: relpath}"),
+    Field("has_fix", FUNCTION, doc="has_fix(role, source, options) -> bool"),
+    Field("transform", FUNCTION, doc="transform(role, source, options) -> str"),
+    Field("add_args", FUNCTION, default=None, doc="add_args(group): its command-line options"),
+    Field("options_for_target", FUNCTION, default=None,
           doc="options_for_target(model_type, architecture) -> dict: the options a target needs"),
 ), key="ID")
 

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from compat.registry import REQUIRED, Contract, ContractError, Field, Folder
+from compat.registry import FUNCTION, REQUIRED, Contract, ContractError, Field, Folder
 
 CONTRACT = Contract("widget", (
     Field("NAME", str, doc="what the user types"),
     Field("ORDER", int, default=50, doc="where it is listed"),
-    Field("hook", Callable, default=None),
-    Field("run", Callable),
+    Field("hook", FUNCTION, default=None),
+    Field("run", FUNCTION),
 ), key="NAME")
 
 

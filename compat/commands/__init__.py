@@ -18,11 +18,10 @@ commands share. Adding a command is adding a file (and its test, tests/cli/test_
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 from compat.output import EXIT_CODES
-from compat.registry import Contract, ContractError, Field, Folder, Rule
+from compat.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
 
 CONTRACT = Contract("command", (
     Field("NAME", str, doc='what the user types after `compat`, e.g. "probe"'),
@@ -30,8 +29,8 @@ CONTRACT = Contract("command", (
     Field("DESCRIPTION", str, doc="the paragraph `compat NAME --help` starts with"),
     Field("EPILOG", str, default=EXIT_CODES, doc="examples and the exit codes"),
     Field("ORDER", int, default=50, doc="where `compat --help` lists it (lower first, then by name)"),
-    Field("add_arguments", Callable, doc="add_arguments(parser): its options"),
-    Field("run", Callable, doc="run(args, console) -> int: the work"),
+    Field("add_arguments", FUNCTION, doc="add_arguments(parser): its options"),
+    Field("run", FUNCTION, doc="run(args, console) -> int: the work"),
 ), key="NAME")
 
 
