@@ -13,10 +13,14 @@ drafter-config switch (followed through drafter_values), or {"draft_vocab_differ
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
-from compat.probes.drafter_code import ModuleCode, is_self_attr, methods, nodes_of
-from compat.probes.drafter_values import Scope, resolve, sources
+from compat.probes.drafter_code import Function, ModuleCode, Parents, is_self_attr, methods, nodes_of
+from compat.probes.drafter_values import Scope, Value, resolve, sources
+
+BaseFinder = Callable[[ModuleCode, ast.ClassDef], tuple[ModuleCode, ast.ClassDef] | None]
 
 
 @dataclass
@@ -27,11 +31,11 @@ class DrafterCode:
     inner_attr: str | None
     base: tuple[ModuleCode, ast.ClassDef] | None = None  # where super().load_weights goes, if it is called
 
-    def scope(self, cls: ast.ClassDef, func: ast.FunctionDef) -> Scope:
+    def scope(self, cls: ast.ClassDef, func: Function) -> Scope:
         return Scope(self.code, func, cls)
 
 
-def drafter_code(code: ModuleCode, class_name: str, base_finder=None) -> DrafterCode | None:
+def drafter_code(code: ModuleCode, class_name: str, base_finder: BaseFinder | None = None) -> DrafterCode | None:
     name = code.resolve_class_name(class_name)
     cls = code.classes.get(name)
     if cls is None:
@@ -72,7 +76,7 @@ def _inner_model(code: ModuleCode, cls: ast.ClassDef) -> tuple[ast.ClassDef | No
     return None, None
 
 
-def creates_fc(node: ast.AST) -> bool:
+def creates_fc(node: ast.AST) -> TypeGuard[ast.Assign | ast.AnnAssign]:
     return isinstance(node, (ast.Assign, ast.AnnAssign)) and any(
         is_self_attr(t, "fc") for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))
 
@@ -87,12 +91,12 @@ def _calls_super_load(cls: ast.ClassDef) -> bool:
 
 # -- conditions --------------------------------------------------------------------------------
 
-def condition(d: DrafterCode, cls: ast.ClassDef, func: ast.FunctionDef, test: ast.AST, negate: bool = False) -> dict:
+def condition(d: DrafterCode, cls: ast.ClassDef, func: Function, test: ast.AST, negate: bool = False) -> dict[str, Any]:
     """One clause of a condition: {"test": source text} plus, when the test is a drafter-config
     switch, {"config": sources, "truthy": bool} (it holds when the value the sources give has that
     truthiness), or {"draft_vocab_differs": bool} for `draft_vocab_size != target vocab`."""
     text = ast.unparse(test)
-    out: dict = {"test": f"not ({text})" if negate else text}
+    out: dict[str, Any] = {"test": f"not ({text})" if negate else text}
     inner_test, truthy = test, not negate
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         sides = [ast.unparse(test.left), ast.unparse(test.comparators[0])]
@@ -109,17 +113,18 @@ def condition(d: DrafterCode, cls: ast.ClassDef, func: ast.FunctionDef, test: as
     return out
 
 
-def _switch_value(d: DrafterCode, cls, func, node: ast.AST):
+def _switch_value(d: DrafterCode, cls: ast.ClassDef, func: Function, node: ast.AST) -> Value | None:
     """A flag's value; `self.model.flag` is the inner model's `self.flag`."""
     if (isinstance(node, ast.Attribute) and d.inner is not None and d.inner_attr
             and isinstance(node.value, ast.Attribute) and is_self_attr(node.value, d.inner_attr)):
         init = methods(d.inner)["__init__"]
         return resolve(ast.Attribute(value=ast.Name("self", ast.Load()), attr=node.attr, ctx=ast.Load()),
                        d.scope(d.inner, init), 10 ** 9)
-    return resolve(node, d.scope(cls, func), node.lineno)
+    return resolve(node, d.scope(cls, func), getattr(node, "lineno", None))
 
 
-def branch_conditions(d: DrafterCode, cls, func, node: ast.AST, parents: dict) -> list[dict]:
+def branch_conditions(d: DrafterCode, cls: ast.ClassDef, func: Function, node: ast.AST,
+                      parents: Parents) -> list[dict[str, Any]]:
     out, child = [], node
     while child in parents and child is not func:
         parent = parents[child]

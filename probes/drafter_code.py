@@ -9,18 +9,22 @@ kept on the node (the trees are cached and read many times).
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from compat.tree import EngineTree
+
+Parents = dict[ast.AST, ast.AST]  # child -> parent, below one node
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class ModuleCode:
     """One parsed module: its classes, functions and module-level assignments."""
 
-    def __init__(self, tree: EngineTree, relpath: str):
+    def __init__(self, tree: EngineTree, relpath: str) -> None:
         self.tree, self.relpath = tree, relpath
         self.module = tree.parse(relpath)
         self.classes: dict[str, ast.ClassDef] = {}
-        self.functions: dict[str, ast.FunctionDef] = {}
+        self.functions: dict[str, Function] = {}
         self.assigns: dict[str, ast.AST] = {}
         stack = list(self.module.body)
         for node in stack:
@@ -40,10 +44,13 @@ class ModuleCode:
 
     def resolve_class_name(self, name: str) -> str:
         """`Eagle3DeepseekV3ForCausalLM = Eagle3DeepseekV2ForCausalLM`: the class an alias names."""
-        seen = set()
-        while name not in self.classes and isinstance(self.assigns.get(name), ast.Name) and name not in seen:
+        seen: set[str] = set()
+        while name not in self.classes and name not in seen:
+            alias = self.assigns.get(name)
+            if not isinstance(alias, ast.Name):
+                break
             seen.add(name)
-            name = self.assigns[name].id
+            name = alias.id
         return name
 
     def imported(self, name: str) -> tuple[str, str] | None:
@@ -62,7 +69,7 @@ class ModuleCode:
         return None
 
 
-def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
+def methods(cls: ast.ClassDef) -> dict[str, Function]:
     return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
@@ -71,19 +78,19 @@ def nodes_of(node: ast.AST) -> list[ast.AST]:
     cached = getattr(node, "_compat_nodes", None)
     if cached is None:
         cached = list(ast.walk(node))
-        node._compat_nodes = cached
+        setattr(node, "_compat_nodes", cached)
     return cached
 
 
-def parents_of(node: ast.AST) -> dict[ast.AST, ast.AST]:
+def parents_of(node: ast.AST) -> Parents:
     """child -> parent below `node` (kept on the node: the trees are cached and read many times)."""
     cached = getattr(node, "_compat_parents", None)
     if cached is None:
         cached = {child: parent for parent in nodes_of(node) for child in ast.iter_child_nodes(parent)}
-        node._compat_parents = cached
+        setattr(node, "_compat_parents", cached)
     return cached
 
 
-def is_self_attr(node: ast.AST, attr: str | None = None) -> bool:
+def is_self_attr(node: ast.AST, attr: str | None = None) -> TypeGuard[ast.Attribute]:
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
             and (attr is None or node.attr == attr))

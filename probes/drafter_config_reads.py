@@ -9,9 +9,11 @@ reported under their key.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from typing import Any
 
-from compat.probes.drafter_code import ModuleCode, is_self_attr, nodes_of, parents_of
-from compat.probes.drafter_values import TOP, config_object_names
+from compat.probes.drafter_code import Function, ModuleCode, is_self_attr, nodes_of, parents_of
+from compat.probes.drafter_values import TOP, Matcher, config_object_names
 
 
 def config_reads(code: ModuleCode) -> list[dict]:
@@ -39,23 +41,25 @@ def config_reads(code: ModuleCode) -> list[dict]:
     return out
 
 
-def _reads_in(func: ast.FunctionDef):
+def _reads_in(func: Function) -> Iterator[tuple[Any, str, str, Any, ast.expr]]:
+    """(key, where, access, default, node) of each read (or write, access "write") of the config in `func`."""
     names = config_object_names(func)
     parents = parents_of(func)
 
-    def is_cfg(node):
+    def is_cfg(node: ast.AST) -> bool:
         return (isinstance(node, ast.Name) and node.id in names) or is_self_attr(node, "config")
 
     containers: dict[str, str] = {}  # local name -> the config key it holds (eagle_config)
     for node in nodes_of(func):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             for sub in ast.walk(node.value):
-                key = _top_key(sub, is_cfg)
-                if key and node.targets[0].id not in names:
-                    containers[node.targets[0].id] = key
+                held = _top_key(sub, is_cfg)
+                if held and node.targets[0].id not in names:
+                    containers[node.targets[0].id] = held
                     break
     for node in nodes_of(func):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr") and len(node.args) >= 2:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2):
             obj, key = node.args[0], node.args[1]
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 continue
@@ -84,16 +88,16 @@ def _reads_in(func: ast.FunctionDef):
                 yield node.left.value, containers[comp.id], "in", None, node
 
 
-def _top_key(node: ast.AST, is_cfg) -> str | None:
+def _top_key(node: ast.AST, is_cfg: Matcher) -> str | None:
     if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2:
-        if is_cfg(node.args[0]) and isinstance(node.args[1], ast.Constant):
+        if is_cfg(node.args[0]) and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
             return node.args[1].value
     if isinstance(node, ast.Attribute) and is_cfg(node.value) and not is_self_attr(node, "config"):
         return node.attr
     return None
 
 
-def _literal(node: ast.AST):
+def _literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

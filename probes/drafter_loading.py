@@ -30,6 +30,8 @@ Conditions are lists of clauses (all must hold), see probes/vllm/drafter_loader.
 
 from __future__ import annotations
 
+from typing import Any
+
 from compat.probes.drafter_class import DrafterCode, drafter_code, find_base
 from compat.probes.drafter_code import ModuleCode, methods
 from compat.probes.drafter_config_reads import config_reads
@@ -42,13 +44,13 @@ from compat.probes.drafter_unknown import unknown_names
 SAMPLE_CONFIG = {"num_hidden_layers": 2}
 
 
-def describe(code: ModuleCode, class_name: str, fallback_unknown: dict | None = None) -> dict:
+def describe(code: ModuleCode, class_name: str, fallback_unknown: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything this module reads about one drafter class (the drafter_loader probes' entry)."""
     d = drafter_code(code, class_name, find_base)
     if d is None:
         return {"error": f"no class {class_name} in {code.relpath}", "location": code.relpath}
     module_map = modules(d)
-    out = {
+    out: dict[str, Any] = {
         "class": d.cls.name,
         "location": code.loc(d.cls),
         "inner_attr": d.inner_attr,
@@ -68,7 +70,7 @@ def describe(code: ModuleCode, class_name: str, fallback_unknown: dict | None = 
     return out
 
 
-def effective_unknown(d: DrafterCode, fallback: dict | None) -> dict | None:
+def effective_unknown(d: DrafterCode, fallback: dict[str, Any] | None) -> dict[str, Any] | None:
     """Who decides about a name no parameter has: the drafter's own loop, the base class it hands
     names to (super().load_weights), its inner model's loop (vLLM's AutoWeightsLoader hands it the
     `model.*` names), or else the loader class (`fallback`, read by the engine probe)."""
@@ -86,7 +88,7 @@ def effective_unknown(d: DrafterCode, fallback: dict | None) -> dict | None:
     return fallback
 
 
-def vocab_map(entry: dict) -> dict:
+def vocab_map(entry: dict[str, Any]) -> dict[str, Any]:
     """What load_weights does with d2t and t2d, and when the parameter d2t is renamed to exists."""
     out = {}
     for tensor in ("d2t", "t2d"):
@@ -109,7 +111,7 @@ def vocab_map(entry: dict) -> dict:
     return out
 
 
-def samples(entry: dict) -> dict:
+def samples(entry: dict[str, Any]) -> dict[str, str]:
     """What the release does with the names the layouts differ on (see land)."""
     return {
         "model_prefixed": land(entry, "model.norm.weight", SAMPLE_CONFIG)["fate"],
@@ -119,7 +121,7 @@ def samples(entry: dict) -> dict:
     }
 
 
-def _required(read: dict) -> dict:
+def _required(read: dict[str, Any]) -> dict[str, Any]:
     """A key read only as `config.key` (no getattr default, no hasattr guard) has no default in this
     module: it must be in the drafter config, unless PretrainedConfig itself defines it."""
     soft = {"getattr", "hasattr", "get", "in"}

@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, branch_conditions, creates_fc
-from compat.probes.drafter_code import is_self_attr, methods, nodes_of, parents_of
-from compat.probes.drafter_values import Scope, config_keys, normalize, resolve, sources
+from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
+from compat.probes.drafter_values import Scope, Value, config_keys, normalize, resolve, sources
 
 
 # -- modules -----------------------------------------------------------------------------------
@@ -35,13 +36,14 @@ def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict) 
         return
     parents = parents_of(init)
     for node in nodes_of(init):
-        targets, value = [], None
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             targets, value = [node.target], node.value
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer"
-              and node.args and isinstance(node.args[0], ast.Constant)):
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             out[prefix + node.args[0].value] = _module_entry(d, cls, init, node, parents, "buffer")
             continue
         for target in targets:
@@ -52,9 +54,9 @@ def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict) 
                 continue
             path = prefix + target.attr
             entry = _module_entry(d, cls, init, node, parents, kind)
-            if kind == "alias":
+            if kind == "alias" and value is not None:
                 entry["alias_of"] = ast.unparse(value).removeprefix("self.")
-            if kind == "list":
+            if kind == "list" and isinstance(value, ast.Call):
                 entry["count"] = _list_count(d, cls, init, value)
             _merge_module(out, path, entry)
     for path in [p for p, e in out.items() if e["kind"] == "absent"]:
@@ -96,7 +98,8 @@ def _complementary(a: list | None, b: list | None) -> bool:
     return x == f"not ({y})" or y == f"not ({x})"
 
 
-def _module_entry(d, cls, init, node, parents, kind) -> dict:
+def _module_entry(d: DrafterCode, cls: ast.ClassDef, init: Function, node: ast.AST, parents: Parents,
+                  kind: str) -> dict[str, Any]:
     entry: dict = {"kind": kind, "location": d.code.loc(node)}
     conditions = branch_conditions(d, cls, init, node, parents)
     if conditions:
@@ -121,7 +124,7 @@ def _module_kind(value: ast.AST | None) -> str | None:
     return "module" if name[:1].isupper() and name not in ("LogitsProcessor",) else None
 
 
-def _list_count(d: DrafterCode, cls, init, value: ast.Call) -> list[dict]:
+def _list_count(d: DrafterCode, cls: ast.ClassDef, init: Function, value: ast.Call) -> list[dict[str, Any]]:
     """nn.ModuleList([... for i in range(config.num_hidden_layers)]) -> its length as sources."""
     arg = value.args[0] if value.args else None
     if isinstance(arg, ast.List):
@@ -135,28 +138,29 @@ def _list_count(d: DrafterCode, cls, init, value: ast.Call) -> list[dict]:
 
 # -- fc and layers -----------------------------------------------------------------------------
 
-def fc_rule(d: DrafterCode) -> dict | None:
+def fc_rule(d: DrafterCode) -> dict[str, Any] | None:
     """The `fc` input width: per-aux width x aux count, each a sources chain; and its bias."""
     holder = d.inner if d.inner is not None else d.cls
     init = methods(holder).get("__init__")
-    assigns = [n for n in nodes_of(init) if creates_fc(n)] if init else []
-    calls = [a for a in assigns if isinstance(a.value, ast.Call)]
+    if init is None:
+        return None
+    calls = [(n, n.value) for n in nodes_of(init) if creates_fc(n) and isinstance(n.value, ast.Call)]
     if not calls:
         return None
     scope = d.scope(holder, init)
     widths = []
-    for assign in calls:
-        call = assign.value
+    for assign, call in calls:
         width = next((k.value for k in call.keywords if k.arg in ("input_size", "in_features")), call.args[0] if call.args else None)
         widths.append(resolve(width, scope, assign.lineno))
     # two constructions under if/else (`if hasattr(config, "target_hidden_size")`): the first wins when present
     value = normalize(widths[0] if len(widths) == 1 else ("first", tuple(widths)))
-    out: dict = {"location": d.code.loc(calls[0]), "input_width": ast.unparse(
-        next((k.value for k in calls[0].value.keywords if k.arg in ("input_size", "in_features")),
-             calls[0].value.args[0] if calls[0].value.args else calls[0].value))}
+    first_assign, first_call = calls[0]
+    out: dict[str, Any] = {"location": d.code.loc(first_assign), "input_width": ast.unparse(
+        next((k.value for k in first_call.keywords if k.arg in ("input_size", "in_features")),
+             first_call.args[0] if first_call.args else first_call))}
     out.update(_split_width(value))
-    out["bias"] = _bias(calls[0].value, scope, calls[0].lineno)
-    conditions = branch_conditions(d, holder, init, calls[0], parents_of(init))
+    out["bias"] = _bias(first_call, scope, first_assign.lineno)
+    conditions = branch_conditions(d, holder, init, first_assign, parents_of(init))
     conditions = [c for c in conditions if not _is_hidden_size_test(c["test"])]
     if conditions:
         out["built_when"] = conditions
@@ -167,7 +171,7 @@ def _is_hidden_size_test(text: str) -> bool:
     return "hidden_size" in text
 
 
-def _split_width(value) -> dict:
+def _split_width(value: Value | None) -> dict[str, Any]:
     factors = list(value[1]) if value is not None and value[0] == "mul" else [value]
     per_aux, count = [], []
     for factor in factors:

@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, branch_conditions
-from compat.probes.drafter_code import is_self_attr, methods, nodes_of, parents_of
+from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
+
+MAPPER_KINDS: dict[str | None, str] = {  # WeightsMapper's keyword -> how its keys match a name
+    "orig_to_new_substr": "contains", "orig_to_new_prefix": "startswith", "orig_to_new_suffix": "endswith",
+    "orig_to_new_stacked": "contains", "orig_to_new_regex": "regex"}
+Step = dict[str, Any]  # {"op", "match"?, ..., "stage", "location"}
+When = list[dict[str, Any]]  # a condition: clauses that all hold
 
 
 STACKED_HINTS = ("stacked", "mapping")
@@ -23,7 +30,7 @@ STACKED_HINTS = ("stacked", "mapping")
 
 # -- load_weights: steps -----------------------------------------------------------------------
 
-def load_steps(d: DrafterCode) -> list[dict]:
+def load_steps(d: DrafterCode) -> list[Step]:
     steps: list[dict] = []
     load = methods(d.cls).get("load_weights")
     if load is not None:
@@ -42,7 +49,7 @@ def load_steps(d: DrafterCode) -> list[dict]:
     return steps
 
 
-def weights_loop(func: ast.FunctionDef) -> tuple[ast.For, str] | None:
+def weights_loop(func: Function) -> tuple[ast.For, str] | None:
     for node in nodes_of(func):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Tuple) and node.target.elts:
             first_target = node.target.elts[0]
@@ -51,7 +58,7 @@ def weights_loop(func: ast.FunctionDef) -> tuple[ast.For, str] | None:
     return None
 
 
-def name_test(test: ast.AST, names: set[str]) -> dict | None:
+def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
     """A name test as data: `"x" in name`, `name == "x"`, `name.endswith("x")`, `a or b`, `not a`, `a and b`."""
     if isinstance(test, ast.BoolOp):
         parts = [name_test(v, names) for v in test.values]
@@ -91,7 +98,7 @@ def name_vars(loop: ast.For, name: str) -> set[str]:
     return names
 
 
-def _loop_steps(d: DrafterCode, cls, func, stage: str) -> list[dict]:
+def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:
     found = weights_loop(func)
     if found is None:
         return []
@@ -110,14 +117,14 @@ def _loop_steps(d: DrafterCode, cls, func, stage: str) -> list[dict]:
         steps.append((line, s))
     steps.sort(key=lambda x: x[0])
     out: list[dict] = []
-    for _, step in steps:  # the same rule written in two branches (stacked and not) is one step
-        same = {k: v for k, v in step.items() if k != "location"}
+    for _, one in steps:  # the same rule written in two branches (stacked and not) is one step
+        same = {k: v for k, v in one.items() if k != "location"}
         if not any({k: v for k, v in o.items() if k != "location"} == same for o in out):
-            out.append(step)
+            out.append(one)
     return out
 
 
-def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str]) -> list[dict] | None:
+def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str]) -> list[Step] | None:
     if not isinstance(node, ast.If) or not node.body or "params_dict" in ast.unparse(node.test):
         return None
     if any(_loads(s) for s in node.body):
@@ -131,7 +138,7 @@ def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str]) -> list[dic
     copied = [n.func.value.attr for s in node.body for n in ast.walk(s)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy_"
               and is_self_attr(n.func.value)]
-    into = (stored or copied or [None])[0]
+    into = stored[0] if stored else copied[0] if copied else None
     step = {"op": "consume", "match": match, "into": into} if into else {"op": "skip", "match": match}
     step["location"] = d.code.loc(node)
     return [step]
@@ -147,7 +154,7 @@ def _loads(stmt: ast.AST) -> bool:
     return False
 
 
-def _dispatch_skip(d: DrafterCode, loop: ast.For, names: set[str]) -> list[tuple[int, dict]]:
+def _dispatch_skip(d: DrafterCode, loop: ast.For, names: set[str]) -> list[tuple[int, Step]]:
     """`if <a>: load(...) elif <b>: load(...)` with no else, ending the loop: other names are dropped."""
     last = loop.body[-1] if loop.body else None
     branches, node = [], last
@@ -164,12 +171,12 @@ def _dispatch_skip(d: DrafterCode, loop: ast.For, names: set[str]) -> list[tuple
             return []
         else:
             break
-    if not branches:
+    if not branches or last is None:
         return []
     return [(last.end_lineno or last.lineno, {"op": "skip", "match": {"not": {"any": branches}}, "location": d.code.loc(last)})]
 
 
-def _rename(d: DrafterCode, func, node: ast.AST, names: set[str], parents: dict) -> list[dict] | None:
+def _rename(d: DrafterCode, func: Function, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
     call = node.func
@@ -191,7 +198,7 @@ def _rename(d: DrafterCode, func, node: ast.AST, names: set[str], parents: dict)
     return None
 
 
-def _in_fusing_branch(node, parents, names) -> bool:
+def _in_fusing_branch(node: ast.AST, parents: Parents, names: set[str]) -> bool:
     """Inside `if "q_a_proj" in name ...:` whose body loads a tensor built from several names."""
     child = node
     while child in parents:
@@ -205,7 +212,8 @@ def _in_fusing_branch(node, parents, names) -> bool:
     return False
 
 
-def _loop_pairs(func, node, a, b, parents) -> tuple[list[tuple[str, str]], bool]:
+def _loop_pairs(func: Function, node: ast.AST, a: ast.expr, b: ast.expr,
+                parents: Parents) -> tuple[list[tuple[str, str]], bool]:
     """`for x, y in MAP.items()` / `for p, w, s in stacked_params_mapping`: the constant pairs replaced."""
     loop = node
     while loop in parents and not isinstance(loop, ast.For):
@@ -213,10 +221,12 @@ def _loop_pairs(func, node, a, b, parents) -> tuple[list[tuple[str, str]], bool]
     if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Tuple):
         return [], False
     targets = [getattr(t, "id", None) for t in loop.target.elts]
-    if getattr(a, "id", None) not in targets or getattr(b, "id", None) not in targets:
+    a_id, b_id = getattr(a, "id", None), getattr(b, "id", None)
+    if a_id not in targets or b_id not in targets:
         return [], False
-    ia, ib = targets.index(a.id), targets.index(b.id)
-    source_node = loop.iter.func.value if isinstance(loop.iter, ast.Call) and getattr(loop.iter.func, "attr", None) == "items" else loop.iter
+    ia, ib = targets.index(a_id), targets.index(b_id)
+    it = loop.iter
+    source_node = it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr == "items" else it
     literal = _local_literal(func, source_node)
     rows: list = []
     if isinstance(literal, ast.Dict):
@@ -231,7 +241,7 @@ def _loop_pairs(func, node, a, b, parents) -> tuple[list[tuple[str, str]], bool]
     return pairs, len(targets) == 3 or any(h in name for h in STACKED_HINTS)
 
 
-def _local_literal(func: ast.FunctionDef, node: ast.AST) -> ast.AST | None:
+def _local_literal(func: Function, node: ast.AST) -> ast.AST | None:
     if isinstance(node, (ast.Dict, ast.List, ast.Tuple)):
         return node
     if isinstance(node, ast.Name):
@@ -241,7 +251,7 @@ def _local_literal(func: ast.FunctionDef, node: ast.AST) -> ast.AST | None:
     return None
 
 
-def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: dict) -> list[dict] | None:
+def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
     prefix = _prefix_literal(node, names)
     if prefix is None:
         return None
@@ -266,13 +276,13 @@ def _prefix_literal(node: ast.AST, names: set[str]) -> str | None:
             return node.left.value
     if isinstance(node, ast.JoinedStr) and len(node.values) == 2:
         head, tail = node.values
-        if (isinstance(head, ast.Constant) and isinstance(tail, ast.FormattedValue)
+        if (isinstance(head, ast.Constant) and isinstance(head.value, str) and isinstance(tail, ast.FormattedValue)
                 and isinstance(tail.value, ast.Name) and tail.value.id in names):
             return head.value
     return None
 
 
-def _negated_matches(test: ast.AST, names: set[str], in_orelse: bool) -> list[dict]:
+def _negated_matches(test: ast.AST, names: set[str], in_orelse: bool) -> list[dict[str, Any]]:
     """The names an `if` keeps out of its body: `"lm_head" not in name`, `not name.startswith("lm_head.")`."""
     parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
     out = []
@@ -290,7 +300,7 @@ def _negated_matches(test: ast.AST, names: set[str], in_orelse: bool) -> list[di
     return out
 
 
-def _loader_steps(d: DrafterCode, cls, func, stage: str) -> list[dict]:
+def _loader_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:
     """Options handed to a loader after the loop: skip_substrs / skip_prefixes, WeightsMapper(...)."""
     steps: list[dict] = []
     parents = parents_of(func)
@@ -312,13 +322,13 @@ def _loader_steps(d: DrafterCode, cls, func, stage: str) -> list[dict]:
     return steps
 
 
-def _with_when(step: dict, when: list | None) -> dict:
+def _with_when(step: Step, when: When | None) -> Step:
     if when:
         step["when"] = when
     return step
 
 
-def _mapper_steps(d, cls, func, value: ast.AST, parents) -> list[dict]:
+def _mapper_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, value: ast.AST, parents: Parents) -> list[Step]:
     if isinstance(value, ast.Call):
         return _weights_mapper(d, cls, func, value, parents)
     if is_self_attr(value):  # mapper=self.hf_to_vllm_mapper: a class attribute
@@ -329,11 +339,10 @@ def _mapper_steps(d, cls, func, value: ast.AST, parents) -> list[dict]:
     return []
 
 
-def _weights_mapper(d, cls, func, call: ast.Call, parents) -> list[dict]:
+def _weights_mapper(d: DrafterCode, cls: ast.ClassDef, func: Function, call: ast.Call, parents: Parents) -> list[Step]:
     steps = []
     for kw in call.keywords:
-        kind = {"orig_to_new_substr": "contains", "orig_to_new_prefix": "startswith",
-                "orig_to_new_suffix": "endswith", "orig_to_new_stacked": "contains", "orig_to_new_regex": "regex"}.get(kw.arg)
+        kind = MAPPER_KINDS.get(kw.arg)
         if kind is None:
             continue
         for key, value, node, when in _mapping(d, cls, func, kw.value, parents):
@@ -350,13 +359,15 @@ def _weights_mapper(d, cls, func, call: ast.Call, parents) -> list[dict]:
     return steps
 
 
-def _collection(d, cls, func, node: ast.AST, parents):
+def _collection(d: DrafterCode, cls: ast.ClassDef, func: Function, node: ast.AST,
+                parents: Parents) -> list[tuple[Any, ast.AST, When | None]]:
     """Constant strings of a list literal or a local list built with `.append(c)` under conditions."""
+    out: list[tuple[Any, ast.AST, When | None]] = []
     if isinstance(node, (ast.List, ast.Tuple)):
-        return [(e.value, e, None) for e in node.elts if isinstance(e, ast.Constant)]
+        out += [(e.value, e, None) for e in node.elts if isinstance(e, ast.Constant)]
+        return out
     if not isinstance(node, ast.Name):
         return []
-    out = []
     for sub in nodes_of(func):
         if isinstance(sub, ast.Assign) and any(getattr(t, "id", None) == node.id for t in sub.targets):
             if isinstance(sub.value, (ast.List, ast.Tuple)):
@@ -367,20 +378,22 @@ def _collection(d, cls, func, node: ast.AST, parents):
     return out
 
 
-def _mapping(d, cls, func, node: ast.AST, parents):
+def _mapping(d: DrafterCode, cls: ast.ClassDef, func: Function, node: ast.AST,
+             parents: Parents) -> list[tuple[Any, Any, ast.AST, When | None]]:
     """(key, value, node, when) of a dict literal, or a local dict filled with `m[k] = v` under conditions."""
-    def value_of(v):
+    def value_of(v: ast.AST) -> Any:
         if isinstance(v, ast.Constant):
             return v.value
         if isinstance(v, ast.Tuple) and v.elts and isinstance(v.elts[0], ast.Constant):
             return tuple(e.value if isinstance(e, ast.Constant) else None for e in v.elts)
         return "?"
 
+    out: list[tuple[Any, Any, ast.AST, When | None]] = []
     if isinstance(node, ast.Dict):
-        return [(k.value, value_of(v), k, None) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+        out += [(k.value, value_of(v), k, None) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+        return out
     if not isinstance(node, ast.Name):
         return []
-    out = []
     for sub in nodes_of(func):
         if isinstance(sub, ast.Assign):
             for t in sub.targets:
@@ -391,7 +404,7 @@ def _mapping(d, cls, func, node: ast.AST, parents):
     return out
 
 
-def _when(d, cls, func, node, parents) -> list | None:
+def _when(d: DrafterCode, cls: ast.ClassDef, func: Function, node: ast.AST, parents: Parents) -> When | None:
     conditions = branch_conditions(d, cls, func, node, parents)
     if not conditions:
         return None
@@ -401,7 +414,7 @@ def _when(d, cls, func, node, parents) -> list | None:
     return conditions
 
 
-def _checkpoint_flag(func: ast.FunctionDef, text: str) -> dict | None:
+def _checkpoint_flag(func: Function, text: str) -> dict[str, Any] | None:
     """`not includes_draft_id_mapping`, set True inside `if "d2t" in name:`: the name test that sets it."""
     m = re.fullmatch(r"not \(?(\w+)\)?", text)
     if not m:
@@ -410,7 +423,7 @@ def _checkpoint_flag(func: ast.FunctionDef, text: str) -> dict | None:
     for node in nodes_of(func):
         if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == m.group(1) for t in node.targets)
                 and isinstance(node.value, ast.Constant) and node.value.value is True):
-            child = node
+            child: ast.AST = node
             while child in parents:
                 parent = parents[child]
                 if isinstance(parent, ast.If):

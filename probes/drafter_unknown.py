@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes.drafter_class import DrafterCode
-from compat.probes.drafter_code import ModuleCode, methods, nodes_of, parents_of
+from compat.probes.drafter_code import ModuleCode, Parents, methods, nodes_of, parents_of
 from compat.probes.drafter_steps import STACKED_HINTS, name_vars, weights_loop
 
 
@@ -23,7 +23,9 @@ def unknown_names(d: DrafterCode, cls: ast.ClassDef, code: ModuleCode | None = N
     """How `cls.load_weights`'s own loop treats a name missing from params_dict (None: no such loop)."""
     code = code or d.code
     func = methods(cls).get("load_weights")
-    found = weights_loop(func) if func is not None else None
+    if func is None:
+        return None
+    found = weights_loop(func)
     if found is None:
         return None
     loop, name = found
@@ -56,7 +58,7 @@ def _worst(verdicts: list[str]) -> str:
     return "skip"
 
 
-def _in_stacked_loop(node, parents, outer: ast.For) -> bool:
+def _in_stacked_loop(node: ast.AST, parents: Parents, outer: ast.For) -> bool:
     child = node
     while child in parents and child is not outer:
         parent = parents[child]
@@ -82,7 +84,7 @@ def _warns(stmts: list[ast.stmt]) -> bool:
     return any(isinstance(n, ast.Call) and getattr(n.func, "attr", None) in WARN_CALLS for s in stmts for n in ast.walk(s))
 
 
-def _guard(node, key: str, dicts: set[str], parents, loop) -> str:
+def _guard(node: ast.AST, key: str, dicts: set[str], parents: Parents, loop: ast.For) -> str:
     """"skip" / "warn" when the lookup cannot see a missing name, else "raise" (KeyError)."""
     child = node
     while child in parents and child is not loop:
@@ -103,7 +105,7 @@ def _guard(node, key: str, dicts: set[str], parents, loop) -> str:
     return "raise"
 
 
-def _block_holding(parent: ast.AST, child: ast.AST) -> list | None:
+def _block_holding(parent: ast.AST, child: ast.AST) -> list[ast.AST] | None:
     for field in ("body", "orelse", "finalbody"):
         block = getattr(parent, field, None)
         if isinstance(block, list) and child in block:

@@ -26,30 +26,29 @@ its default and location, is drafter_config_reads.config_reads.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, overload
 
-from compat.probes.drafter_code import ModuleCode, is_self_attr, methods, nodes_of
+from compat.probes.drafter_code import Function, ModuleCode, is_self_attr, methods, nodes_of
+
+Value = tuple[Any, ...]  # a value tree: ("const", v), ("cfg", key, where), ("first", (...)), ... (see above)
+Matcher = Callable[[ast.AST], bool]  # which assignment targets are the variable followed
 
 
 TOP = "top-level"
-
-
 CONFIG_NAMES = {"config", "hf_config", "draft_config", "draft_hf_config"}
-
-
-_CFG_OBJ = ("cfgobj",)  # the config object itself (not a value)
-
-
+_CFG_OBJ: Value = ("cfgobj",)  # the config object itself (not a value)
 _MAX_DEPTH = 12
 
 
 # -- the value algebra -------------------------------------------------------------------------
 
-def const(v):
+def const(v: object) -> Value:
     return ("none",) if v is None else ("const", v)
 
 
-def first(*vals):
+def first(*vals: Value | None) -> Value | None:
     out: list = []
     for v in vals:
         if v is None:
@@ -64,7 +63,7 @@ def first(*vals):
     return out[0] if len(out) == 1 else ("first", tuple(out)) if out else None
 
 
-def strip_none(v):
+def strip_none(v: Value | None) -> Value | None:
     """The value with its None/empty fallbacks removed (a guard like `if x is None:` replaces them)."""
     if v is None:
         return None
@@ -76,7 +75,13 @@ def strip_none(v):
     return None if v[0] == "none" else v
 
 
-def normalize(v):
+@overload
+def normalize(v: Value) -> Value: ...
+@overload
+def normalize(v: None) -> None: ...
+@overload
+def normalize(v: Value | None) -> Value | None: ...
+def normalize(v: Value | None) -> Value | None:
     if v is None or v[0] in ("const", "cfg", "none", "unknown", "cfgobj"):
         return v
     if v[0] == "len":
@@ -96,7 +101,7 @@ def normalize(v):
     return v
 
 
-def _factor(items: list):
+def _factor(items: list[Value]) -> Value | None:
     """first[a*c, b*c] -> first[a, b]*c (the `if hasattr(target_hidden_size)` shape)."""
     if len(items) < 2 or not all(x[0] == "mul" and len(x[1]) == 2 for x in items):
         return None
@@ -107,14 +112,14 @@ def _factor(items: list):
     return None
 
 
-def leaves(v) -> list:
+def leaves(v: Value | None) -> list[Value]:
     v = normalize(v)
     if v is None:
         return []
     return list(v[1]) if v[0] == "first" else [v]
 
 
-def source(leaf) -> dict:
+def source(leaf: Value) -> dict[str, Any]:
     kind = leaf[0]
     if kind == "cfg":
         return {"key": leaf[1], "where": leaf[2], "use": "value"}
@@ -127,15 +132,15 @@ def source(leaf) -> dict:
     return {"unknown": leaf[1] if kind == "unknown" else repr(leaf)}
 
 
-def sources(v) -> list[dict]:
+def sources(v: Value | None) -> list[dict[str, Any]]:
     return [source(x) for x in leaves(v)]
 
 
-def config_keys(v) -> list[tuple[str, str]]:
+def config_keys(v: Value | None) -> list[tuple[str, str]]:
     """(key, where) of every config read inside a value."""
     out: list = []
 
-    def visit(x):
+    def visit(x: Value | None) -> None:
         if x is None:
             return
         if x[0] == "cfg":
@@ -158,16 +163,17 @@ class Scope:
     """Where an expression is evaluated: a function of `code`, inside class `cls` (for self.x)."""
 
     code: ModuleCode
-    func: ast.FunctionDef
+    func: Function
     cls: ast.ClassDef | None = None
-    bindings: dict = field(default_factory=dict)  # helper parameters bound at the call site
+    bindings: dict[str, Value | None] = field(default_factory=dict)  # helper parameters bound at the call site
     depth: int = 0
 
-    def child(self, func, cls=None, bindings=None) -> "Scope":
+    def child(self, func: Function, cls: ast.ClassDef | None = None,
+              bindings: dict[str, Value | None] | None = None) -> Scope:
         return Scope(self.code, func, cls, bindings or {}, self.depth + 1)
 
 
-def config_object_names(func: ast.FunctionDef) -> set[str]:
+def config_object_names(func: Function) -> set[str]:
     """Local names that hold the drafter config: `config`, `hf_config`, and what is assigned from one."""
     cached = getattr(func, "_compat_config_names", None)
     if cached is not None:
@@ -176,15 +182,15 @@ def config_object_names(func: ast.FunctionDef) -> set[str]:
     for node in _assigns(func):
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _is_config_expr(node.value, names):
             names.add(node.targets[0].id)
-    func._compat_config_names = names
+    setattr(func, "_compat_config_names", names)
     return names
 
 
-def _assigns(func: ast.FunctionDef) -> list[ast.Assign]:
+def _assigns(func: Function) -> list[ast.Assign]:
     cached = getattr(func, "_compat_assigns", None)
     if cached is None:
         cached = [n for n in nodes_of(func) if isinstance(n, ast.Assign)]
-        func._compat_assigns = cached
+        setattr(func, "_compat_assigns", cached)
     return cached
 
 
@@ -200,11 +206,11 @@ def _is_config_expr(node: ast.AST, names: set[str]) -> bool:
     return False
 
 
-def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None):
+def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None) -> Value | None:
     """The value of `expr`, evaluated just before `line` (default: the expression's own line)."""
     if expr is None:
         return None
-    line = line or getattr(expr, "lineno", 10 ** 9)
+    line = line or int(getattr(expr, "lineno", 10 ** 9))
     if scope.depth > _MAX_DEPTH:
         return ("unknown", ast.unparse(expr))
     if isinstance(expr, ast.Constant):
@@ -246,7 +252,7 @@ def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None):
     return ("unknown", ast.unparse(expr))
 
 
-def _read(holder, key):
+def _read(holder: Value | None, key: Any) -> Value | None:
     """`holder.key` / `holder["key"]` / `holder.get("key")`: a config key, top-level or nested."""
     if holder == _CFG_OBJ:
         return ("cfg", key, TOP)
@@ -256,7 +262,7 @@ def _read(holder, key):
     return None
 
 
-def _call(expr: ast.Call, scope: Scope, line: int):
+def _call(expr: ast.Call, scope: Scope, line: int) -> Value | None:
     func = expr.func
     name = func.id if isinstance(func, ast.Name) else None
     if name == "getattr" and len(expr.args) >= 2 and isinstance(expr.args[1], ast.Constant):
@@ -281,7 +287,7 @@ def _call(expr: ast.Call, scope: Scope, line: int):
     return ("unknown", ast.unparse(expr))
 
 
-def _assigned_in(func: ast.FunctionDef, name: str) -> bool:
+def _assigned_in(func: Function, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for n in _assigns(func) for t in n.targets)
 
 
@@ -290,7 +296,8 @@ def _guarded_name(test: ast.AST) -> tuple[str, str] | None:
     negate = False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negate = test.operand, True
-    target, state = None, None
+    target: ast.AST | None = None
+    state = "present"
     if isinstance(test, (ast.Name, ast.Attribute)):
         target, state = test, "present"
     elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
@@ -303,12 +310,12 @@ def _guarded_name(test: ast.AST) -> tuple[str, str] | None:
     return ast.unparse(target), state
 
 
-def variable(scope: Scope, matches, line: int):
+def variable(scope: Scope, matches: Matcher, line: int) -> Value | None:
     """The value a local (or `self.x`, via `matches`) holds just before `line` in scope.func."""
     return _walk(scope.func.body, scope, matches, line, None)
 
 
-def self_attribute(scope: Scope, attr: str, line: int):
+def self_attribute(scope: Scope, attr: str, line: int) -> Value | None:
     """`self.attr`: assigned in this method before `line`, else in the class's `__init__`."""
     matches = lambda t: is_self_attr(t, attr)  # noqa: E731
     if any(matches(t) for n in _assigns(scope.func) for t in n.targets) or any(
@@ -320,7 +327,7 @@ def self_attribute(scope: Scope, attr: str, line: int):
     return ("unknown", f"self.{attr}")
 
 
-def _assigned_value(stmt: ast.stmt, matches):
+def _assigned_value(stmt: ast.stmt, matches: Matcher) -> ast.expr | None:
     if isinstance(stmt, ast.Assign) and any(matches(t) for t in stmt.targets):
         return stmt.value
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and matches(stmt.target):
@@ -328,7 +335,7 @@ def _assigned_value(stmt: ast.stmt, matches):
     return None
 
 
-def _walk(stmts: list[ast.stmt], scope: Scope, matches, line: int, cur):
+def _walk(stmts: list[ast.stmt], scope: Scope, matches: Matcher, line: int, cur: Value | None) -> Value | None:
     for stmt in stmts:
         if stmt.lineno >= line:
             break
@@ -356,7 +363,7 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return [b for b in out if b]
 
 
-def _branch(stmt: ast.If, scope: Scope, matches, line: int, cur):
+def _branch(stmt: ast.If, scope: Scope, matches: Matcher, line: int, cur: Value | None) -> Value | None:
     guard = _guarded_name(stmt.test)
     target_text = None
     for n in ast.walk(stmt):
@@ -373,7 +380,7 @@ def _branch(stmt: ast.If, scope: Scope, matches, line: int, cur):
     return body if body == orelse else first(body, orelse)
 
 
-def returned(scope: Scope):
+def returned(scope: Scope) -> Value | None:
     """What a helper function returns, as a fallback chain (guarded early returns come last)."""
     pending: list = []
     for stmt in scope.func.body:
