@@ -28,6 +28,7 @@ CONTRACT = Contract("probe", (
     Field("title", str, doc="the section heading in the human report"),
     Field("order", int, default=50, doc="where the fact is shown (lower first, then by key)"),
 ))
+ProbeFunc = Callable[[EngineTree], Any]
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Probe:
     engine: str
     key: str  # the key of this fact in `compat probe --json`
     title: str  # the section heading in the human report
-    func: Callable[[EngineTree], Any]
+    func: ProbeFunc
     order: int
 
     def __call__(self, tree: EngineTree) -> Any:
@@ -45,15 +46,14 @@ class Probe:
 _REGISTRY: dict[tuple[str, str], Probe] = {}
 
 
-def probe(engine: str, key: str, title: str, **optional: int) -> Callable[[Callable[[EngineTree], Any]], Callable[[EngineTree], Any]]:
-    """Register `func` as the probe for fact `key` of `engine`; `optional`: the CONTRACT's other fields (order)."""
+def probe(engine: str, key: str, title: str, order: int = CONTRACT.field("order").default) -> Callable[[ProbeFunc], ProbeFunc]:
+    """Register `func` as the probe for fact `key` of `engine` (the fields of CONTRACT, checked)."""
 
-    def register(func: Callable[[EngineTree], Any]) -> Callable[[EngineTree], Any]:
-        owner = f"{func.__module__}.{func.__qualname__}"
-        fields = CONTRACT.values(owner, {"engine": engine, "key": key, "title": title, **optional})
+    def register(func: ProbeFunc) -> ProbeFunc:
+        CONTRACT.values(f"{func.__module__}.{func.__qualname__}", {"engine": engine, "key": key, "title": title, "order": order})
         if (engine, key) in _REGISTRY:
             raise RuntimeError(f"two probes claim {engine}:{key}: {_REGISTRY[(engine, key)].func} and {func}")
-        _REGISTRY[(engine, key)] = Probe(engine, key, title, func, fields["order"])
+        _REGISTRY[(engine, key)] = Probe(engine, key, title, func, order)
         return func
 
     return register
