@@ -1,6 +1,7 @@
 """Checkpoint layouts: one drafter layout per file, each data about names and config fields.
 
-A layout module (any module here whose name does not start with `_`) defines:
+A layout module (any module here whose name does not start with `_`) defines the fields of `CONTRACT`
+below (checked when it is imported):
 
 - `NAME` (the `--from` / `--to` spelling), `DESCRIPTION`, `PRIORITY` (which wins when several
   detectors match: the more specific layout has the higher number);
@@ -13,8 +14,9 @@ A layout module (any module here whose name does not start with `_`) defines:
   latter parametrised by the engine release where that release matters, with the version gates
   as named constants at the top of the file.
 
-The registry fills itself: `all_layouts()` imports every module of this package, so adding a
-layout is adding a file (the pyupgrade `_plugins/` pattern). This module is the public face of the
+The registry fills itself: `all_layouts()` imports every module of this package (compat/registry.py),
+so adding a layout is adding a file (the pyupgrade `_plugins/` pattern), and its tests in
+tests/checkpoints/ (test_layouts.py holds the registry's and every layout's rules). This module is the public face of the
 package: the shared vocabulary below (canonical tensor names, the canonical config, layer-id
 conventions, the provenance record) is imported from `compat.checkpoints`, never from `_canonical`.
 
@@ -64,9 +66,9 @@ a key that changes meaning bumps the schema:
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from types import ModuleType
+
+from compat.registry import FUNCTION, Contract, Field, Folder
 
 from ._canonical import (  # the shared vocabulary, re-exported: import these from compat.checkpoints
     BASES, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_FLAG, BASIS_LAYOUT, BASIS_UNDECLARED, CAPTURE_BEFORE,
@@ -87,38 +89,33 @@ __all__ = [
     "ConventionNeeded", "ConflictingLayerIds", "CONVENTION_FLAG", "BASIS_FINGERPRINT",
 ]
 
-_REQUIRED = ("NAME", "DESCRIPTION", "PRIORITY", "detect", "trainer", "to_canonical", "from_canonical", "read_config",
-             "write_config")
-_LAYOUTS: dict[str, ModuleType] = {}
+CONTRACT = Contract("checkpoint layout", (
+    Field("NAME", str, doc="the --from / --to spelling"),
+    Field("DESCRIPTION", str, doc="one line"),
+    Field("PRIORITY", int, doc="which wins when several detectors match (the more specific layout: higher)"),
+    Field("detect", FUNCTION, doc="detect(config, tensor_names) -> bool"),
+    Field("trainer", FUNCTION, doc="trainer(config) -> str: an id of TRAINERS"),
+    Field("to_canonical", FUNCTION, doc="to_canonical(name) -> str | None"),
+    Field("from_canonical", FUNCTION, doc="from_canonical(name, drafter, ctx) -> str | None"),
+    Field("read_config", FUNCTION, doc="read_config(config, ctx) -> DrafterConfig"),
+    Field("write_config", FUNCTION, doc="write_config(drafter, ctx) -> dict"),
+), key="NAME")
+FOLDER = Folder(__name__, CONTRACT)
 
 
-def _load() -> None:
-    if _LAYOUTS:
-        return
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        missing = [attr for attr in _REQUIRED if not hasattr(module, attr)]
-        if missing:
-            raise RuntimeError(f"checkpoint layout {module.__name__} lacks {', '.join(missing)}")
-        if module.NAME in _LAYOUTS:
-            raise RuntimeError(f"two checkpoint layouts claim {module.NAME!r}: {_LAYOUTS[module.NAME].__name__} and {module.__name__}")
-        _LAYOUTS[module.NAME] = module
+def _layouts() -> dict[str, ModuleType]:
+    return {rule["NAME"]: rule.module for rule in FOLDER.rules()}
 
 
 def all_layouts() -> dict[str, ModuleType]:
-    _load()
-    return dict(sorted(_LAYOUTS.items()))
+    return dict(sorted(_layouts().items()))
 
 
 def get_layout(name: str) -> ModuleType:
-    _load()
-    return _LAYOUTS[name]
+    return _layouts()[name]
 
 
 def detect_layout(config: dict, tensor_names: set[str]) -> list[ModuleType]:
     """Every layout whose detector accepts the checkpoint, most specific first."""
-    _load()
-    matches = [layout for layout in _LAYOUTS.values() if layout.detect(config, tensor_names)]
+    matches = [layout for layout in _layouts().values() if layout.detect(config, tensor_names)]
     return sorted(matches, key=lambda layout: -layout.PRIORITY)

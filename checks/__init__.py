@@ -27,8 +27,6 @@ shares with them (_context.py, _launch.py: the launch command the launch-command
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
@@ -36,6 +34,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, Options, Result, Verdict,
 )
 from compat.checks._launch import launch_command  # noqa: F401
+from compat.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release")
 
@@ -67,6 +66,16 @@ class Check:
 
 _REGISTRY: dict[str, Check] = {}
 
+# What `@check(...)` takes, checked when a check module is imported (the decorator's arguments are its fields).
+CONTRACT = Contract("check", (
+    Field("id", str, doc="what --json, the fixes and the tests call it"),
+    Field("title", str, doc="the line people read"),
+    Field("order", int, doc="where it is shown (lower first)"),
+    Field("needs", (tuple, dict), default=(), doc="the probe facts it reads (per engine as a dict when they differ)"),
+    Field("fixes", tuple, default=(), doc=f"what may fix it, tried in this order: of {FIX_KINDS}"),
+    Field("blocks", tuple, default=(), doc="fix kinds no other check is offered while this one fails"),
+))
+
 
 def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = (),
           blocks: tuple[str, ...] = ()):
@@ -76,6 +85,8 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
         raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
 
     def register(func: Callable) -> Callable:
+        CONTRACT.values(func.__module__, {"id": id, "title": title, "order": order, "needs": needs, "fixes": fixes,
+                                          "blocks": blocks})
         known = _REGISTRY.get(id)
         if known is not None and known.func.__module__ != func.__module__:
             raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
@@ -85,25 +96,15 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
     return register
 
 
-_LOADED: set[tuple] = set()  # the __path__ already read: doctor asks for checks thousands of times
-
-
-def _load() -> None:
-    loaded = tuple(__path__)
-    if loaded in _LOADED:
-        return
-    for info in pkgutil.iter_modules(__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
-    _LOADED.add(loaded)
+FOLDER = Folder(__name__)  # every module here not starting with `_`: importing one registers its check
 
 
 def all_checks() -> list[Check]:
     """Every check, in the order the doctor shows them."""
-    _load()
+    FOLDER.rules()
     return sorted(_REGISTRY.values(), key=lambda c: (c.order, c.id))
 
 
 def get_check(id: str) -> Check:
-    _load()
+    FOLDER.rules()
     return _REGISTRY[id]

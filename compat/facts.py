@@ -104,13 +104,13 @@ def _imports_of(data: bytes) -> set[str]:
         if line.startswith(b"import "):
             names.update(part.split(b" as ")[0].strip().decode() for part in line[7:].split(b","))
         elif line.startswith(b"from compat") and b" import " in line:
-            module, imported = line[5:].split(b" import ", 1)
+            raw_module, imported = line[5:].split(b" import ", 1)
             if imported.strip().startswith(b"(") and b")" not in imported:  # a list over several lines
                 close = data.find(b")", end)
                 close = len(data) if close == -1 else close
                 imported += b"," + data[end:close]
                 end = close
-            module = module.strip().decode()
+            module = raw_module.strip().decode()
             names.add(module)
             for item in imported.replace(b"(", b",").replace(b")", b",").replace(b"\n", b",").split(b","):
                 word = item.split(b"#", 1)[0].split(b" as ")[0].strip()
@@ -212,8 +212,8 @@ def _scan(base: str) -> tuple[str, int]:
 
 def _in_memory(tree: EngineTree) -> str | None:
     """Digest of the files the tree holds in memory with other bytes than on disk ("" when none; None: unknowable)."""
-    memory = tree._bytes  # noqa: SLF001 - same part (compat/); a public EngineTree.in_memory() would be better
-    if any(relpath not in memory for relpath in tree._ast):  # noqa: SLF001 - a syntax tree without its bytes
+    memory = tree.in_memory()
+    if memory is None:  # a syntax tree without its bytes
         return None
     digest, changed = sha256(), False
     for relpath in sorted(memory):
@@ -231,7 +231,7 @@ def _in_memory(tree: EngineTree) -> str | None:
 
 def pristine(tree: EngineTree) -> bool:
     """True when the tree holds nothing in memory yet: its answers depend on its files alone."""
-    return not tree._bytes and not tree._ast  # noqa: SLF001
+    return tree.pristine()
 
 
 def _facts_home() -> Path | None:
@@ -287,7 +287,7 @@ class Slot:
         return stored
 
     def _still_valid(self) -> bool:
-        if self.tree_state is None:
+        if self.tree_state is None or self.base is None:  # a release: immutable (both are set for other trees)
             return True
         if time.time_ns() - self.newest_ns < RACY_SECONDS * 1e9:
             return False

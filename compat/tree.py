@@ -16,9 +16,11 @@ import ast
 import os
 import re
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 
 ENGINES = ("vllm", "sglang")
 
@@ -128,6 +130,19 @@ class EngineTree:
                 raise UnparseableFile(relpath, err) from None
             self._ast[relpath] = tree
         return tree
+
+    # -- what the tree holds in memory ----------------------------------------------------
+    def in_memory(self) -> Mapping[str, bytes] | None:
+        """relpath -> the bytes this tree answers with for each file it has read, parsed or been given by
+        `overlay` (a read-only view); None when it holds a syntax tree without the bytes it was parsed
+        from, so what its answers rest on cannot be told from bytes."""
+        if any(relpath not in self._bytes for relpath in self._ast):
+            return None
+        return MappingProxyType(self._bytes)
+
+    def pristine(self) -> bool:
+        """Nothing read, parsed or overlaid yet: whatever it answers next comes from its files alone."""
+        return not self._bytes and not self._ast
 
     def loc(self, relpath: str, node: ast.AST | int | None = None) -> str:
         """`file:line` for a fact; every fact in a report carries one."""

@@ -1,14 +1,17 @@
 """Patches: one version-pinned source fix per file, applied by `compat patch`.
 
-A patch is a module under `patches/<engine>/` that defines, in plain sight:
+A patch is a module under `patches/<engine>/` that defines, in plain sight, the fields of `CONTRACT`
+below (checked when it is imported):
 
     ID           "vllm-eagle3-whitelist"  (what --select / --skip and the record use)
     DESCRIPTION  one line
     WHY          links: the upstream issue / PR, the research note
-    ENGINE       "vllm" | "sglang"
+    ENGINE       "vllm" | "sglang" (the folder it sits in)
     VERSIONS     SpecifierSet(">=0.10.1,<=0.17.1"): releases the patch is offered for
-    OPTIONS      {"model_types": (...)}: the option values it uses, with their defaults
-    REQUIRES     ids of patches whose fix this one builds on (optional)
+    OPTIONS      {"model_types": (...)}: the option values it uses, with their defaults (optional; default {})
+    REQUIRES     ids of patches whose fix this one builds on (optional; default ())
+    ORDER        where it applies among its engine's patches (optional; default 50; lower first, after
+                 the patches it REQUIRES)
 
     find_files(tree) -> {role: relpath}          located by content: files move between releases
     has_fix(role, source, options) -> bool       the fix is there (applied by us or upstream)
@@ -34,14 +37,13 @@ Optional hooks, for a patch that takes options (LibCST's `add_args` is the model
         with `compat.patching.option_flags` (e.g. `--model-type glm4_moe`).
 
 The registry fills itself: `all_patches(engine)` imports every module of the engine's folder
-(the pyupgrade `_plugins/` pattern), so adding a patch is adding a file. Modules whose name
-starts with `_` are helpers, not patches.
+(compat/registry.py; the pyupgrade `_plugins/` pattern), so adding a patch is adding a file, and its
+before/after test, tests/patches/test_<engine>_<name>.py. Modules whose name starts with `_` are
+helpers, not patches.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -50,7 +52,25 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from compat.errors import RefusedError
-from compat.tree import EngineTree
+from compat.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
+from compat.tree import ENGINES, EngineTree
+
+CONTRACT = Contract("patch", (
+    Field("ID", str, doc='what --select / --skip and the record use, e.g. "vllm-eagle3-whitelist"'),
+    Field("DESCRIPTION", str, doc="one line"),
+    Field("WHY", (tuple, list), doc="links: the upstream issue / PR, the research note"),
+    Field("ENGINE", str, doc='"vllm" | "sglang": the folder it sits in'),
+    Field("VERSIONS", SpecifierSet, doc="the releases the patch is offered for"),
+    Field("OPTIONS", dict, default={}, doc="the option values it uses, with their defaults"),
+    Field("REQUIRES", (tuple, list), default=(), doc="ids of patches whose fix this one builds on"),
+    Field("ORDER", int, default=50, doc="where it applies among its engine's patches (lower first)"),
+    Field("find_files", FUNCTION, doc="find_files(tree) -> {role: relpath}"),
+    Field("has_fix", FUNCTION, doc="has_fix(role, source, options) -> bool"),
+    Field("transform", FUNCTION, doc="transform(role, source, options) -> str"),
+    Field("add_args", FUNCTION, default=None, doc="add_args(group): its command-line options"),
+    Field("options_for_target", FUNCTION, default=None,
+          doc="options_for_target(model_type, architecture) -> dict: the options a target needs"),
+), key="ID")
 
 
 class FileNotAsExpected(RefusedError):
@@ -76,18 +96,24 @@ class Patch:
     options: dict[str, Any]
     requires: tuple[str, ...]
     module: ModuleType = field(repr=False, compare=False)
+    order: int = 50
 
     @classmethod
     def from_module(cls, module: ModuleType) -> "Patch":
+        return cls.from_rule(Rule(module, CONTRACT.read(module)))
+
+    @classmethod
+    def from_rule(cls, rule: Rule) -> "Patch":
         return cls(
-            id=module.ID,
-            description=module.DESCRIPTION,
-            why=tuple(module.WHY),
-            engine=module.ENGINE,
-            versions=module.VERSIONS,
-            options=dict(getattr(module, "OPTIONS", {})),
-            requires=tuple(getattr(module, "REQUIRES", ())),
-            module=module,
+            id=rule["ID"],
+            description=rule["DESCRIPTION"],
+            why=tuple(rule["WHY"]),
+            engine=rule["ENGINE"],
+            versions=rule["VERSIONS"],
+            options=dict(rule["OPTIONS"]),
+            requires=tuple(rule["REQUIRES"]),
+            module=rule.module,
+            order=rule["ORDER"],
         )
 
     def applies_to(self, version: str | None) -> bool:
@@ -139,41 +165,34 @@ def _jsonable(value):
     return value
 
 
-_REGISTRY: dict[str, Patch] = {}
+def _in_its_engine_folder(rule: Rule) -> None:
+    folder = rule.module.__name__.split(".")[-2]
+    if rule["ENGINE"] != folder:
+        raise ContractError("patch", rule.module.__name__, "ENGINE",
+                            f"is {rule['ENGINE']!r}, but the patch sits under patches/{folder}/")
 
 
-# The folders already read (doctor asks for the patches of every release): an engine's package and its
-# __path__, so a folder added to the path (a test's, a plugin's) is read too.
-_LOADED: set[tuple] = set()
-
-
-def _load(engine: str) -> None:
-    package = importlib.import_module(f"{__name__}.{engine}")
-    loaded = (engine, *package.__path__)
-    if loaded in _LOADED:
-        return
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        patch = Patch.from_module(module)
-        known = _REGISTRY.get(patch.id)
-        if known is not None and known.module is not module:
-            raise RuntimeError(f"two patches claim the id {patch.id}: {known.module.__name__} and {module.__name__}")
-        if patch.engine != engine:
-            raise RuntimeError(f"{module.__name__} sits under patches/{engine}/ but says ENGINE = {patch.engine!r}")
-        _REGISTRY[patch.id] = patch
-    _LOADED.add(loaded)
+_FOLDERS = {engine: Folder(f"{__name__}.{engine}", CONTRACT, check=_in_its_engine_folder) for engine in ENGINES}
+_ORDERED: dict[tuple[Rule, ...], list[Patch]] = {}  # per reading of a folder: doctor asks for every release
 
 
 def all_patches(engine: str) -> list[Patch]:
     """Every patch of `engine`, in the order they apply (a patch after the ones it requires)."""
-    _load(engine)
+    rules = _FOLDERS[engine].rules()
+    ordered = _ORDERED.get(rules)
+    if ordered is None:
+        ordered = _ORDERED[rules] = _in_order([Patch.from_rule(rule) for rule in rules])
+    return list(ordered)
+
+
+def _in_order(patches: list[Patch]) -> list[Patch]:
+    """By ORDER, each after the patches it REQUIRES (an id no patch of the engine has is no constraint)."""
+    known = {p.id for p in patches}
     ordered: list[Patch] = []
-    pending = sorted((p for p in _REGISTRY.values() if p.engine == engine), key=lambda p: getattr(p.module, "ORDER", 50))
+    pending = sorted(patches, key=lambda p: p.order)
     while pending:
         ids = {p.id for p in ordered}
-        ready = [p for p in pending if all(r in ids or r not in _REGISTRY for r in p.requires)]
+        ready = [p for p in pending if all(r in ids or r not in known for r in p.requires)]
         if not ready:
             raise RuntimeError(f"patches with circular REQUIRES: {[p.id for p in pending]}")
         ordered.append(ready[0])

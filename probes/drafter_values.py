@@ -19,28 +19,36 @@ A value is a small tuple tree:
   [{"key": k, "where": w, "use": "value"|"len"}, ..., {"default": 3}]
 (the first entry whose key the drafter config has wins; a trailing default applies otherwise).
 
-Also here: `config_reads`, every config key a module reads, with its default and location.
+The module itself is read through drafter_code.ModuleCode; every config key a module reads, with
+its default and location, is drafter_config_reads.config_reads.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, overload
 
-from compat.tree import EngineTree
+from compat.probes.drafter_code import Function, ModuleCode, is_self_attr, methods, nodes_of
+
+Value = tuple[Any, ...]  # a value tree: ("const", v), ("cfg", key, where), ("first", (...)), ... (see above)
+Matcher = Callable[[ast.AST], bool]  # which assignment targets are the variable followed
+
 
 TOP = "top-level"
 CONFIG_NAMES = {"config", "hf_config", "draft_config", "draft_hf_config"}
-_CFG_OBJ = ("cfgobj",)  # the config object itself (not a value)
+_CFG_OBJ: Value = ("cfgobj",)  # the config object itself (not a value)
 _MAX_DEPTH = 12
 
 
-# -- the value algebra ---------------------------------------------------------------------
-def const(v):
+# -- the value algebra -------------------------------------------------------------------------
+
+def const(v: object) -> Value:
     return ("none",) if v is None else ("const", v)
 
 
-def first(*vals):
+def first(*vals: Value | None) -> Value | None:
     out: list = []
     for v in vals:
         if v is None:
@@ -55,7 +63,7 @@ def first(*vals):
     return out[0] if len(out) == 1 else ("first", tuple(out)) if out else None
 
 
-def strip_none(v):
+def strip_none(v: Value | None) -> Value | None:
     """The value with its None/empty fallbacks removed (a guard like `if x is None:` replaces them)."""
     if v is None:
         return None
@@ -67,7 +75,13 @@ def strip_none(v):
     return None if v[0] == "none" else v
 
 
-def normalize(v):
+@overload
+def normalize(v: Value) -> Value: ...
+@overload
+def normalize(v: None) -> None: ...
+@overload
+def normalize(v: Value | None) -> Value | None: ...
+def normalize(v: Value | None) -> Value | None:
     if v is None or v[0] in ("const", "cfg", "none", "unknown", "cfgobj"):
         return v
     if v[0] == "len":
@@ -87,7 +101,7 @@ def normalize(v):
     return v
 
 
-def _factor(items: list):
+def _factor(items: list[Value]) -> Value | None:
     """first[a*c, b*c] -> first[a, b]*c (the `if hasattr(target_hidden_size)` shape)."""
     if len(items) < 2 or not all(x[0] == "mul" and len(x[1]) == 2 for x in items):
         return None
@@ -98,14 +112,14 @@ def _factor(items: list):
     return None
 
 
-def leaves(v) -> list:
+def leaves(v: Value | None) -> list[Value]:
     v = normalize(v)
     if v is None:
         return []
     return list(v[1]) if v[0] == "first" else [v]
 
 
-def source(leaf) -> dict:
+def source(leaf: Value) -> dict[str, Any]:
     kind = leaf[0]
     if kind == "cfg":
         return {"key": leaf[1], "where": leaf[2], "use": "value"}
@@ -118,15 +132,15 @@ def source(leaf) -> dict:
     return {"unknown": leaf[1] if kind == "unknown" else repr(leaf)}
 
 
-def sources(v) -> list[dict]:
+def sources(v: Value | None) -> list[dict[str, Any]]:
     return [source(x) for x in leaves(v)]
 
 
-def config_keys(v) -> list[tuple[str, str]]:
+def config_keys(v: Value | None) -> list[tuple[str, str]]:
     """(key, where) of every config read inside a value."""
     out: list = []
 
-    def visit(x):
+    def visit(x: Value | None) -> None:
         if x is None:
             return
         if x[0] == "cfg":
@@ -142,90 +156,24 @@ def config_keys(v) -> list[tuple[str, str]]:
     return out
 
 
-# -- the module -----------------------------------------------------------------------------
-class ModuleCode:
-    """One parsed module: its classes, functions and module-level assignments."""
+# -- resolving a value at a place in the code --------------------------------------------------
 
-    def __init__(self, tree: EngineTree, relpath: str):
-        self.tree, self.relpath = tree, relpath
-        self.module = tree.parse(relpath)
-        self.classes: dict[str, ast.ClassDef] = {}
-        self.functions: dict[str, ast.FunctionDef] = {}
-        self.assigns: dict[str, ast.AST] = {}
-        stack = list(self.module.body)
-        for node in stack:
-            if isinstance(node, ast.If):  # `if TYPE_CHECKING: ... else: Base = X`: the runtime branch wins
-                stack.extend(node.orelse + node.body)
-            elif isinstance(node, ast.ClassDef):
-                self.classes.setdefault(node.name, node)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
-            elif isinstance(node, ast.Assign):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        self.assigns.setdefault(t.id, node.value)
-
-    def loc(self, node: ast.AST | int | None) -> str:
-        return self.tree.loc(self.relpath, node)
-
-    def resolve_class_name(self, name: str) -> str:
-        """`Eagle3DeepseekV3ForCausalLM = Eagle3DeepseekV2ForCausalLM`: the class an alias names."""
-        seen = set()
-        while name not in self.classes and isinstance(self.assigns.get(name), ast.Name) and name not in seen:
-            seen.add(name)
-            name = self.assigns[name].id
-        return name
-
-    def imported(self, name: str) -> tuple[str, str] | None:
-        """(dotted module, original name) of `from x import name` at module level."""
-        package = self.relpath.rsplit("/", 1)[0]
-        for node in ast.walk(self.module):
-            if isinstance(node, ast.ImportFrom):
-                for alias in node.names:
-                    if (alias.asname or alias.name) == name:
-                        base = node.module or ""
-                        if node.level:
-                            parts = package.split("/")
-                            parts = parts[: len(parts) - (node.level - 1)]
-                            base = ".".join(parts + ([node.module] if node.module else []))
-                        return base, alias.name
-        return None
-
-
-def methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef]:
-    return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-
-
-def parents_of(node: ast.AST) -> dict[ast.AST, ast.AST]:
-    """child -> parent below `node` (kept on the node: the trees are cached and read many times)."""
-    cached = getattr(node, "_compat_parents", None)
-    if cached is None:
-        cached = {child: parent for parent in nodes_of(node) for child in ast.iter_child_nodes(parent)}
-        node._compat_parents = cached
-    return cached
-
-
-def is_self_attr(node: ast.AST, attr: str | None = None) -> bool:
-    return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-            and (attr is None or node.attr == attr))
-
-
-# -- resolving a value at a place in the code ------------------------------------------------
 @dataclass
 class Scope:
     """Where an expression is evaluated: a function of `code`, inside class `cls` (for self.x)."""
 
     code: ModuleCode
-    func: ast.FunctionDef
+    func: Function
     cls: ast.ClassDef | None = None
-    bindings: dict = field(default_factory=dict)  # helper parameters bound at the call site
+    bindings: dict[str, Value | None] = field(default_factory=dict)  # helper parameters bound at the call site
     depth: int = 0
 
-    def child(self, func, cls=None, bindings=None) -> "Scope":
+    def child(self, func: Function, cls: ast.ClassDef | None = None,
+              bindings: dict[str, Value | None] | None = None) -> Scope:
         return Scope(self.code, func, cls, bindings or {}, self.depth + 1)
 
 
-def config_object_names(func: ast.FunctionDef) -> set[str]:
+def config_object_names(func: Function) -> set[str]:
     """Local names that hold the drafter config: `config`, `hf_config`, and what is assigned from one."""
     cached = getattr(func, "_compat_config_names", None)
     if cached is not None:
@@ -234,24 +182,15 @@ def config_object_names(func: ast.FunctionDef) -> set[str]:
     for node in _assigns(func):
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and _is_config_expr(node.value, names):
             names.add(node.targets[0].id)
-    func._compat_config_names = names
+    setattr(func, "_compat_config_names", names)
     return names
 
 
-def nodes_of(node: ast.AST) -> list[ast.AST]:
-    """Every node below `node`, in ast.walk order (kept on the node, like parents_of)."""
-    cached = getattr(node, "_compat_nodes", None)
-    if cached is None:
-        cached = list(ast.walk(node))
-        node._compat_nodes = cached
-    return cached
-
-
-def _assigns(func: ast.FunctionDef) -> list[ast.Assign]:
+def _assigns(func: Function) -> list[ast.Assign]:
     cached = getattr(func, "_compat_assigns", None)
     if cached is None:
         cached = [n for n in nodes_of(func) if isinstance(n, ast.Assign)]
-        func._compat_assigns = cached
+        setattr(func, "_compat_assigns", cached)
     return cached
 
 
@@ -267,11 +206,11 @@ def _is_config_expr(node: ast.AST, names: set[str]) -> bool:
     return False
 
 
-def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None):
+def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None) -> Value | None:
     """The value of `expr`, evaluated just before `line` (default: the expression's own line)."""
     if expr is None:
         return None
-    line = line or getattr(expr, "lineno", 10 ** 9)
+    line = line or int(getattr(expr, "lineno", 10 ** 9))
     if scope.depth > _MAX_DEPTH:
         return ("unknown", ast.unparse(expr))
     if isinstance(expr, ast.Constant):
@@ -313,7 +252,7 @@ def resolve(expr: ast.AST | None, scope: Scope, line: int | None = None):
     return ("unknown", ast.unparse(expr))
 
 
-def _read(holder, key):
+def _read(holder: Value | None, key: Any) -> Value | None:
     """`holder.key` / `holder["key"]` / `holder.get("key")`: a config key, top-level or nested."""
     if holder == _CFG_OBJ:
         return ("cfg", key, TOP)
@@ -323,7 +262,7 @@ def _read(holder, key):
     return None
 
 
-def _call(expr: ast.Call, scope: Scope, line: int):
+def _call(expr: ast.Call, scope: Scope, line: int) -> Value | None:
     func = expr.func
     name = func.id if isinstance(func, ast.Name) else None
     if name == "getattr" and len(expr.args) >= 2 and isinstance(expr.args[1], ast.Constant):
@@ -348,7 +287,7 @@ def _call(expr: ast.Call, scope: Scope, line: int):
     return ("unknown", ast.unparse(expr))
 
 
-def _assigned_in(func: ast.FunctionDef, name: str) -> bool:
+def _assigned_in(func: Function, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for n in _assigns(func) for t in n.targets)
 
 
@@ -357,7 +296,8 @@ def _guarded_name(test: ast.AST) -> tuple[str, str] | None:
     negate = False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negate = test.operand, True
-    target, state = None, None
+    target: ast.AST | None = None
+    state = "present"
     if isinstance(test, (ast.Name, ast.Attribute)):
         target, state = test, "present"
     elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant)
@@ -370,12 +310,12 @@ def _guarded_name(test: ast.AST) -> tuple[str, str] | None:
     return ast.unparse(target), state
 
 
-def variable(scope: Scope, matches, line: int):
+def variable(scope: Scope, matches: Matcher, line: int) -> Value | None:
     """The value a local (or `self.x`, via `matches`) holds just before `line` in scope.func."""
     return _walk(scope.func.body, scope, matches, line, None)
 
 
-def self_attribute(scope: Scope, attr: str, line: int):
+def self_attribute(scope: Scope, attr: str, line: int) -> Value | None:
     """`self.attr`: assigned in this method before `line`, else in the class's `__init__`."""
     matches = lambda t: is_self_attr(t, attr)  # noqa: E731
     if any(matches(t) for n in _assigns(scope.func) for t in n.targets) or any(
@@ -387,7 +327,7 @@ def self_attribute(scope: Scope, attr: str, line: int):
     return ("unknown", f"self.{attr}")
 
 
-def _assigned_value(stmt: ast.stmt, matches):
+def _assigned_value(stmt: ast.stmt, matches: Matcher) -> ast.expr | None:
     if isinstance(stmt, ast.Assign) and any(matches(t) for t in stmt.targets):
         return stmt.value
     if isinstance(stmt, ast.AnnAssign) and stmt.value is not None and matches(stmt.target):
@@ -395,7 +335,7 @@ def _assigned_value(stmt: ast.stmt, matches):
     return None
 
 
-def _walk(stmts: list[ast.stmt], scope: Scope, matches, line: int, cur):
+def _walk(stmts: list[ast.stmt], scope: Scope, matches: Matcher, line: int, cur: Value | None) -> Value | None:
     for stmt in stmts:
         if stmt.lineno >= line:
             break
@@ -423,7 +363,7 @@ def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return [b for b in out if b]
 
 
-def _branch(stmt: ast.If, scope: Scope, matches, line: int, cur):
+def _branch(stmt: ast.If, scope: Scope, matches: Matcher, line: int, cur: Value | None) -> Value | None:
     guard = _guarded_name(stmt.test)
     target_text = None
     for n in ast.walk(stmt):
@@ -440,7 +380,7 @@ def _branch(stmt: ast.If, scope: Scope, matches, line: int, cur):
     return body if body == orelse else first(body, orelse)
 
 
-def returned(scope: Scope):
+def returned(scope: Scope) -> Value | None:
     """What a helper function returns, as a fallback chain (guarded early returns come last)."""
     pending: list = []
     for stmt in scope.func.body:
@@ -454,90 +394,3 @@ def returned(scope: Scope):
             pending.append((guard is not None and guard[1] == "missing",
                             resolve(stmt.body[-1].value, scope, stmt.body[-1].lineno)))
     return ("unknown", f"{scope.func.name}(...)")
-
-
-# -- every config key a module reads -------------------------------------------------------------
-def config_reads(code: ModuleCode) -> list[dict]:
-    """Each (key, where) the module reads from the drafter config: how, the default, where first."""
-    found: dict[tuple[str, str], dict] = {}
-    top = [n for n in code.module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    top += [m for c in code.classes.values() for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for func in top:  # nested functions are read with the function that holds them
-        for key, where, access, default, node in _reads_in(func):
-            entry = found.setdefault((key, where), {"key": key, "where": where, "access": [], "default": None,
-                                                    "written": False, "location": code.loc(node), "_line": node.lineno})
-            if access == "write":
-                entry["written"] = True
-                continue
-            if access not in entry["access"]:
-                entry["access"].append(access)
-            if default is not None and entry["default"] is None:
-                entry["default"] = default
-            if node.lineno < entry["_line"]:
-                entry["location"], entry["_line"] = code.loc(node), node.lineno
-    out = sorted(found.values(), key=lambda e: (e["where"] != TOP, e["_line"], e["key"]))
-    for entry in out:
-        del entry["_line"]
-        entry["access"].sort()
-    return out
-
-
-def _reads_in(func: ast.FunctionDef):
-    names = config_object_names(func)
-    parents = parents_of(func)
-
-    def is_cfg(node):
-        return (isinstance(node, ast.Name) and node.id in names) or is_self_attr(node, "config")
-
-    containers: dict[str, str] = {}  # local name -> the config key it holds (eagle_config)
-    for node in nodes_of(func):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            for sub in ast.walk(node.value):
-                key = _top_key(sub, is_cfg)
-                if key and node.targets[0].id not in names:
-                    containers[node.targets[0].id] = key
-                    break
-    for node in nodes_of(func):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr") and len(node.args) >= 2:
-            obj, key = node.args[0], node.args[1]
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                continue
-            access = node.func.id
-            default = _literal(node.args[2]) if len(node.args) > 2 else None
-            if is_cfg(obj):
-                yield key.value, TOP, access, default, node
-            elif isinstance(obj, ast.Name) and obj.id in containers:
-                yield key.value, containers[obj.id], access, default, node
-        elif isinstance(node, ast.Attribute) and is_cfg(node.value) and not is_self_attr(node, "config"):
-            parent = parents.get(node)
-            if isinstance(parent, ast.Call) and parent.func is node:
-                continue  # config.to_dict(), config.update(...)
-            yield node.attr, TOP, "write" if isinstance(node.ctx, ast.Store) else "attribute", None, node
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
-            holder = node.func.value
-            if isinstance(holder, ast.Name) and holder.id in containers and node.args and isinstance(node.args[0], ast.Constant):
-                default = _literal(node.args[1]) if len(node.args) > 1 else None
-                yield node.args[0].value, containers[holder.id], "get", default, node
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in containers:
-            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                yield node.slice.value, containers[node.value.id], "item", None, node
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
-            comp = node.comparators[0]
-            if isinstance(comp, ast.Name) and comp.id in containers and isinstance(node.left, ast.Constant):
-                yield node.left.value, containers[comp.id], "in", None, node
-
-
-def _top_key(node: ast.AST, is_cfg) -> str | None:
-    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr" and len(node.args) >= 2:
-        if is_cfg(node.args[0]) and isinstance(node.args[1], ast.Constant):
-            return node.args[1].value
-    if isinstance(node, ast.Attribute) and is_cfg(node.value) and not is_self_attr(node, "config"):
-        return node.attr
-    return None
-
-
-def _literal(node: ast.AST):
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return ast.unparse(node)

@@ -4,8 +4,11 @@
   that closes a loop is still a loop);
 - no module takes a private name (`_x`) or a private module (`pkg._x`) from another part: a
   part is one package folder, and what it offers others is what its non-underscore names are;
-- no file under compat/ is over 500 lines; every doctor check (checks/) is at most 150 lines;
-- no check imports another check, or asks the registry for one; nothing under checks/ imports compat.doctor.
+- no product file is over 500 lines, in any part (compat/, checks/, probes/, patches/, checkpoints/: every
+  folder pyproject.toml maps into the package); every doctor check (checks/) is at most 150 lines;
+- every rule folder is read by the one registry helper (compat/registry.py) and declares its contract;
+- no check imports another check, or asks the registry for one; nothing under checks/ imports compat.doctor;
+- no command imports another command.
 """
 
 from __future__ import annotations
@@ -127,10 +130,33 @@ def test_no_private_name_or_module_from_another_part():
     assert not offences, "\n".join(dict.fromkeys(offences))
 
 
-def test_no_file_under_compat_over_500_lines():
-    big = {str(p.relative_to(ROOT)): n for p in (ROOT / "compat").rglob("*.py")
-           if (n := len(p.read_text().splitlines())) > 500}
+def test_the_500_line_rule_covers_every_product_part():
+    assert {p.relative_to(ROOT).parts[0] for p in MODULES.values()} == {"compat", "checks", "probes", "patches", "checkpoints"}
+
+
+def test_no_product_file_over_500_lines():
+    big = {str(p.relative_to(ROOT)): n for p in MODULES.values() if (n := len(p.read_text().splitlines())) > 500}
     assert not big, big
+
+
+RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints")
+
+
+def test_every_rule_folder_loads_through_the_registry_and_declares_its_contract():
+    """No folder keeps a loader of its own (importlib, pkgutil, a hand-made cache): compat.registry reads them all."""
+    offences = []
+    for package in RULE_FOLDERS:
+        tree = ast.parse(MODULES[package].read_text())
+        imported = {t for t, _, _ in _imports(package)}
+        if "compat.registry" not in imported:
+            offences.append(f"{package} does not use compat.registry")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name in ("importlib", "pkgutil") for a in node.names):
+                offences.append(f"{package}:{node.lineno} imports {', '.join(a.name for a in node.names)} (a loader of its own)")
+        assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        if "CONTRACT" not in assigned:
+            offences.append(f"{package} declares no CONTRACT")
+    assert not offences, "\n".join(offences)
 
 
 def test_every_check_is_small():

@@ -163,6 +163,18 @@ def test_an_in_memory_overlay_gets_its_own_answer(tmp_path, mini):
     assert without_timing(build_report(open_path(mini))) == without_timing(pristine)
 
 
+def test_the_tree_says_what_it_holds_in_memory(mini):
+    """What the key is made of comes from EngineTree's own public view, not from its private dicts."""
+    tree = EngineTree("vllm", mini, "0.11.0", SourceInfo("path", str(mini)))
+    assert tree.pristine() and dict(tree.in_memory()) == {}
+    tree.parse(SPEC)
+    assert not tree.pristine() and dict(tree.in_memory()) == {SPEC: (mini / SPEC).read_bytes()}
+    view = tree.overlay({SPEC: b"x = 1\n"})
+    assert view.in_memory()[SPEC] == b"x = 1\n" and tree.in_memory()[SPEC] != b"x = 1\n"
+    with pytest.raises(TypeError):
+        tree.in_memory()[SPEC] = b""  # a view: what the tree answers with is changed through overlay only
+
+
 def test_the_key_changes_when_a_probe_file_changes(tmp_path, monkeypatch, mini):
     probes = Path(facts.code_files()["compat.probes/./__init__.py"]).parent
     copy = tmp_path / "probes-copy"

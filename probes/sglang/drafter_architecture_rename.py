@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.probes.drafter_values import ModuleCode
+from compat.probes.drafter_code import ModuleCode
 from compat.tree import EngineTree
 
 MODEL_CONFIG_HOME = "sglang/srt/configs/model_config.py"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.drafter_loading import describe
-from compat.probes.drafter_values import ModuleCode
+from compat.probes.drafter_code import ModuleCode
 from compat.probes.sglang.eagle3_drafters import drafter_classes
 from compat.tree import EngineTree
 

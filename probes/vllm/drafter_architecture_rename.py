@@ -35,7 +35,8 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.probes.drafter_loading import name_matches, name_test
+from compat.probes.drafter_replay import name_matches
+from compat.probes.drafter_steps import name_test
 from compat.probes.vllm._common import find_class_def, speculative_config_class
 from compat.tree import EngineTree
 

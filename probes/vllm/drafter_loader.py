@@ -37,7 +37,7 @@ a list of sources is a fallback chain (the first key the drafter config.json has
 its clauses do. A match is {"contains"|"equals"|"startswith"|"endswith"|"regex": s} or
 {"any"|"all": [match]} / {"not": match}. A fate is "load", "skip", "consume", "raise", "warn".
 
-`compat.probes.drafter_loading.land(entry, tensor_name, config, names, target_vocab)` replays an
+`compat.probes.drafter_replay.land(entry, tensor_name, config, names, target_vocab)` replays an
 entry on one tensor name (the `samples` are made with it); `holds(condition, config, ...)` and
 `config_value(sources, config)` evaluate the data above for a drafter config.json.
 """
@@ -48,7 +48,7 @@ import ast
 
 from compat.probes import probe
 from compat.probes.drafter_loading import describe
-from compat.probes.drafter_values import ModuleCode
+from compat.probes.drafter_code import ModuleCode
 from compat.probes.vllm._common import registry_file, registry_module_file
 from compat.probes.vllm.eagle3_drafters import eagle3_entries
 from compat.tree import EngineTree

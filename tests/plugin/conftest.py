@@ -25,11 +25,8 @@ def fake_venv(tmp_path):
 @pytest.fixture
 def test_sglang_patch(monkeypatch):
     """Registers tests/plugin/sglang_patches/*.py as SGLang patches for one test."""
-    import compat.patches
     import compat.patches.sglang as package
 
     monkeypatch.setattr(package, "__path__", [*package.__path__, str(HERE / "sglang_patches")])
-    yield "sglang-test-nextn-alias"
-    compat.patches._REGISTRY.pop("sglang-test-nextn-alias", None)
-    compat.patches._LOADED.clear()  # the next test that adds the folder reads it again
+    yield "sglang-test-nextn-alias"  # the registry reads a folder per package path: once the path is back, so are the patches
     sys.modules.pop("compat.patches.sglang.nextn_alias", None)

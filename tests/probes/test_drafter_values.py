@@ -2,7 +2,9 @@
 
 import ast
 
-from compat.probes.drafter_values import ModuleCode, Scope, config_reads, methods, resolve, self_attribute, sources
+from compat.probes.drafter_code import ModuleCode, methods
+from compat.probes.drafter_config_reads import config_reads
+from compat.probes.drafter_values import Scope, resolve, self_attribute, sources
 from probe_trees import line, write_tree
 
 MODULE = '''
