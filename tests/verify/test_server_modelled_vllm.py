@@ -88,6 +88,15 @@ def test_baseline_speedup_and_greedy_output_equality(reports):
     assert any("greedy outputs differ from the baseline" in f for f in differ["failures"]) and not differ["passed"]
 
 
+def test_a_sampled_run_says_which_engine_path_it_exercises_and_compares_no_outputs(reports):
+    spec = ModelledEngine(reports["0.32.0"], Behaviour())
+    plain = ModelledEngine(reports["0.32.0"], Behaviour(speculating=False, text="Other words entirely. "))
+    with spec.serve() as a, plain.serve() as b:
+        d = verify_server(ServerRun(a.url, builtin().take(3), max_tokens=10, temperature=0.7, seed=1, baseline=b.url))
+    assert d["prompts"]["sampling"] == "sampled (temperature 0.7)" and "rejection sampling" in d["prompts"]["note"]
+    assert d["baseline"]["outputs_equal"] is None and d["baseline"]["compared"] == 0
+
+
 # -- the command line ------------------------------------------------------------------------------
 
 def compat(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
