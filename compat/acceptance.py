@@ -99,6 +99,10 @@ RULE = (
 )
 
 
+RULE_SHORT = (f"position-0 acceptance < {COLLAPSED_BELOW}: collapsed, < {DEGRADED_BELOW} (speculators' lowest floor): "
+              "degraded, else healthy; no counters or no drafts: no-speculation")
+
+
 @dataclass(frozen=True)
 class AcceptanceSample:
     """Speculative-decoding numbers over some traffic; None where the source does not tell."""
@@ -160,7 +164,7 @@ def judge(sample: AcceptanceSample, *, next_step: str | None = None) -> Judgemen
     measured_nothing = sample.drafts == 0 or (sample.drafts is None and sample.mean_accepted_length is None
                                                and not sample.per_position)
     if not sample.speculating or measured_nothing:
-        why = ("the source has no speculative-decoding counters" if not sample.speculating else
+        why = (f"no speculative-decoding counters ({sample.source})" if not sample.speculating else
                "the speculative-decoding counters made no drafts for this traffic")
         return Judgement(NO_SPECULATION, why, Diagnosis("no-drafts", why))
     a0 = sample.per_position[0] if sample.per_position else None

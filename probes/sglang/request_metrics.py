@@ -19,7 +19,7 @@ ROLES = {"generation_tokens": ("generation_tokens", "counter"), "requests_runnin
          "requests_waiting": ("num_queue_reqs", "gauge")}
 
 
-@probe("sglang", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=91)
+@probe("sglang", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=81)
 def request_metrics(tree: EngineTree) -> dict:
     series: dict[str, dict] = {}
     for relpath in tree.grep(b'"sglang:generation_tokens', under="sglang/srt"):

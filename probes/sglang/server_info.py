@@ -27,7 +27,7 @@ UNDER = "sglang/srt"
 ACCEPT = b"accept_length\"]"
 
 
-@probe("sglang", "server_info", "The server-info endpoint (version, settings, average acceptance length)", order=92)
+@probe("sglang", "server_info", "The server-info endpoint (version, settings, average acceptance length)", order=82)
 def server_info(tree: EngineTree) -> dict:
     routes: list[tuple[str, str, ast.AsyncFunctionDef | ast.FunctionDef]] = []
     for relpath in tree.grep(b"server_info\"", under=f"{UNDER}/entrypoints"):

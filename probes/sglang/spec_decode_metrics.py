@@ -23,7 +23,7 @@ ROLES = {"accept_length": ("spec_accept_length", "gauge"), "accept_rate": ("spec
          "verify_calls": ("spec_verify_calls", "counter")}
 
 
-@probe("sglang", "spec_decode_metrics", "Speculative-decoding series on /metrics (what verify --server reads)", order=90)
+@probe("sglang", "spec_decode_metrics", "Speculative-decoding series on /metrics (what verify --server reads)", order=80)
 def spec_decode_metrics(tree: EngineTree) -> dict:
     series: dict[str, dict] = {}
     for relpath in tree.grep(f'"{PREFIX}'.encode(), under="sglang/srt"):

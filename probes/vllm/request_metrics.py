@@ -22,7 +22,7 @@ ROLES = {"generation_tokens": ("generation_tokens", "counter"), "requests_runnin
          "requests_waiting": ("num_requests_waiting", "gauge")}
 
 
-@probe("vllm", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=91)
+@probe("vllm", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=81)
 def request_metrics(tree: EngineTree) -> dict:
     candidates = ([HOME] if tree.exists(HOME) else []) + [f for f in tree.grep(b"vllm:generation_tokens", under="vllm")
                                                           if f != HOME]

@@ -19,7 +19,7 @@ PATH = "/server_info"
 UNDER = "vllm/entrypoints"
 
 
-@probe("vllm", "server_info_endpoint", "The /server_info endpoint (speculative settings of a running server)", order=92)
+@probe("vllm", "server_info_endpoint", "The /server_info endpoint (speculative settings of a running server)", order=82)
 def server_info_endpoint(tree: EngineTree) -> dict:
     for relpath in tree.grep(f'"{PATH}"'.encode(), under=UNDER):
         module = tree.parse(relpath)

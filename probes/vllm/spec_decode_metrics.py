@@ -29,7 +29,7 @@ PREFIX = "vllm:spec_decode"
 ROLES = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")  # fallback only
 
 
-@probe("vllm", "spec_decode_metrics", "Speculative-decoding counters on /metrics (what verify --server reads)", order=90)
+@probe("vllm", "spec_decode_metrics", "Speculative-decoding counters on /metrics (what verify --server reads)", order=80)
 def spec_decode_metrics(tree: EngineTree) -> dict:
     candidates = ([HOME] if tree.exists(HOME) else []) + [f for f in tree.grep(PREFIX.encode(), under="vllm") if f != HOME]
     for relpath in candidates:

@@ -57,14 +57,17 @@ def test_dev_mode_off_names_the_variable_and_where_the_release_reads_it(reports)
     assert d["server"]["method"] is None and d["server"]["num_speculative_tokens"] == 3  # from the per-position series
     note = next(n for n in d["server"]["notes"] if "VLLM_SERVER_DEV_MODE=1" in n)
     assert "vllm/entrypoints/launchers/api_server/routers.py:" in note
-    assert d["verdict"] == "collapsed" and '"model": "<DRAFTER>"' in d["next"]  # the line to fill in
+    assert d["verdict"] == "collapsed" and '\\"model\\":\\"<DRAFTER>\\"' in d["next"]  # the line to fill in
 
 
 def test_wrong_layers_pattern_is_collapsed_and_points_at_doctor(reports):
     d = run(ModelledEngine(reports["0.32.0"], Behaviour(per_position=(0.05, 0.035, 0.025))), n=40)
     assert d["verdict"] == "collapsed" and d["diagnosis"]["pattern"] == "first-position-near-zero"
-    assert d["next"] == ("compat doctor --engine vllm==0.32.0 --launch 'vllm serve org/target-8b --speculative-config "
-                         "'\"'\"'{\"method\": \"eagle3\", \"model\": \"/models/eagle3-drafter\", \"num_speculative_tokens\": 3}'\"'\"''")
+    assert d["next"] == ('compat doctor --engine vllm==0.32.0 --launch "vllm serve org/target-8b --speculative-config '
+                         "'{\\\"method\\\":\\\"eagle3\\\",\\\"model\\\":\\\"/models/eagle3-drafter\\\",\\\"num_speculative_tokens\\\":3}'\"")
+    launch = subprocess.run(["bash", "-c", 'printf %s ' + d["next"].split(" --launch ", 1)[1]], capture_output=True, text=True)
+    assert launch.stdout == ("vllm serve org/target-8b --speculative-config "
+                             "'{\"method\":\"eagle3\",\"model\":\"/models/eagle3-drafter\",\"num_speculative_tokens\":3}'")
 
 
 def test_no_speculation_and_other_traffic(reports):

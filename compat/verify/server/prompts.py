@@ -49,8 +49,15 @@ class PromptSet:
 
 
 def builtin() -> PromptSet:
+    """The built-in set, its categories interleaved (code, math, summary, ...): any first N prompts mix them."""
     text = resources.files("compat.verify.server").joinpath("data", BUILTIN).read_text(encoding="utf-8")
-    return PromptSet("built-in", tuple(_parse(text, f"compat's built-in {BUILTIN}")))
+    prompts = _parse(text, f"compat's built-in {BUILTIN}")
+    by_category: dict[str, list[Prompt]] = {}
+    for p in prompts:
+        by_category.setdefault(p.category, []).append(p)
+    queues = list(by_category.values())
+    mixed = [queue[i] for i in range(max(map(len, queues))) for queue in queues if i < len(queue)]
+    return PromptSet("built-in", tuple(mixed))
 
 
 def from_file(path: str | Path) -> PromptSet:

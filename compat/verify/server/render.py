@@ -62,7 +62,9 @@ def render_server(d: dict, console: Any) -> None:
             console.print(Text.assemble(("FAIL ", "bold red"), failure), soft_wrap=True)
     if d.get("next"):
         console.print(Text.assemble(("next: ", "cyan"), d["next"]), soft_wrap=True)
-    console.print(Text("rule: " + d["rule"].split(". For scale")[0] + " (references in --json)", style="dim"), soft_wrap=True)
+    from compat.acceptance import RULE_SHORT
+
+    console.print(Text(f"rule: {RULE_SHORT} (the whole rule and its references: --json)", style="dim"), soft_wrap=True)
 
 
 def _line(console: Any, label: str, text: str) -> None:

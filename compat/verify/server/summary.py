@@ -164,10 +164,15 @@ def doctor_line(m: Measurement) -> str:
                   f"{s.method or 'EAGLE3'} --speculative-draft-model-path {shlex.quote(draft)} "
                   f"--speculative-num-draft-tokens {k + 1}")
     else:
-        config = json.dumps({"method": s.method or "eagle3", "model": draft, "num_speculative_tokens": k})
+        config = json.dumps({"method": s.method or "eagle3", "model": draft, "num_speculative_tokens": k}, separators=(",", ":"))
         launch = f"vllm serve {shlex.quote(i.model)} --speculative-config {shlex.quote(config)}"
     version = f"=={i.version}" if i.version else ""
-    return f"compat doctor --engine {i.engine}{version} --launch {shlex.quote(launch)}"
+    return f"compat doctor --engine {i.engine}{version} --launch {_double_quoted(launch)}"
+
+
+def _double_quoted(text: str) -> str:
+    """One shell word in double quotes (the launch line holds single-quoted JSON)."""
+    return '"' + "".join("\\" + c if c in '\\"$`' else c for c in text) + '"'
 
 
 def failures(doc: dict) -> list[str]:
