@@ -31,6 +31,7 @@ class Behaviour:
     api_key: str | None = None
     text: str = "The quick brown fox jumps over the lazy dog. "
     draft_model: str = "/models/eagle3-drafter"
+    delay: float = 0.0                                 # seconds between streamed events
 
 
 @dataclass
@@ -84,7 +85,8 @@ class ModelledEngine:
         words = (self.behaviour.text * (tokens // 9 + 1)).split(" ")[:tokens]
         pieces = [w + " " for w in words]
         self._count(tokens)
-        sse(req, chat_events(self.model, pieces, tokens if body.get("stream_options", {}).get("include_usage") else None))
+        sse(req, chat_events(self.model, pieces, tokens if body.get("stream_options", {}).get("include_usage") else None),
+            delay=self.behaviour.delay)
 
     def _count(self, tokens: int) -> None:
         b = self.behaviour

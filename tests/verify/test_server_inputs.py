@@ -86,3 +86,14 @@ def test_prometheus_parse_sums_engines_and_reads_labels():
     assert prometheus.total(samples, "vllm:num_requests_running") is None  # NaN is no value
     assert prometheus.total(samples, "vllm:spec_decode_num_drafts_created") is None  # not asked for
     assert prometheus.names_present(EXPOSITION, "vllm:spec") >= {"vllm:spec_decode_num_drafts_total"}
+
+
+@pytest.mark.parametrize("version, spec, noted", [
+    ("0.32.0", "vllm==0.32.0", False), ("0.32.0+cpu", "vllm==0.32.0", False),
+    ("0.11.1.dev12+gabcdef", "vllm<0.11.1", True), ("0.6.0rc1", "vllm<0.6.0", True), ("main", "vllm==latest", True),
+])
+def test_which_release_names_a_server_version(version, spec, noted):
+    from compat.verify.server.facts import release_spec
+
+    got, note = release_spec("vllm", version)
+    assert got == spec and (note is not None) == noted

@@ -32,8 +32,8 @@ def reports() -> dict[str, dict]:
     return {v: build_report(open_tree(f"vllm=={v}", progress=False)) for v in ("0.32.0", "0.10.0")}
 
 
-def run(engine: ModelledEngine, n: int = 5, **options) -> dict:
-    with engine.serve() as server:
+def run(modelled: ModelledEngine, n: int = 5, **options) -> dict:
+    with modelled.serve() as server:
         return verify_server(ServerRun(server.url, builtin().take(n), max_tokens=30, concurrency=2, **options))
 
 
@@ -44,6 +44,12 @@ def test_per_position_counters_give_the_pattern_of_a_healthy_drafter(reports):
     s = d["server"]
     assert (s["method"], s["draft_model"], s["num_speculative_tokens"]) == ("eagle3", "/models/eagle3-drafter", 3)
     assert s["detected_from"]["method"] == "GET /server_info?config_format=json"
+
+
+def test_engine_with_a_version_names_the_release_whose_names_are_read(reports):
+    d = run(ModelledEngine(reports["0.32.0"], Behaviour()), engine="vllm==0.10.0")
+    assert d["server"]["version"] == "0.32.0" and d["server"]["names_from"]["release"] == "0.10.0"
+    assert d["server"]["detected_from"]["engine"] == "--engine" and d["verdict"] == "healthy"
 
 
 def test_a_release_without_json_server_info_is_read_from_its_text(reports):

@@ -12,8 +12,8 @@ The JSON document is assembled in summary.py; no argparse or printing here.
 from __future__ import annotations
 
 import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -152,30 +152,54 @@ def _speculation(client: Client, identity: Identity, facts: ReleaseFacts, before
 
 
 def send_all(client: Client, model: str, run: ServerRun, progress: Progress, label: str) -> Requests:
-    """Every prompt, `run.concurrency` at a time; completions in prompt order."""
+    """Every prompt, `run.concurrency` at a time, in daemon threads (Ctrl-C ends the run at once instead of
+    waiting for requests in flight); completions in prompt order."""
     prompts = run.prompts.prompts
     progress.start(f"{label} to {client.base_url}", len(prompts))
     results: list[Completion | None] = [None] * len(prompts)
+    pending = list(range(len(prompts)))[::-1]
+    done = threading.Condition()
+    failure: list[BaseException] = []
+
+    def worker() -> None:
+        while True:
+            with done:
+                if not pending or failure:
+                    return
+                index = pending.pop()
+            body = request_body(model, prompts[index].to_request(), max_tokens=run.max_tokens,
+                                temperature=run.temperature, seed=run.seed)
+            try:
+                result = complete(client, index, body, deadline=run.request_timeout)
+            except BaseException as err:  # noqa: BLE001 - handed to the main thread, raised there
+                with done:
+                    failure.append(err)
+                    done.notify()
+                return
+            with done:
+                results[index] = result
+                done.notify()
+
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=run.concurrency, thread_name_prefix="compat-verify") as pool:
-        futures = {pool.submit(complete, client, i, request_body(model, p.to_request(), max_tokens=run.max_tokens,
-                                                                  temperature=run.temperature, seed=run.seed),
-                               deadline=run.request_timeout): i for i, p in enumerate(prompts)}
-        try:
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
+    for _ in range(min(run.concurrency, len(prompts))):
+        threading.Thread(target=worker, name="compat-verify", daemon=True).start()
+    finished = 0
+    with done:
+        while finished < len(prompts) and not failure:
+            done.wait(0.5)
+            now = sum(r is not None for r in results)
+            for _ in range(now - finished):
                 progress.advance()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
+            finished = now
+    if failure:
+        raise failure[0]
     ended = time.monotonic()
-    done = [r for r in results if r is not None]
-    if done and not any(c.ok for c in done):
-        first = next(c for c in done if c.error)
+    completions = [r for r in results if r is not None]
+    if completions and not any(c.ok for c in completions):
+        first = next(c for c in completions if c.error)
         raise RequestsFailed(f"every request to {client.base_url}/v1/chat/completions failed; the first: {first.error}",
                              hint="check --model, --max-tokens (the server's max_model_len) and the prompts")
-    return Requests(done, round(ended - started, 3), started, ended)
+    return Requests(completions, round(ended - started, 3), started, ended)
 
 
 def _baseline(run: ServerRun, model: str, progress: Progress) -> dict:
