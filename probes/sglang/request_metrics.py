@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes._metrics import declarations
+from compat.probes.sglang._metrics_home import collector_files
 from compat.tree import EngineTree
 
 # role -> (the tail of the name that says what it counts, the kind it must be)
@@ -22,7 +23,7 @@ ROLES = {"generation_tokens": ("generation_tokens", "counter"), "requests_runnin
 @probe("sglang", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=81)
 def request_metrics(tree: EngineTree) -> dict:
     series: dict[str, dict] = {}
-    for relpath in tree.grep(b'"sglang:generation_tokens', under="sglang/srt"):
+    for relpath in collector_files(tree, b'"sglang:generation_tokens'):
         for decl in declarations(tree, relpath, "sglang:"):
             for role, (tail, kind) in ROLES.items():
                 if role not in series and decl.kind == kind and decl.name.removesuffix("_total").endswith(tail):

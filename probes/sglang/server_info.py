@@ -76,8 +76,10 @@ def _shape(answer: ast.Dict | None) -> dict:
 def _accept_field(tree: EngineTree) -> dict:
     """`ret["avg_spec_accept_length"] = ...` in the function that builds the scheduler's internal state (its
     name or its file says so): the key and where. A per-request `meta_info[...]` is another figure."""
-    found = []
-    for relpath in tree.grep(ACCEPT, under=f"{UNDER}/managers"):
+    found: list[tuple[bool, str, str]] = []
+    managers = tree.files(f"{UNDER}/managers")
+    likely = [f for f in managers if ("scheduler" in f or "internal_state" in f) and ACCEPT in tree.read_bytes(f)]
+    for relpath in likely or [f for f in managers if ACCEPT in tree.read_bytes(f)]:
         data = tree.read_bytes(relpath)
         for m in re.finditer(rb'\[\s*"(\w*accept_length)"\s*\]\s*=[^=]', data):
             start = enclosing_def_start(data, m.start())

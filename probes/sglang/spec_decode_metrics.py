@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes._metrics import declarations
+from compat.probes.sglang._metrics_home import collector_files
 from compat.tree import EngineTree
 
 PREFIX = "sglang:spec"
@@ -26,7 +27,7 @@ ROLES = {"accept_length": ("spec_accept_length", "gauge"), "accept_rate": ("spec
 @probe("sglang", "spec_decode_metrics", "Speculative-decoding series on /metrics (what verify --server reads)", order=80)
 def spec_decode_metrics(tree: EngineTree) -> dict:
     series: dict[str, dict] = {}
-    for relpath in tree.grep(f'"{PREFIX}'.encode(), under="sglang/srt"):
+    for relpath in collector_files(tree, f'"{PREFIX}'.encode()):
         for decl in declarations(tree, relpath, PREFIX):
             for role, (tail, kind) in ROLES.items():
                 if role not in series and decl.kind == kind and decl.name.removesuffix("_total").endswith(tail):

@@ -22,11 +22,16 @@ ROLES = {"generation_tokens": ("generation_tokens", "counter"), "requests_runnin
          "requests_waiting": ("num_requests_waiting", "gauge")}
 
 
+def _candidates(tree: EngineTree):
+    """The usual home first; the byte grep over the package only when it does not declare them."""
+    if tree.exists(HOME):
+        yield HOME
+    yield from (f for f in tree.grep(b"vllm:generation_tokens", under="vllm") if f != HOME)
+
+
 @probe("vllm", "request_metrics", "Request and token series on /metrics (other-traffic detection)", order=81)
 def request_metrics(tree: EngineTree) -> dict:
-    candidates = ([HOME] if tree.exists(HOME) else []) + [f for f in tree.grep(b"vllm:generation_tokens", under="vllm")
-                                                          if f != HOME]
-    for relpath in candidates:
+    for relpath in _candidates(tree):
         series = {}
         for decl in declarations(tree, relpath, "vllm:"):
             for role, (tail, kind) in ROLES.items():

@@ -31,12 +31,18 @@ ROLES = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_
 
 @probe("vllm", "spec_decode_metrics", "Speculative-decoding counters on /metrics (what verify --server reads)", order=80)
 def spec_decode_metrics(tree: EngineTree) -> dict:
-    candidates = ([HOME] if tree.exists(HOME) else []) + [f for f in tree.grep(PREFIX.encode(), under="vllm") if f != HOME]
-    for relpath in candidates:
-        decls = [d for d in declarations(tree, relpath, PREFIX)]
+    for relpath in _candidates(tree):
+        decls = declarations(tree, relpath, PREFIX)
         if decls:
             return _read(tree, relpath, decls)
     return {"present": False, "reason": f"no metric named {PREFIX}* is declared under vllm/"}
+
+
+def _candidates(tree: EngineTree):
+    """The usual home first; the byte grep over the package only when it does not declare them."""
+    if tree.exists(HOME):
+        yield HOME
+    yield from (f for f in tree.grep(PREFIX.encode(), under="vllm") if f != HOME)
 
 
 def _read(tree: EngineTree, relpath: str, decls: list[MetricDecl]) -> dict:
