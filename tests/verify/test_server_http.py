@@ -148,3 +148,34 @@ def test_normalize_url(given, base):
 def test_normalize_url_refuses_other_schemes():
     with pytest.raises(ValueError):
         normalize_url("ftp://host")
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    """The same routes over https, with a self-signed certificate for 127.0.0.1 made by openssl."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    server = FakeServer(ROUTES)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    with server:
+        yield server.url.replace("http://", "https://"), cert
+
+
+def test_https_verifies_the_certificate_and_takes_the_ca_from_ssl_cert_file(tls_server, monkeypatch):
+    url, cert = tls_server
+    with pytest.raises(Unreachable) as err:
+        Client(url).get_json("/key")
+    assert "TLS certificate not trusted" in err.value.message and "SSL_CERT_FILE" in err.value.message
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert Client(url, api_key="s3cret", key_source="--api-key").get_json("/key") == {"ok": True}
