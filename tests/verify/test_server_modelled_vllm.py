@@ -170,3 +170,16 @@ def test_cli_something_that_is_not_an_openai_server_is_exit_4():
 def test_cli_usage_errors(args, says):
     proc = compat(*args)
     assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_unreachable_baseline_fails_before_anything_is_sent(reports):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    engine = ModelledEngine(reports["0.32.0"], Behaviour())
+    with engine.serve() as server:
+        proc = compat("--server", server.url, "--baseline", f"http://127.0.0.1:{port}", "--num-prompts", "2")
+        posted = [c for c in server.calls if c.startswith("POST")]
+    assert proc.returncode == 3 and f"127.0.0.1:{port}" in proc.stderr and posted == []

@@ -117,6 +117,7 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
     progress.status(f"asking {client.base_url} what it is")
     forced = run.engine.split("=")[0].split("<")[0].split(">")[0].strip() if run.engine else None
     identity = identify(client, engine=forced, model=run.model)
+    baseline_model = _baseline_model(run, identity.model, progress) if run.baseline else None  # fail before the run
     released = run.engine if run.engine and any(c in run.engine for c in "=<>") else None
     facts = read_release_facts(identity.engine, identity.version, source=released, path=run.path,
                                cache_dir=run.cache_dir, offline=run.offline, progress=progress.status)
@@ -129,7 +130,7 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
     t3 = time.monotonic()
     after = snapshot(client, facts, info_path)
     t4 = time.monotonic()
-    baseline = _baseline(run, identity.model, progress) if run.baseline else None
+    baseline = _baseline(run, baseline_model, progress) if baseline_model else None
     overhead = {"identify_s": round(t1 - t0, 3), "snapshot_before_s": round(t2 - t1, 3),
                 "requests_s": round(t3 - t2, 3), "snapshot_after_s": round(t4 - t3, 3)}
     return Measurement(run, identity, facts, speculation, before, after, requests, overhead, baseline)
@@ -202,10 +203,16 @@ def send_all(client: Client, model: str, run: ServerRun, progress: Progress, lab
     return Requests(completions, round(ended - started, 3), started, ended)
 
 
-def _baseline(run: ServerRun, model: str, progress: Progress) -> dict:
+def _baseline_model(run: ServerRun, model: str, progress: Progress) -> str:
+    """The model the baseline serves under the same name (else its first): asked before anything is measured,
+    so an unreachable or wrong baseline fails the run at once."""
     client = run.client(run.baseline or "")
     progress.status(f"asking the baseline {client.base_url} what it serves")
     ids = [c["id"] for c in served_models(client)]
-    model = model if model in ids else ids[0]
-    requests = send_all(run.client(run.baseline or "", stream=True), model, run, progress, "baseline requests")
+    return model if model in ids else ids[0]
+
+
+def _baseline(run: ServerRun, model: str, progress: Progress) -> dict:
+    client = run.client(run.baseline or "", stream=True)
+    requests = send_all(client, model, run, progress, "baseline requests")
     return {"url": client.base_url, "model": model, "requests": requests}
