@@ -94,7 +94,8 @@ def test_baseline_speedup_and_greedy_output_equality(reports):
     assert equal["baseline"]["speedup"] > 0 and equal["passed"]
     assert differ["baseline"]["outputs_equal"] is False and differ["baseline"]["mismatched"] == 4
     assert differ["baseline"]["mismatches"][0]["first_difference_at"] == 0
-    assert any("greedy outputs differ from the baseline" in f for f in differ["failures"]) and not differ["passed"]
+    assert [f["check"] for f in differ["failures"]] == ["baseline"] and not differ["passed"]
+    assert "greedy outputs differ from the baseline on 4 of 4 prompts" in differ["failures"][0]["message"]
 
 
 def test_a_sampled_run_says_which_engine_path_it_exercises_and_compares_no_outputs(reports):

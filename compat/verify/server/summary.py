@@ -175,17 +175,21 @@ def _double_quoted(text: str) -> str:
     return '"' + "".join("\\" + c if c in '\\"$`' else c for c in text) + '"'
 
 
-def failures(doc: dict) -> list[str]:
+def failures(doc: dict) -> list[dict]:
+    """What fails the run (exit 1), each with the check it comes from: verdict, min_acceptance, requests, baseline."""
     out = []
     if doc["verdict"] != HEALTHY:
-        out.append(f"verdict {doc['verdict']}: {doc['why']}")
+        out.append({"check": "verdict", "message": f"verdict {doc['verdict']}: {doc['why']}"})
     rate = doc["acceptance"]["rate"]
     floor = doc["min_acceptance"]
     if floor is not None and (rate is None or rate < floor):
-        out.append(f"acceptance {'unmeasured' if rate is None else f'{rate:.3f}'} is below --min-acceptance {floor}")
-    if doc["requests"]["failed"]:
-        out.append(f"{doc['requests']['failed']} of {doc['requests']['sent']} requests failed: {doc['requests']['errors'][0]}")
+        shown = "unmeasured" if rate is None else f"{rate:.3f}"
+        out.append({"check": "min_acceptance", "message": f"acceptance {shown} is below --min-acceptance {floor}"})
+    reqs = doc["requests"]
+    if reqs["failed"]:
+        out.append({"check": "requests", "message": f"{reqs['failed']} of {reqs['sent']} requests failed: {reqs['errors'][0]}"})
     base = doc["baseline"]
     if base and base.get("outputs_equal") is False:
-        out.append(f"greedy outputs differ from the baseline on {base['mismatched']} of {base['compared']} prompts")
+        out.append({"check": "baseline", "message": f"greedy outputs differ from the baseline on {base['mismatched']} of "
+                                                    f"{base['compared']} prompts"})
     return out
