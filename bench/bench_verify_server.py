@@ -42,9 +42,11 @@ def default_engine_python() -> Path:
 
 
 def bare_requests(url: str, model: str, n: int, max_tokens: int, concurrency: int) -> float:
-    """Stream the first n built-in prompts through /v1/chat/completions, `concurrency` at a time: wall seconds."""
-    lines = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
-    conversations = [lines[i % len(lines)]["messages"] for i in range(n)]
+    """Stream the first n built-in prompts (in the order verify sends them: categories interleaved) through
+    /v1/chat/completions, `concurrency` at a time: wall seconds. Only the prompts come from compat."""
+    from compat.verify.server.prompts import builtin
+
+    conversations = [p.to_request() for p in builtin().take(n).prompts]
 
     def one(messages: list[dict]) -> None:
         body = json.dumps({"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0,
@@ -134,13 +136,15 @@ def main() -> int:
         model = json.loads(urllib.request.urlopen(url + "/v1/models", timeout=30).read())["data"][0]["id"]
         load_before = os.getloadavg()
         cold_wall, _ = run_verify(url, 2, 4, 1)  # fills the facts cache of the server's release, if needed
-        rows: dict[str, list[float]] = {"verify": [], "requests": [], "python": [], "identify": [], "snapshots": []}
+        rows: dict[str, list[float]] = {"verify": [], "requests": [], "python": [], "identify": [], "snapshots": [],
+                                        "verify_requests": []}
         for _ in range(args.repeat):
             wall, doc = run_verify(url, args.num_prompts, args.max_tokens, args.concurrency)
             rows["verify"].append(wall)
             s = doc["seconds"]
             rows["identify"].append(s["identify_s"])
             rows["snapshots"].append(s["snapshot_before_s"] + s["snapshot_after_s"])
+            rows["verify_requests"].append(s["requests_s"])
             rows["requests"].append(bare_requests(url, model, args.num_prompts, args.max_tokens, args.concurrency))
             rows["python"].append(python_start())
         load_after = os.getloadavg()
@@ -148,7 +152,8 @@ def main() -> int:
     print(f"server: {kind} at {url}; {args.num_prompts} prompts x {args.max_tokens} tokens, concurrency "
           f"{args.concurrency}, {args.repeat} interleaved runs; load {load_before[0]:.1f} -> {load_after[0]:.1f}")
     print(f"first verify (reads the release's names if not cached): {cold_wall:.2f} s")
-    for name, label in (("verify", "compat verify --server (process wall)"), ("requests", "the same requests, bare client"),
+    for name, label in (("verify", "compat verify --server (process wall)"),
+                        ("verify_requests", "  of which its requests"), ("requests", "the same requests, bare client"),
                         ("python", "python -c pass")):
         print(f"  {label:<40} median {med[name]:7.3f} s   min {min(rows[name]):7.3f} s")
     added = med["verify"] - med["requests"]
