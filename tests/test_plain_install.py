@@ -7,6 +7,7 @@ as a traceback here.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -63,3 +64,22 @@ def test_every_main_job_runs_without_the_extras(plain, inputs, tmp_path, argv, c
     assert proc.returncode in codes, (proc.returncode, proc.stderr[-2000:])
     if "--dtype" in argv:
         assert "compat[dtype]" in proc.stderr
+
+
+def test_verify_server_runs_without_the_extras_and_ships_its_prompts(plain):
+    """`compat verify --server` from the plain install: its built-in prompts come from the installed package data,
+    against a modelled vLLM 0.16.0 server (tests/verify/modelled_engine.py: the names its probes read from that
+    release's source, the behaviour modelled)."""
+    sys.path.insert(0, str(ROOT / "tests" / "verify"))
+    from modelled_engine import Behaviour, ModelledEngine
+
+    from compat.report import build_report
+    from compat.sources import open_tree
+
+    report = build_report(open_tree("vllm==0.16.0", progress=False))
+    with ModelledEngine(report, Behaviour()).serve() as server:
+        proc = run(plain, "verify", "--server", server.url, "--num-prompts", "3", "--max-tokens", "8", "--json")
+    assert "Traceback" not in proc.stderr and proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["prompts"]["source"] == "built-in" and doc["prompts"]["count"] == 3
+    assert doc["server"]["version"] == "0.16.0" and doc["verdict"] == "healthy"

