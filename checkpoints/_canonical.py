@@ -215,6 +215,10 @@ class DrafterConfig:
     verifier: dict | None = None  # {name_or_path, architectures} (speculators)
     target_family: str | None = None  # known from the record or the verifier
     model_type: str | None = None  # the source's, kept for MLA drafters (kimi_k2, deepseek_v3)
+    # Per layout NAME, the fields of that layout's config that no canonical field holds (speculators'
+    # proposal settings, auto_map, transformers_version, ...): kept in the record so that converting
+    # back to that layout restores them (a round trip keeps every field either side reads).
+    carried: dict[str, dict] = field(default_factory=dict)
 
     @property
     def aux_count(self) -> int:
@@ -273,7 +277,36 @@ def optional_int(config: dict, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset()) -> DrafterConfig:
+# Keys an HF-style layout consumes without giving them a canonical meaning: carried per layout.
+HF_CARRIED = ("transformers_version", "_name_or_path", "auto_map", "dtype", "torch_dtype")
+
+
+def carried_from_record(config: dict) -> dict[str, dict]:
+    """The fields earlier layouts carried (the record of the conversion that wrote this drafter)."""
+    carried = (record(config) or {}).get("carried")
+    return {k: dict(v) for k, v in carried.items() if isinstance(v, dict)} if isinstance(carried, dict) else {}
+
+
+def carry(drafter: DrafterConfig, layout: str, fields: dict) -> DrafterConfig:
+    """Keep `fields` of the source's `layout` config (what this read consumed but holds nowhere)."""
+    drafter.carried[layout] = {k: v for k, v in fields.items()}
+    return drafter
+
+
+def restore(config: dict, drafter: DrafterConfig, layout: str) -> dict:
+    """`config` plus the fields `layout`'s own config had when it was read (never over a key written now).
+    The dtype keeps the value written now, in the spelling the source used (`dtype` in transformers 5)."""
+    kept = drafter.carried.get(layout) or {}
+    for key, value in kept.items():
+        if key not in config and key not in ("dtype", "torch_dtype"):
+            config[key] = value
+    if "dtype" in kept and "torch_dtype" not in kept and "torch_dtype" in config and "dtype" not in config:
+        config["dtype"] = config.pop("torch_dtype")
+    return config
+
+
+def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset(),
+                layout: str | None = None) -> DrafterConfig:
     """The fields every non-speculators layout spells the same way (a HF-style flat config)."""
     eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     flags = {k: config[k] for k in FLAG_KEYS if k in config}
@@ -295,6 +328,8 @@ def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consume
                             if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc")},
         target_family=rec.get("target_family"),
         model_type=config.get("model_type"),
+        carried={**carried_from_record(config),
+                 **({layout: {k: config[k] for k in HF_CARRIED if k in config}} if layout else {})},
     )
 
 
