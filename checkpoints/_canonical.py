@@ -45,6 +45,7 @@ TRAINERS = {
     "modelopt": "NVIDIA ModelOpt HF export (ids output-of with HF forward hooks, capture-before from a vLLM dump)",
     "modelopt-torchspec-mla": "ModelOpt >= 0.43 or TorchSpec MLA export (Eagle3DeepseekV2ForCausalLM)",
     "speculators": "vllm-project/speculators (capture-before ids)",
+    "nemo-automodel": "NVIDIA NeMo-Automodel (recipe aux_layer_ids output-of, not in config.json)",
     "unknown": "not told by the layout (a vLLM- or SGLang-native checkpoint: an export or an earlier conversion)",
 }
 

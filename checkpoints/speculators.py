@@ -139,8 +139,8 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
     kept = drafter.carried.get(NAME) or {}
     layer = {
         "architectures": ["LlamaForCausalLM"],
-        # vLLM >= 0.24 picks the drafter class by this (llama or qwen3); a speculators source keeps its own
-        "model_type": drafter.model_type if drafter.model_type in ("llama", "qwen3") else "llama",
+        # vLLM >= 0.24 picks the drafter class by this (llama or qwen3): llama, unless a speculators source said qwen3
+        "model_type": "llama",
         **(drafter.carried.get(NAME + ".layer") or {}),
         **drafter.fields,
         "hidden_size": drafter.hidden_size,
