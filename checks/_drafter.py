@@ -12,11 +12,28 @@ import operator
 from compat.probes.drafter_replay import config_value
 
 
+def speculators_reading(ctx):
+    """The release's own reading of a speculators-format drafter (probe speculators_format), or None for
+    any other drafter: vLLM >= 0.10.1 builds its drafter from that reading; SGLang has none."""
+    from compat.probes.vllm.speculators_format import translate
+
+    return translate(ctx.fact("speculators_format"), ctx.drafter.config)
+
+
+def loaded_config(ctx) -> dict:
+    """The config the release builds the drafter class from: the drafter's config.json, or for a
+    speculators checkpoint the HF config the release's SpeculatorsConfig makes of it."""
+    reading = speculators_reading(ctx)
+    return reading.config if reading is not None and reading.config is not None else ctx.drafter.config
+
+
 def resolved_architecture(ctx) -> str | None:
-    """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3)."""
+    """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3; a
+    speculators config names the class its translation picks)."""
     from compat.probes.vllm.drafter_architecture_rename import eagle_architecture
 
-    arch = ctx.drafter.architecture
+    archs = loaded_config(ctx).get("architectures") or []
+    arch = archs[0] if archs else None
     if ctx.engine != "vllm" or not arch:
         return arch
     return eagle_architecture(ctx.fact("drafter_architecture_rename"), "eagle3", arch) or arch
@@ -33,7 +50,7 @@ def loader_entry(ctx) -> tuple[str | None, dict | None]:
 
 
 def target_vocab(ctx) -> int | None:
-    return ctx.target.vocab_size or _int(ctx.drafter.config.get("vocab_size"))
+    return ctx.target.vocab_size or _int(loaded_config(ctx).get("vocab_size"))
 
 
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,

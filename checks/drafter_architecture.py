@@ -9,7 +9,7 @@ the drafter_architecture_rename probe's, replayed on this drafter.
 from __future__ import annotations
 
 from compat.checks import check
-from compat.checks._drafter import resolved_architecture
+from compat.checks._drafter import resolved_architecture, speculators_reading
 from compat.doctor.context import FAIL, PASS, WARN, result
 
 
@@ -21,12 +21,18 @@ def drafter_architecture(ctx) -> dict:
     where = ctx.drafter_location(arch) or ctx.first_location("eagle3_drafter_classes")
     if not arch:
         return result(FAIL, "the drafter config.json has no architectures", where)
+    reading = speculators_reading(ctx)
+    if reading is not None and reading.config is None:  # a speculators config this release does not read
+        loader = (ctx.fact("speculators_format").get("loader") or {}).get("location")
+        return result(FAIL, f"speculators-format drafter ({arch}): {reading.error}", reading.location or loader or where)
     rewritten = _rewritten(ctx, arch)
     if rewritten is not None:
         return rewritten
     resolved = resolved_architecture(ctx)
     if resolved in registered:
         how = "" if resolved == arch else f" (vLLM's EAGLEConfig renames {arch} to {resolved})"
+        if reading is not None:
+            how = f" (the release reads the speculators config {arch} itself, as {resolved}, at {reading.location})"
         return result(PASS, f"{resolved} is registered{how}", ctx.drafter_location(resolved) or where)
     renamed = f"{arch} resolves to {resolved}, which" if resolved != arch else f"{arch} is not a registered EAGLE-3 drafter:"
     return result(FAIL, f"{renamed} this release does not register (registered: {', '.join(registered) or 'none'})", where)

@@ -10,7 +10,7 @@ the release reads are the drafter_loader probe's `config_reads` of the class tha
 from __future__ import annotations
 
 from compat.checks import check
-from compat.checks._drafter import loader_entry
+from compat.checks._drafter import loaded_config, loader_entry
 from compat.doctor.context import FAIL, PASS, WARN, result
 
 # The fields that change what the drafter computes (the vocabulary of trainers' configs, not engine facts).
@@ -27,7 +27,7 @@ def drafter_config(ctx) -> dict:
     if entry is None:
         return result(WARN, "cannot tell: no drafter class of this release takes this drafter (see drafter-architecture)", None)
     reads = {(r["key"], r["where"]): r for r in entry.get("config_reads") or []}
-    config = ctx.drafter.config
+    config = loaded_config(ctx)
     ignored = [f"{where_name(where, key)} = {value!r}" for key, where, value in set_flags(config)
                if (key, where) not in reads and not (key == "target_hidden_size" and value == config.get("hidden_size"))]
     missing = [f"{key} ({reads[(key, 'top-level')]['location']})" for key in REQUIRED_KEYS

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compat import aux_layers
 from compat.checks import check
+from compat.checks._drafter import loaded_config
 from compat.doctor.context import FAIL, PASS, WARN, result
 
 
@@ -20,7 +21,7 @@ def layer_ids(ctx) -> dict:
     if not n:
         return result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
     default = aux_layers.default_ids(ctx.report, n)
-    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, n, ctx.target.architecture)
+    feeds = aux_layers.fed_layers(ctx.report, loaded_config(ctx), n, ctx.target.architecture)
     fed = [f.to_json() for f in feeds]
     trained = ctx.drafter.trained_ids
     reads = key_locations(ctx, aux)

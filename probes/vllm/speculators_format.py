@@ -249,7 +249,7 @@ def translate(fact: dict, config: dict) -> Translation | None:
     if "speculators_model_type" not in config and ROUTE_KEY not in config:
         return None
     if not fact.get("present"):
-        return Translation(None, fact.get("reason") or "this release has no speculators-format reader",
+        return Translation(None, fact.get("reason") or fact.get("error") or "this release has no speculators-format reader",
                            (fact.get("config_class") or {}).get("location"))
     routing = fact.get("routing") or {}
     if ROUTE_KEY not in config:
