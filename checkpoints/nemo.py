@@ -74,6 +74,8 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     drafter.carried[NAME] = {**drafter.carried.get(NAME, {}), "num_hidden_layers": target_layers,
                              **{k: config[k] for k in ("model_type",) if k in config}}
     drafter.fields = {k: v for k, v in drafter.fields.items() if k not in ("parallel_drafting",)}
+    if drafter.target_hidden_size == drafter.hidden_size:
+        drafter.target_hidden_size = None  # the recipe always writes it; equal to hidden_size it says nothing
     if parallel:
         drafter.carried[NAME]["parallel_drafting"] = True
     return drafter

@@ -137,8 +137,7 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         raise RefusedError("the speculators format has no MLA drafter (vLLM maps it to Eagle3LlamaForCausalLM or the Qwen3 drafter)",
                            hint="use --to vllm or --to mla")
     kept = drafter.carried.get(NAME) or {}
-    layer = {
-        "architectures": ["LlamaForCausalLM"],
+    layer = {  # no architectures: speculators' converter writes none, and vLLM's reader sets its own class
         # vLLM >= 0.24 picks the drafter class by this (llama or qwen3): llama, unless a speculators source said qwen3
         "model_type": "llama",
         **(drafter.carried.get(NAME + ".layer") or {}),
@@ -148,10 +147,8 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         "vocab_size": drafter.vocab_size,
         "tie_word_embeddings": False,
     }
-    if NAME + ".layer" in drafter.carried and "architectures" not in drafter.carried[NAME + ".layer"]:
-        del layer["architectures"]  # speculators' own converter writes none there
-    if drafter.torch_dtype:
-        layer["dtype" if "dtype" in layer and "torch_dtype" not in layer else "torch_dtype"] = drafter.torch_dtype
+    if drafter.torch_dtype:  # spelled as the source did, else as speculators 0.9 (transformers 5) does: dtype
+        layer["torch_dtype" if "torch_dtype" in layer and "dtype" not in layer else "dtype"] = drafter.torch_dtype
     spec = dict(kept.get("speculators_config") or {})
     verifier = dict(drafter.verifier or spec.get("verifier") or {})
     if ctx.target is not None:  # a target from the Hugging Face cache is recorded by its hub id, as vLLM takes it
@@ -177,8 +174,9 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         **drafter.flags,
         "speculators_config": spec,
     }
+    config.setdefault("tie_word_embeddings", False)  # as speculators' PretrainedConfig writes it
     if drafter.torch_dtype:
-        config["dtype" if "dtype" in kept and "torch_dtype" not in kept else "torch_dtype"] = drafter.torch_dtype
+        config["torch_dtype" if "torch_dtype" in kept and "dtype" not in kept else "dtype"] = drafter.torch_dtype
     ids = drafter.layer_ids.capture_before
     if ids is not None:
         config[TOP_IDS] = ids
