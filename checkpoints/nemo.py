@@ -74,6 +74,9 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     drafter.carried[NAME] = {**drafter.carried.get(NAME, {}), "num_hidden_layers": target_layers,
                              **{k: config[k] for k in ("model_type",) if k in config}}
     drafter.fields = {k: v for k, v in drafter.fields.items() if k not in ("parallel_drafting",)}
+    for flag in ("fc_norm", "norm_output"):  # the recipe writes both always; false says nothing to another layout
+        if drafter.flags.get(flag) is False:
+            drafter.carried[NAME][flag] = drafter.flags.pop(flag)
     if drafter.target_hidden_size == drafter.hidden_size:
         drafter.target_hidden_size = None  # the recipe always writes it; equal to hidden_size it says nothing
     if parallel:
