@@ -175,6 +175,8 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         "speculators_config": spec,
     }
     config.setdefault("tie_word_embeddings", False)  # as speculators' PretrainedConfig writes it
+    for flag in ("norm_before_fc", "fc_norm", "norm_output", "embed_requires_grad"):
+        config.setdefault(flag, False)  # Eagle3SpeculatorConfig's defaults, which speculators 0.9 always writes
     if drafter.torch_dtype:
         config["torch_dtype" if "torch_dtype" in kept and "dtype" not in kept else "dtype"] = drafter.torch_dtype
     ids = drafter.layer_ids.capture_before

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from ckpt_builders import write_drafter
-from conftest import compat, run_in_peers
+from peer_venv import compat, run_in_peers
 from peer_files import config, digests, write_verifier
 
 pytestmark = [pytest.mark.peers]

@@ -19,7 +19,7 @@ import os
 import pytest
 
 from ckpt_builders import TRAINED_ON, write_drafter
-from conftest import compat, peers_venv, run_in_peers
+from peer_venv import compat, peers_venv, run_in_peers
 from peer_files import config, digests, write_verifier
 
 pytestmark = [pytest.mark.peers]
