@@ -145,8 +145,9 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         "hidden_size": drafter.hidden_size,
         "num_hidden_layers": drafter.num_hidden_layers,
         "vocab_size": drafter.vocab_size,
-        "tie_word_embeddings": False,
     }
+    if NAME + ".layer" not in drafter.carried:
+        layer["tie_word_embeddings"] = False  # a reduced draft vocabulary is never tied to the embedding
     if drafter.torch_dtype:  # spelled as the source did, else as speculators 0.9 (transformers 5) does: dtype
         layer["torch_dtype" if "torch_dtype" in layer and "dtype" not in layer else "dtype"] = drafter.torch_dtype
     spec = dict(kept.get("speculators_config") or {})
@@ -174,10 +175,12 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         **drafter.flags,
         "speculators_config": spec,
     }
-    config.setdefault("tie_word_embeddings", False)  # as speculators' PretrainedConfig writes it
-    for flag in ("norm_before_fc", "fc_norm", "norm_output", "embed_requires_grad"):
-        config.setdefault(flag, False)  # Eagle3SpeculatorConfig's defaults, which speculators 0.9 always writes
-    if drafter.torch_dtype:
+    from_speculators = NAME in drafter.carried  # then its own fields, as it wrote them; else as speculators 0.9 writes
+    if not from_speculators:
+        config["tie_word_embeddings"] = False  # PretrainedConfig's field, always written by speculators 0.9
+        for flag in ("norm_before_fc", "fc_norm", "norm_output", "embed_requires_grad"):
+            config.setdefault(flag, False)  # Eagle3SpeculatorConfig's defaults, which speculators 0.9 always writes
+    if drafter.torch_dtype and (not from_speculators or "dtype" in kept or "torch_dtype" in kept):
         config["torch_dtype" if "torch_dtype" in kept and "dtype" not in kept else "dtype"] = drafter.torch_dtype
     ids = drafter.layer_ids.capture_before
     if ids is not None:
