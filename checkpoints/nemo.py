@@ -101,7 +101,9 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         config.setdefault(key, bool(kept.get(key, False)))
     config.setdefault("target_hidden_size", drafter.target_hidden_size or drafter.hidden_size)
     ids = drafter.layer_ids.capture_before
-    if ids is not None:
+    if ids is not None and n and ids == [2, n // 2, n - 3]:
+        ctx.note(f"layer ids: {ids} is NeMo-Automodel's own default for {n} target layers (written nowhere, as it does)")
+    elif ids is not None:
         config[TOP_IDS] = ids
         config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": to_output_of(ids, f"--to {NAME} ({NESTED_IDS})"),
                                   "use_aux_hidden_state": True}

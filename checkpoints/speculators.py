@@ -111,7 +111,9 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     spec = config.get("speculators_config") if isinstance(config.get("speculators_config"), dict) else {}
     verifier = spec.get("verifier") or None
     carried = carried_from_record(config)
-    carried[NAME] = {k: v for k, v in config.items() if k not in CANONICAL_TOP and k in KNOWN_FIELDS}
+    # a flag at false says nothing another layout needs (it is the default everywhere): carried, not canonical
+    carried[NAME] = {k: v for k, v in config.items()
+                     if k in KNOWN_FIELDS and (k not in CANONICAL_TOP or k in FLAG_KEYS and v is False)}
     carried[NAME + ".layer"] = {k: v for k, v in layer.items() if k in CONSUMED_KEYS and k not in LAYER_CONSUMED}
     return DrafterConfig(
         family="llama",
@@ -123,7 +125,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         layer_ids=layer_ids,
         torch_dtype=layer.get("torch_dtype") or layer.get("dtype") or config.get("torch_dtype") or config.get("dtype"),
         norm_before_residual=config.get("norm_before_residual", True),  # vLLM's parser default (speculators' own is False)
-        flags={k: config[k] for k in FLAG_KEYS if k in config},
+        flags={k: config[k] for k in FLAG_KEYS if k in config and config[k] is not False},
         fields={k: v for k, v in layer.items() if k not in CONSUMED_KEYS},
         verifier=verifier,
         target_family=target_family(None, verifier.get("architectures")) if verifier and verifier.get("architectures") else None,
