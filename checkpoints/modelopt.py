@@ -59,7 +59,8 @@ def from_canonical(name: str, drafter: DrafterConfig, ctx: WriteContext) -> str 
 
 
 def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
-    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    nested = config.get("eagle_config")
+    eagle_config: dict = nested if isinstance(nested, dict) else {}
     unknown = sorted(k for k in eagle_config if k not in EAGLE_CONFIG_KEYS and k != "norm_before_fc")
     if unknown:
         raise RefusedError(f"config.json: eagle_config field {unknown[0]!r} is not one ModelOpt writes ({KNOWN_VERSIONS}: "

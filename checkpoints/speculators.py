@@ -108,7 +108,8 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         layer_ids = ids_from_declared(ids, ctx.convention or CAPTURE_BEFORE, TOP_IDS,
                                       "--layer-ids-convention" if ctx.convention else "speculators uses vLLM's capture-before ids",
                                       BASIS_FLAG if ctx.convention else BASIS_LAYOUT)
-    spec = config.get("speculators_config") if isinstance(config.get("speculators_config"), dict) else {}
+    given = config.get("speculators_config")
+    spec: dict = given if isinstance(given, dict) else {}
     verifier = spec.get("verifier") or None
     carried = carried_from_record(config)
     # a flag at false says nothing another layout needs (it is the default everywhere): carried, not canonical

@@ -64,7 +64,7 @@ def _registered_types(tree: EngineTree) -> dict[str, dict]:
                 continue
             for deco in node.decorator_list:
                 if (isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "register_speculator" and deco.args
-                        and isinstance(deco.args[0], ast.Constant)):
+                        and isinstance(deco.args[0], ast.Constant) and isinstance(deco.args[0].value, str)):
                     out.setdefault(deco.args[0].value, {"function": node.name, "location": tree.loc(relpath, node),
                                                         "node": node, "relpath": relpath})
     return out
@@ -113,7 +113,8 @@ def _read_of(value: ast.AST, source: str) -> tuple[str | None, object]:
     if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get"
             and getattr(value.func.value, "id", None) == source and value.args and isinstance(value.args[0], ast.Constant)):
         default = value.args[1].value if len(value.args) > 1 and isinstance(value.args[1], ast.Constant) else None
-        return value.args[0].value, default
+        key = value.args[0].value
+        return (key if isinstance(key, str) else None), default
     if isinstance(value, ast.Subscript) and getattr(value.value, "id", None) == source:
         return _subscript_key(value), None
     return None, None
@@ -145,7 +146,7 @@ def _local_default(func: ast.FunctionDef, name: str | None) -> str | None:
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name and isinstance(node.value, ast.Call):
             args = node.value.args
-            if len(args) > 1 and isinstance(args[1], ast.Constant):
+            if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
                 return args[1].value
     return None
 
@@ -218,7 +219,9 @@ def _path(node: ast.AST, names: dict[str, str]) -> str | None:
         if base is None:
             return None
         key = node.slice.value
-        return f"{base}[{key}]" if isinstance(key, int) else (f"{base}.{key}" if base else str(key))
+        if isinstance(key, int):
+            return f"{base}[{key}]"
+        return (f"{base}.{key}" if base else key) if isinstance(key, str) else None
     return None
 
 
