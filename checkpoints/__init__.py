@@ -58,6 +58,8 @@ a key that changes meaning bumps the schema:
         "written": {"eagle_config.eagle_aux_hidden_state_layer_ids": [3, 31, 59]}  # what config.json now says
       },
       "notes": ["..."],
+      "carried": {"speculators": {"speculators_config": {...}, "auto_map": {...}}},   # per layout, its fields no
+                                          # canonical field holds; a conversion back to that layout restores them
       "verified": "byte for byte against the source",
       "checksum": "none",                 # | "crc32" | "sha256"
       "tensors": {"fc.weight": {"source": "fc.weight", "action": "copy", "checksum": "..."}}  # checksum only if asked

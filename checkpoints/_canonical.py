@@ -47,6 +47,7 @@ TRAINERS = {
     "modelopt": "NVIDIA ModelOpt HF export (ids output-of with HF forward hooks, capture-before from a vLLM dump)",
     "modelopt-torchspec-mla": "ModelOpt >= 0.43 or TorchSpec MLA export (Eagle3DeepseekV2ForCausalLM)",
     "speculators": "vllm-project/speculators (capture-before ids)",
+    "nemo-automodel": "NVIDIA NeMo-Automodel (recipe aux_layer_ids output-of, not in config.json)",
     "unknown": "not told by the layout (a vLLM- or SGLang-native checkpoint: an export or an earlier conversion)",
 }
 
@@ -279,6 +280,10 @@ class DrafterConfig:
     verifier: dict | None = None  # {name_or_path, architectures} (speculators)
     target_family: str | None = None  # known from the record or the verifier
     model_type: str | None = None  # the source's, kept for MLA drafters (kimi_k2, deepseek_v3)
+    # Per layout NAME, the fields of that layout's config that no canonical field holds (speculators'
+    # proposal settings, auto_map, transformers_version, ...): kept in the record so that converting
+    # back to that layout restores them (a round trip keeps every field either side reads).
+    carried: dict[str, dict] = field(default_factory=dict)
 
     @property
     def aux_count(self) -> int:
@@ -348,7 +353,36 @@ def optional_int(config: dict, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset()) -> DrafterConfig:
+# Keys an HF-style layout consumes without giving them a canonical meaning: carried per layout.
+HF_CARRIED = ("transformers_version", "_name_or_path", "auto_map", "dtype", "torch_dtype")
+
+
+def carried_from_record(config: dict) -> dict[str, dict]:
+    """The fields earlier layouts carried (the record of the conversion that wrote this drafter)."""
+    carried = (record(config) or {}).get("carried")
+    return {k: dict(v) for k, v in carried.items() if isinstance(v, dict)} if isinstance(carried, dict) else {}
+
+
+def carry(drafter: DrafterConfig, layout: str, fields: dict) -> DrafterConfig:
+    """Keep `fields` of the source's `layout` config (what this read consumed but holds nowhere)."""
+    drafter.carried[layout] = {k: v for k, v in fields.items()}
+    return drafter
+
+
+def restore(config: dict, drafter: DrafterConfig, layout: str) -> dict:
+    """`config` plus the fields `layout`'s own config had when it was read (never over a key written now).
+    The dtype keeps the value written now, in the spelling the source used (`dtype` in transformers 5)."""
+    kept = drafter.carried.get(layout) or {}
+    for key, value in kept.items():
+        if key not in config and key not in ("dtype", "torch_dtype"):
+            config[key] = value
+    if "dtype" in kept and "torch_dtype" not in kept and "torch_dtype" in config and "dtype" not in config:
+        config["dtype"] = config.pop("torch_dtype")
+    return config
+
+
+def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset(),
+                layout: str | None = None) -> DrafterConfig:
     """The fields every non-speculators layout spells the same way (a HF-style flat config)."""
     eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     flags = {k: config[k] for k in FLAG_KEYS if k in config}
@@ -370,6 +404,8 @@ def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consume
                             if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state", "norm_before_fc")},
         target_family=rec.get("target_family"),
         model_type=config.get("model_type"),
+        carried={**carried_from_record(config),
+                 **({layout: {k: config[k] for k in HF_CARRIED if k in config}} if layout else {})},
     )
 
 
@@ -414,62 +450,6 @@ def declared_ids(config: dict) -> tuple[list | None, list | None]:
 def is_modelopt(config: dict) -> bool:
     eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     return any(flag in eagle_config for flag in MODELOPT_FLAGS)
-
-
-def read_declared_ids(config: dict, ctx: ReadContext, *, nested_means: str | None, nested_why: str,
-                      top_wins: bool) -> LayerIds:
-    """The common reading rule for HF-style configs.
-
-    - `ctx.told` (--layer-ids-convention, or a trainer fingerprint) says how to read the field that is
-      present;
-    - ids compat wrote (its record) are read back as the record says;
-    - both fields present must agree as top = nested + 1 (what `--to eagle` writes for both engines:
-      only top capture-before / nested output-of makes them agree);
-    - otherwise the convention is unknown: top-level ids are not capture-before by assumption (vLLM
-      reads them so, but a trainer or a hand edit may have written output-of ids), and nested ids
-      mean `nested_means` (None: this layout cannot tell), else the user must say.
-    `top_wins` is kept for the layouts' signature; a lone top-level field needs a convention too.
-    """
-    top, nested = declared_ids(config)
-    if ctx.convention is None and (recorded := recorded_layer_ids(config)) is not None:
-        return recorded
-    if ctx.convention is not None:
-        if nested is not None and not top_wins:
-            return ctx.read_as_told(nested, NESTED_IDS)
-        if top is not None:
-            return ctx.read_as_told(top, TOP_IDS)
-        if nested is not None:
-            return ctx.read_as_told(nested, NESTED_IDS)
-    if top is not None and nested is None:
-        raise ambiguous(TOP_IDS, int_list(top, TOP_IDS),
-                        "vLLM reads top-level ids as capture-before, but nothing records how the trainer wrote them "
-                        "(speculators and TorchSpec --vllm write capture-before; a SpecForge config copied into this "
-                        "field holds output-of ids)")
-    if top is not None and nested is not None:
-        top_ids, nested_ids = int_list(top, TOP_IDS), int_list(nested, NESTED_IDS)
-        if top_ids == [i + 1 for i in nested_ids]:
-            ids = ids_from_declared(top, CAPTURE_BEFORE, TOP_IDS, f"agrees with {NESTED_IDS} = {nested_ids} read as output-of")
-            return ids
-        if top_ids == nested_ids:
-            raise ambiguous(f"{TOP_IDS} and {NESTED_IDS}", top_ids,
-                            "both fields hold the same ids; TorchSpec --vllm writes capture-before ids in both, "
-                            "SpecForge reads the nested field as output-of")
-        raise ConflictingLayerIds(top_ids, nested_ids)
-    if nested is not None:
-        if nested_means is None:
-            raise ambiguous(NESTED_IDS, nested, nested_why)
-        return ids_from_declared(nested, nested_means, NESTED_IDS, nested_why)
-    return LayerIds.undeclared("not declared: the engines' default (2, n//2, n-3) capture-before applies")
-
-
-def recorded_layer_ids(config: dict) -> LayerIds | None:
-    """The layers a compat record says the drafter was trained on (the ids compat itself wrote)."""
-    rec = compat_record(config) or {}
-    ids = (rec.get("layer_ids") or {}).get("capture_before") if isinstance(rec.get("layer_ids"), dict) else None
-    if not (isinstance(ids, list) and ids and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
-        return None
-    return LayerIds(list(ids), f"capture-before {ids}, as compat's record of the conversion that wrote it says",
-                    basis=BASIS_LAYOUT)
 
 
 def mla_model_type(drafter: DrafterConfig) -> str:

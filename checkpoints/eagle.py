@@ -15,10 +15,12 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
+    restore,
     canonical_name,
     NESTED_IDS, OUTPUT_OF, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config,
-    is_modelopt, looks_mla, read_common, read_declared_ids, recorded_layout, strip_model_prefix, to_output_of,
+    is_modelopt, looks_mla, read_common, recorded_layout, strip_model_prefix, to_output_of,
 )
+from ._declared_ids import read_declared_ids
 
 NAME = "eagle"
 DESCRIPTION = "SafeAILab EAGLE / SpecForge / AngelSlim: midlayer.*, ids nested in eagle_config (output-of)"
@@ -52,7 +54,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
     else:
         nested_means, why = OUTPUT_OF, "SpecForge / AngelSlim / ModelOpt-HF trainers hook layer outputs"
     ids = read_declared_ids(config, ctx, nested_means=nested_means, nested_why=why, top_wins=False)
-    return read_common(config, "llama", ids)
+    return read_common(config, "llama", ids, layout=NAME)
 
 
 def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
@@ -68,4 +70,4 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         ctx.note(f"layer ids: {TOP_IDS} = {ids} (capture-before, read by vLLM) and "
                  f"{NESTED_IDS} = {eagle_config['eagle_aux_hidden_state_layer_ids']} (output-of, read by SpecForge and SGLang)")
     config["eagle_config"] = eagle_config
-    return config
+    return restore(config, drafter, NAME)

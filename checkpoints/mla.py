@@ -16,10 +16,12 @@ from __future__ import annotations
 from compat.errors import RefusedError
 
 from ._canonical import (
+    restore,
     canonical_name,
     NESTED_IDS, TOP_IDS, DrafterConfig, ReadContext, WriteContext, hf_config, looks_mla,
-    mla_model_type, read_common, read_declared_ids, recorded_layout, to_output_of,
+    mla_model_type, read_common, recorded_layout, to_output_of,
 )
+from ._declared_ids import read_declared_ids
 
 NAME = "mla"
 DESCRIPTION = "MLA drafter Eagle3DeepseekV2ForCausalLM (ModelOpt >= 0.43, TorchSpec): layers.0.self_attn.q_a_proj ..."
@@ -50,7 +52,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         config, ctx, nested_means=None, top_wins=False,
         nested_why=("MLA exporters write eagle_config ids only; TorchSpec's template [1, 29, 57] is output-of, "
                     "lightseekorg's kimi-k2.5-eagle3-mla uses capture-before (sgl-project/sglang#25454)"))
-    drafter = read_common(config, "mla", ids)
+    drafter = read_common(config, "mla", ids, layout=NAME)
     missing = [key for key in MLA_FIELDS[:2] if not config.get(key)]
     if missing:
         raise RefusedError(f"config.json: an MLA drafter needs {', '.join(missing)}",
@@ -71,4 +73,4 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
         ctx.note(f"layer ids: {TOP_IDS} = {ids} (capture-before) and {NESTED_IDS} = "
                  f"{eagle_config['eagle_aux_hidden_state_layer_ids']} (output-of), so no reader has to guess")
     config["eagle_config"] = eagle_config
-    return config
+    return restore(config, drafter, NAME)

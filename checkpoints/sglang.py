@@ -23,6 +23,7 @@ from packaging.version import Version
 from compat.errors import RefusedError
 
 from ._canonical import (
+    restore,
     canonical_name, BASIS_FLAG,
     CAPTURE_BEFORE, NESTED_IDS, OUTPUT_OF, DrafterConfig, LayerIds, ReadContext, WriteContext, declared_ids,
     default_layer_ids, hf_config, ids_from_declared, read_common, record, recorded_layout, looks_mla, mla_model_type, int_list, ambiguous,
@@ -113,7 +114,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         where = f"SGLang {version or 'any release'} with a {target or 'any'} target"
         convention = OUTPUT_OF if captured == _plus_one(declared) else CAPTURE_BEFORE
         ids = LayerIds(captured, f"{NESTED_IDS} = {declared} as {where} reads it", declared, NESTED_IDS, convention)
-    drafter = read_common(config, family, ids)
+    drafter = read_common(config, family, ids, layout=NAME)
     drafter.target_family = drafter.target_family or (ctx.target.family if ctx.target else None)
     return drafter
 
@@ -138,7 +139,7 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
     ctx.note(f"tensor names: decoder layer 0 as midlayer.* (SGLang before {LOADS_LAYERS_0} drops layers.0.* silently)")
     config["eagle_config"] = {**drafter.eagle_config_extra, "use_aux_hidden_state": True}
     _write_layer_ids(config, drafter, ctx)
-    return config
+    return restore(config, drafter, NAME)
 
 
 def _gate(ctx: WriteContext, gate: Version, what: str) -> None:

@@ -14,10 +14,12 @@ from packaging.version import Version
 from compat.errors import RefusedError
 
 from ._canonical import (
+    restore,
     canonical_name,
     TOP_IDS, DrafterConfig, ReadContext, WriteContext, default_layer_ids, hf_config, looks_mla,
-    mla_model_type, read_common, read_declared_ids, recorded_layout, strip_model_prefix,
+    mla_model_type, read_common, recorded_layout, strip_model_prefix,
 )
+from ._declared_ids import read_declared_ids
 
 NAME = "vllm"
 DESCRIPTION = "vLLM native: layers.0.*, no model. prefix, top-level eagle_aux_hidden_state_layer_ids (capture-before)"
@@ -72,7 +74,7 @@ def read_config(config: dict, ctx: ReadContext) -> DrafterConfig:
         config, ctx, nested_means=None, top_wins=True,
         nested_why=("ids only in eagle_config are what vLLM >= 0.22 reads as capture-before, but also what "
                     "ModelOpt >= 0.43 exports, which may have trained on layer outputs"))
-    return read_common(config, "mla" if looks_mla(config, set()) else "llama", ids)
+    return read_common(config, "mla" if looks_mla(config, set()) else "llama", ids, layout=NAME)
 
 
 def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
@@ -91,7 +93,7 @@ def write_config(drafter: DrafterConfig, ctx: WriteContext) -> dict:
     _write_layer_ids(config, drafter, ctx)
     if full_vocab(drafter):
         ctx.note(f"draft vocab == target vocab: d2t/t2d not written (identity; vLLM >= {FULL_VOCAB_REJECTS_D2T} rejects d2t)")
-    return config
+    return restore(config, drafter, NAME)
 
 
 def _write_layer_ids(config: dict, drafter: DrafterConfig, ctx: WriteContext) -> None:

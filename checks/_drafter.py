@@ -9,17 +9,37 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compat.checks._context import Ctx
 from compat.probes.drafter_replay import config_value
 
+if TYPE_CHECKING:
+    from compat.probes.vllm.speculators_format import Translation
+
+
+def speculators_reading(ctx: Ctx) -> Translation | None:
+    """The release's own reading of a speculators-format drafter (probe speculators_format), or None for
+    any other drafter: vLLM >= 0.10.1 builds its drafter from that reading; SGLang has none."""
+    from compat.probes.vllm.speculators_format import translate
+
+    return translate(ctx.fact("speculators_format"), ctx.drafter.config)
+
+
+def loaded_config(ctx: Ctx) -> dict[str, Any]:
+    """The config the release builds the drafter class from: the drafter's config.json, or for a
+    speculators checkpoint the HF config the release's SpeculatorsConfig makes of it."""
+    reading = speculators_reading(ctx)
+    return reading.config if reading is not None and reading.config is not None else ctx.drafter.config
+
 
 def resolved_architecture(ctx: Ctx) -> str | None:
-    """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3)."""
+    """The class name the release looks up for the drafter (vLLM's EAGLEConfig may prefix Eagle3; a
+    speculators config names the class its translation picks)."""
     from compat.probes.vllm.drafter_architecture_rename import eagle_architecture
 
-    arch = ctx.drafter.architecture
+    archs = loaded_config(ctx).get("architectures") or []
+    arch = archs[0] if archs else None
     if ctx.engine != "vllm" or not arch:
         return arch
     return eagle_architecture(ctx.fact("drafter_architecture_rename"), "eagle3", arch) or arch
@@ -36,7 +56,7 @@ def loader_entry(ctx: Ctx) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def target_vocab(ctx: Ctx) -> int | None:
-    return ctx.target.vocab_size or _int(ctx.drafter.config.get("vocab_size"))
+    return ctx.target.vocab_size or _int(loaded_config(ctx).get("vocab_size"))
 
 
 def find_tensor(tensors: dict[str, tuple[str, tuple[int, ...]]], canonical: str) -> tuple[str, tuple[int, ...]] | None:

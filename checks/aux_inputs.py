@@ -15,7 +15,7 @@ from typing import Any
 
 from compat import aux_layers
 from compat.checks import FAIL, PASS, WARN, ConvertWith, Ctx, Result, check
-from compat.checks._drafter import find_tensor, loader_entry
+from compat.checks._drafter import find_tensor, loaded_config, loader_entry
 from compat.probes.drafter_replay import fc_input_width
 
 
@@ -27,12 +27,12 @@ def aux_inputs(ctx: Ctx) -> Result:
     if entry is None or fc is None or len(fc[1]) != 2 or not ctx.target.num_hidden_layers:
         return Result(WARN, "cannot tell: " + ("no drafter class of this release takes the drafter" if entry is None else
                       "no 2-d fc.weight in the drafter" if fc is None or len(fc[1]) != 2 else "the target has no layer count"), None)
-    built = fc_input_width(entry, ctx.drafter.config)
+    built = fc_input_width(entry, loaded_config(ctx))
     width, location = fc[1][1], (entry.get("fc") or {}).get("location")
-    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, ctx.target.num_hidden_layers, ctx.target.architecture)
+    feeds = aux_layers.fed_layers(ctx.report, loaded_config(ctx), ctx.target.num_hidden_layers, ctx.target.architecture)
     problems = _problems(cls, built, width, feeds, ctx.target.num_hidden_layers)
     convert_with = None
-    declared, key = aux_layers.declared_ids(ctx.report, ctx.drafter.config)
+    declared, key = aux_layers.declared_ids(ctx.report, loaded_config(ctx))
     if declared and built["per_aux"] and width == (len(declared) - 1) * built["per_aux"]:
         problems.append(f"{key} = {declared} names {len(declared)} layers but fc.weight takes {len(declared) - 1} aux "
                         f"states: trainers' data dumps list the loss-target layer last ({declared[-1]} is not an input)")

@@ -9,7 +9,7 @@ the drafter_architecture_rename probe's, replayed on this drafter.
 from __future__ import annotations
 
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
-from compat.checks._drafter import resolved_architecture
+from compat.checks._drafter import resolved_architecture, speculators_reading
 
 
 @check("drafter-architecture", "drafter architecture is a registered EAGLE-3 drafter", order=30,
@@ -20,12 +20,18 @@ def drafter_architecture(ctx: Ctx) -> Result:
     where = ctx.drafter_location(arch) or ctx.first_location("eagle3_drafter_classes")
     if not arch:
         return Result(FAIL, "the drafter config.json has no architectures", where)
+    reading = speculators_reading(ctx)
+    if reading is not None and reading.config is None:  # a speculators config this release does not read
+        loader = (ctx.fact("speculators_format").get("loader") or {}).get("location")
+        return Result(FAIL, f"speculators-format drafter ({arch}): {reading.error}", reading.location or loader or where)
     rewritten = _rewritten(ctx, arch)
     if rewritten is not None:
         return rewritten
     resolved = resolved_architecture(ctx)
     if resolved in registered:
         how = "" if resolved == arch else f" (vLLM's EAGLEConfig renames {arch} to {resolved})"
+        if reading is not None:
+            how = f" (the release reads the speculators config {arch} itself, as {resolved}, at {reading.location})"
         return Result(PASS, f"{resolved} is registered{how}", ctx.drafter_location(resolved) or where)
     renamed = f"{arch} resolves to {resolved}, which" if resolved != arch else f"{arch} is not a registered EAGLE-3 drafter:"
     return Result(FAIL, f"{renamed} this release does not register (registered: {', '.join(registered) or 'none'})", where)

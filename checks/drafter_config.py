@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
-from compat.checks._drafter import loader_entry
+from compat.checks._drafter import loaded_config, loader_entry
 
 # The fields that change what the drafter computes (the vocabulary of trainers' configs, not engine facts).
 NETWORK_FLAGS = ("norm_before_fc", "fc_norm", "use_aux_norm", "norm_output", "num_aux_hidden_states",
@@ -28,7 +28,7 @@ def drafter_config(ctx: Ctx) -> Result:
     if entry is None:
         return Result(WARN, "cannot tell: no drafter class of this release takes this drafter (see drafter-architecture)", None)
     reads = {(r["key"], r["where"]): r for r in entry.get("config_reads") or []}
-    config = ctx.drafter.config
+    config = loaded_config(ctx)
     ignored = [f"{where_name(where, key)} = {value!r}" for key, where, value in set_flags(config)
                if (key, where) not in reads and not (key == "target_hidden_size" and value == config.get("hidden_size"))]
     missing = [f"{key} ({reads[(key, 'top-level')]['location']})" for key in REQUIRED_KEYS

@@ -11,6 +11,7 @@ from typing import Any
 
 from compat import aux_layers
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks._drafter import loaded_config
 
 
 @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
@@ -21,7 +22,7 @@ def layer_ids(ctx: Ctx) -> Result:
     if not n:
         return Result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
     default = aux_layers.default_ids(ctx.report, n)
-    feeds = aux_layers.fed_layers(ctx.report, ctx.drafter.config, n, ctx.target.architecture)
+    feeds = aux_layers.fed_layers(ctx.report, loaded_config(ctx), n, ctx.target.architecture)
     fed = [f.to_json() for f in feeds]
     trained = ctx.drafter.trained_ids
     reads = key_locations(ctx, aux)

@@ -10,14 +10,14 @@ vocab is smaller. Only the two small maps are read.
 from __future__ import annotations
 
 from compat.checks import FAIL, PASS, Ctx, Result, check
-from compat.checks._drafter import find_tensor, loader_entry
+from compat.checks._drafter import find_tensor, loaded_config, loader_entry
 from compat.vocab_maps import vocab_map_problems
 
 
 @check("vocab-maps", "vocab maps present, consistent and mapping into the target vocab", order=50,
        needs=("drafter_loader",), fixes=("convert",))
 def vocab_maps(ctx: Ctx) -> Result:
-    cfg, tensors = ctx.drafter.config, ctx.drafter.tensors
+    cfg, tensors = loaded_config(ctx), ctx.drafter.tensors
     vocab, target_vocab = _int(cfg.get("vocab_size")), ctx.target.vocab_size
     draft_vocab = _int(cfg.get("draft_vocab_size")) or vocab
     lm_head = find_tensor(tensors, "lm_head.weight")

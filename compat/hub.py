@@ -1,14 +1,27 @@
 """Models named the way `vllm serve` takes them: a local path, or a Hugging Face id found in the local cache.
 
 `resolve_model("moonshotai/Kimi-K2.5", what="target")` is the snapshot directory the Hugging Face cache
-holds for it, found the way huggingface_hub finds it, with no network and no huggingface_hub import:
+holds for it, resolved exactly as huggingface_hub's `try_to_load_from_cache` resolves it (file_download.py,
+huggingface_hub 2.4), with no network and no huggingface_hub import:
 
-    cache   $HF_HUB_CACHE (or the older $HUGGINGFACE_HUB_CACHE), else $HF_HOME/hub, else
-            $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub
+    cache   $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub,
+            else ~/.cache/huggingface/hub (set-but-empty counts as set; ~ and $VARS expanded, as constants.py does)
     repo    <cache>/models--moonshotai--Kimi-K2.5/
-    rev     `org/name` is refs/main; `org/name@REV` is refs/REV (a branch or tag), or a commit
-            (snapshots/REV, or the one snapshot whose hash starts with REV)
-    result  <repo>/snapshots/<commit>/ (its files are links into <repo>/blobs/, which compat/files.py allows)
+    rev     `org/name` is revision main; `org/name@REV` is REV. refs/REV, when that file exists, holds the commit
+            (read as is: huggingface_hub does not strip it); otherwise REV itself must be a commit, i.e. a
+            directory of snapshots/ (a short hash is not: huggingface_hub never matches prefixes)
+    result  <repo>/snapshots/<commit>/ when config.json is a file there (its files are links into <repo>/blobs/,
+            which compat/files.py allows); .no_exist/<commit>/config.json is huggingface_hub's record that the
+            revision has none
+
+Why not import huggingface_hub for this (measured on this project's 2-core machine, median of 7 runs):
+a plain `pip install huggingface_hub` adds 34.4 MiB to a venv (hf-xet 10.9 MiB, huggingface_hub 7.6 MiB, PyYAML,
+fsspec, httpx2, anyio, ...: 14 distributions), and `from huggingface_hub import try_to_load_from_cache` costs
+1.3 s at start-up (python -c pass: 0.08 s) against under 0.01 s for this module. compat's start-up goal is 0.1 s
+and its plain install is three packages. The rules above are few and fixed by the on-disk format, so this
+module keeps them and tests/peers/test_hub_cache.py checks them against the real huggingface_hub (resolution
+of refs, tags, commits, short hashes, .no_exist, missing snapshots, the environment variables, and
+scan_cache_dir's listing).
 
 An existing path always wins over an id (as in vLLM). What is not there says so plainly, with the command
 that downloads it. `hub_id(path)` goes back: the id of a path inside a cache snapshot (what
@@ -23,25 +36,26 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Mapping
 
 from compat.errors import RefusedError, UsageError
 
 __all__ = ["hf_hub_cache", "resolve_model", "hub_id", "looks_like_hub_id", "model_name", "local_name"]
 
 _ID = re.compile(r"^(?:(?P<org>[A-Za-z0-9][\w.-]*)/)?(?P<name>[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
 
 
-def hf_hub_cache(environ=os.environ) -> Path:
-    """Where huggingface_hub keeps downloaded repositories on this machine (not created here)."""
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if environ.get(name):
-            return Path(environ[name]).expanduser()
-    if environ.get("HF_HOME"):
-        return Path(environ["HF_HOME"]).expanduser() / "hub"
-    xdg = environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "huggingface" / "hub"
+def hf_hub_cache(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where huggingface_hub keeps downloaded repositories on this machine (not created here), as its
+    constants.py computes HF_HUB_CACHE."""
+    home = environ.get("HF_HOME", os.path.join(environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache")),
+                                               "huggingface"))
+    legacy = environ.get("HUGGINGFACE_HUB_CACHE", os.path.join(_expand(home), "hub"))
+    return Path(_expand(environ.get("HF_HUB_CACHE", legacy)))
+
+
+def _expand(path: str) -> str:
+    return os.path.expandvars(os.path.expanduser(path))
 
 
 def looks_like_hub_id(text: str) -> bool:
@@ -78,29 +92,27 @@ def _from_cache(org: str | None, name: str, rev: str | None, what: str, given: s
                          hint=f"download it: {download} (or pass the local directory; HF_HUB_CACHE / HF_HOME say where the cache is)")
     commit = _commit(repo, rev or "main")
     if commit is None:
-        have = sorted(p.name for p in (repo / "refs").rglob("*") if p.is_file()) if (repo / "refs").is_dir() else []
+        refs = repo / "refs"
+        have = sorted(str(p.relative_to(refs)) for p in refs.rglob("*") if p.is_file()) if refs.is_dir() else []
         raise UsageError(f"{what} {given}: the cache has {repo_id} but no revision {rev or 'main'} "
                          f"(refs: {', '.join(have) or 'none'}; snapshots: {', '.join(_snapshots(repo)) or 'none'})",
-                         hint=f"download that revision: {download}, or name one it has: {repo_id}@REV")
+                         hint=f"download that revision: {download}, or name one it has: {repo_id}@REV (a full commit hash)")
     snapshot = repo / "snapshots" / commit
-    if not (snapshot / "config.json").exists():
+    if (repo / ".no_exist" / commit / "config.json").is_file():
+        raise RefusedError(f"{what} {given}: the cache records that revision {commit} has no config.json "
+                           f"({repo / '.no_exist' / commit / 'config.json'})", hint=f"name a revision of {repo_id} that is a model")
+    if not (snapshot / "config.json").is_file():
         raise RefusedError(f"{what} {given}: the cached snapshot {snapshot} has no config.json (a partial download?)",
                            hint=f"download it again: {download}")
     return snapshot
 
 
 def _commit(repo: Path, rev: str) -> str | None:
+    """The snapshot `rev` names, as try_to_load_from_cache finds it: refs/REV's content as is, else REV itself."""
     ref = repo / "refs" / rev
-    if ref.is_file():
-        commit = ref.read_text().strip()
-        return commit if (repo / "snapshots" / commit).is_dir() else None
-    snapshots = _snapshots(repo)
-    if rev in snapshots:
-        return rev
-    if _HEX.match(rev):
-        found = [s for s in snapshots if s.startswith(rev)]
-        return found[0] if len(found) == 1 else None
-    return None
+    if (repo / "refs").is_dir() and ref.is_file():
+        rev = ref.read_text()
+    return rev if rev in _snapshots(repo) else None
 
 
 def _snapshots(repo: Path) -> list[str]:
@@ -139,7 +151,7 @@ def model_name(path: str | Path) -> str:
         return str(path)
     repo_id, revision, repo = snapshot
     try:
-        main = (repo / "refs" / "main").read_text().strip()
+        main = (repo / "refs" / "main").read_text()  # as is, like huggingface_hub
     except OSError:
         main = None
     return repo_id if main == revision else f"{repo_id}@{revision}"

@@ -71,8 +71,11 @@ def check_shapes(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes
                            hint="set target_hidden_size (or the layer-id count) to what the drafter was trained with")
 
 
-def check_vocab_maps(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes: list[str]) -> list[DerivedMap]:
-    """Refuse the first broken vocab-map rule; return the map to derive when one is missing."""
+def check_vocab_maps(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes: list[str], *,
+                     identity: bool = False) -> list[DerivedMap]:
+    """Refuse the first broken vocab-map rule; return the map to derive when one is missing, and with
+    `identity` (a destination that needs both, like SpecForge's loader) the identity pair for a
+    full-vocabulary drafter that has neither."""
     d2t, t2d = tensors.get("d2t"), tensors.get("t2d")
     if drafter.vocab_size is None and t2d is not None and len(t2d.shape) == 1:
         drafter.vocab_size = t2d.shape[0]  # t2d spans the target vocabulary
@@ -80,6 +83,8 @@ def check_vocab_maps(drafter: DrafterConfig, tensors: dict[str, SourceTensor], n
     if problems:
         raise RefusedError(problems[0].message, hint=problems[0].fix)
     derived, derive_notes = derive_missing(drafter.draft_vocab_size, drafter.vocab_size, d2t, t2d)
+    if identity and d2t is None and t2d is None:
+        derived = identity_maps(drafter)
     notes.extend([d.note for d in derived] + derive_notes)
     return derived
 
@@ -116,3 +121,12 @@ def check_target(drafter: DrafterConfig, tensors: dict[str, SourceTensor], targe
     if problems:
         raise RefusedError(f"the drafter does not match {where}: " + "; ".join(problems),
                            hint="convert against the target the drafter was trained for")
+
+
+def identity_maps(drafter: DrafterConfig) -> list[DerivedMap]:
+    """d2t all zeros and t2d all true: the maps SpecForge's model starts with for a full vocabulary."""
+    vocab = drafter.vocab_size
+    if vocab is None or drafter.draft_vocab_size not in (None, vocab):
+        return []  # a reduced vocabulary without maps was refused above; an unknown one cannot be sized
+    return [DerivedMap("d2t", "I64", (vocab,), bytes(8 * vocab), f"d2t: identity (zeros, {vocab} entries): full vocabulary"),
+            DerivedMap("t2d", "BOOL", (vocab,), b"\x01" * vocab, f"t2d: identity (all {vocab} true): full vocabulary")]

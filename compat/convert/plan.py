@@ -162,7 +162,8 @@ def _make_plan(opts: Options) -> Plan:
     if drafter.vocab_size is None and target is not None and target.vocab_size:
         drafter.vocab_size = target.vocab_size
         notes.append(f"vocab_size: set to the target's {target.vocab_size}")
-    derived = {d.name: d for d in check_vocab_maps(drafter, by_canonical, notes)}
+    derived = {d.name: d for d in check_vocab_maps(drafter, by_canonical, notes,
+                                                   identity=getattr(layouts[opts.to], "NEEDS_VOCAB_MAPS", False))}
     if target is not None:
         check_target(drafter, by_canonical, target, notes)
 

@@ -34,6 +34,9 @@ def build_record(plan: Plan, written: list[WrittenTensor] | None = None) -> dict
         "source": {"path": str(plan.src), "layout": plan.source_layout, "format": plan.source_kind, "trainer": plan.trainer},
         "layer_ids": plan.layer_ids,
         "notes": plan.notes,
+        # fields of the layouts this drafter has been in that the written config cannot hold (speculators'
+        # proposal methods, auto_map, ...): converting back to such a layout restores them
+        "carried": plan.drafter.carried,
         "verified": "byte for byte against the source",
         "checksum": plan.checksum,
         "tensors": {name: {"source": by_dest[name].source_name, "action": by_dest[name].action,

@@ -11,7 +11,7 @@ from compat.checkpoints import RECORD_KEY, RECORD_SCHEMA, TRAINERS, compat_recor
 from compat.cli import main as compat_main
 from ckpt_builders import TRAINED_ON, eagle_config, write_drafter, write_target
 
-TOP_KEYS = {"schema", "tool", "compat_version", "layout", "engine", "engine_version", "target_family", "target", "source",
+TOP_KEYS = {"schema", "carried", "tool", "compat_version", "layout", "engine", "engine_version", "target_family", "target", "source",
             "layer_ids", "notes", "verified", "checksum", "tensors"}
 LAYER_ID_KEYS = {"capture_before", "basis", "from_record", "origin", "declared", "declared_field", "declared_convention", "written"}
 
