@@ -6,7 +6,7 @@ from compat.checks import all_checks, check, get_check
 
 EXPECTED = ["target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
             "drafter-config", "vocab-maps",
-            "layer-ids", "aux-inputs", "method", "known-issues", "launch-command"]
+            "layer-ids", "aux-inputs", "final-layer", "method", "known-issues", "launch-command"]
 
 
 def test_every_check_is_registered_in_its_order():
