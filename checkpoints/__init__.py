@@ -79,7 +79,7 @@ from ._canonical import (  # the shared vocabulary, re-exported: import these fr
     AmbiguousConvention, BASIS_FINGERPRINT, declared_ids, default_layer_ids, ids_from_declared, layer_index, record, recorded_layout, strip_model_prefix,
     target_family, CONVENTION_FLAG, ConflictingLayerIds, ConventionNeeded, Settled, SettledSource,
 )
-from ._conventions import FINGERPRINTS, add_flag, from_flag, settle
+from ._conventions import FINGERPRINTS, LAYER_IDS_FLAG, add_flag, add_layer_ids_flag, from_flag, layer_ids_arg, settle, told_layers
 
 __all__ = [
     "BASES", "BASIS_COMMAND_LINE", "BASIS_ENGINE_DEFAULT", "BASIS_FLAG", "BASIS_LAYOUT", "BASIS_UNDECLARED", "CAPTURE_BEFORE",
@@ -88,7 +88,8 @@ __all__ = [
     "canonical_name", "compat_record", "default_layer_ids", "ids_from_declared", "layer_index", "record", "recorded_layout",
     "strip_model_prefix", "target_family", "all_layouts", "get_layout", "detect_layout",
     "declared_ids", "FINGERPRINTS", "Settled", "SettledSource", "settle", "from_flag", "add_flag", "AmbiguousConvention",
-    "ConventionNeeded", "ConflictingLayerIds", "CONVENTION_FLAG", "BASIS_FINGERPRINT",
+    "ConventionNeeded", "ConflictingLayerIds", "CONVENTION_FLAG", "BASIS_FINGERPRINT", "LAYER_IDS_FLAG",
+    "add_layer_ids_flag", "layer_ids_arg", "told_layers",
 ]
 
 CONTRACT = Contract("checkpoint layout", (

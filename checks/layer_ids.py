@@ -2,7 +2,9 @@
 
 A one-layer shift launches fine and silently halves acceptance (vllm#43671), so a mismatch fails.
 The layers fed come from compat/aux_layers.py (the probe's facts, evaluated); the layers trained on
-come from the drafter's settled layer ids (Drafter.settled, checkpoints.settle).
+come from the drafter's settled layer ids (Drafter.settled, checkpoints.settle). When they are not
+known (ids whose convention nothing settles; no ids at all, which every release answers with its
+default), the check fails with what each answer would mean and asks (compat/doctor/fixes.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat import aux_layers
+from compat.checkpoints import LAYER_IDS_FLAG, default_layer_ids
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import loaded_config
 
@@ -29,6 +32,8 @@ def layer_ids(ctx: Ctx) -> Result:
     location = aux.get("default_location") or aux.get("location")
     fed_text = "; ".join(f"{f.by}: {f.ids} ({f.how})" for f in feeds)
     branches = ctx.drafter.branches
+    if trained is None and ctx.drafter.settled is not None and ctx.drafter.settled.source == "default":
+        return _undeclared(ctx, n, feeds, fed, reads, location)
     if trained is None and branches and any(f.ids is not None for f in feeds):
         return _both_readings(ctx, branches, feeds, fed, reads, location)
     if trained is None:
@@ -52,6 +57,7 @@ def layer_ids(ctx: Ctx) -> Result:
     return Result(PASS, detail, location, evidence=evidence)
 
 
+UNDECLARED = "declares no layer ids"
 BRANCH_TRAINERS = {"output-of": "SpecForge, AngelSlim, ModelOpt HF training", "capture-before": "vLLM, speculators"}
 
 
@@ -67,6 +73,23 @@ def _both_readings(ctx: Ctx, branches: dict[str, list[int]], feeds: list[aux_lay
               + " | ".join(parts) + f". Reads: {reads}")
     return Result(FAIL, detail, location, evidence={"fed": fed, "trained": None, "branches": branches, "reads": reads},
                   needs_input=True)
+
+
+TRAINERS_DEFAULT = ("SafeAILab EAGLE-3, SpecForge ([1, n//2 - 1, n - 4] output-of) and speculators train on it "
+                    "when given no ids")
+
+
+def _undeclared(ctx: Ctx, n: int, feeds: list[aux_layers.Feed], fed: list[dict[str, Any]], reads: str,
+                location: str | None) -> Result:
+    """The drafter declares no ids: the release feeds its default, which may or may not be what it was trained on."""
+    default = default_layer_ids(n)
+    verdicts = "; ".join(f"{f.by} feeds {f.ids} ({f.how}): {_compare(default, f.ids)}" for f in feeds)
+    detail = (f"cannot tell which layers the drafter was trained on: it {UNDECLARED} (no compat record, no "
+              f"{LAYER_IDS_FLAG}, no trainer fingerprint). If on the trainers' default {default} ({TRAINERS_DEFAULT}): "
+              f"{verdicts} | if on any other layers: nothing here records them, and no release reads them from this "
+              f"drafter. Reads: {reads}")
+    return Result(FAIL, detail, location, evidence={"fed": fed, "trained": None, "branches": {"default": default},
+                                                   "reads": reads}, needs_input=True)
 
 
 def _compare(trained: list[int], fed: list[int] | None) -> str:

@@ -70,17 +70,6 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "fixed_in": "0.10.2",
     },
     {
-        "id": "vllm-deepseek-final-layer-capture",
-        "title": "DeepSeek/Kimi capture cannot reach layer id == num_hidden_layers (the final layer output): "
-                 "fewer aux states than the drafter's fc expects",
-        "engine": "vllm",
-        "versions": ">=0.18.0,<0.25.0",
-        "applies_to": DEEPSEEK_FAMILY,
-        "link": "https://github.com/vllm-project/vllm/pull/46788",
-        "fix": "only matters for drafters trained on the final layer output; vLLM >= 0.25.0 captures it",
-        "fixed_in": "0.25.0",
-    },
-    {
         "id": "vllm-kimi-tool-parser-spec-decode",
         "title": "Kimi-K2 tool parser drops or truncates tool calls when speculative decoding bundles several tokens in one delta",
         "engine": "vllm",

@@ -18,6 +18,7 @@ from compat.doctor import (
     WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
 )
 from compat.checkpoints import add_flag as add_convention_flag
+from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
 from compat.console import show_progress
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
@@ -80,6 +81,7 @@ def add_arguments(parser) -> None:
                         help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped, with a "
                         "warning, when the release lacks it (SGLang has no --speculative-config: a note says so)")
     add_convention_flag(parser)
+    add_layer_ids_flag(parser)
     parser.add_argument("--verify", action="store_true",
                         help="after a diagnosis that says it works, run the engine on the pair (compat verify: outputs "
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
@@ -128,7 +130,8 @@ def run(args, console) -> int:
     topk = DEFAULT_TOPK if args.topk is None else args.topk
     extra_spec = _extra_spec(args.spec)
     target = read_target(resolve_model(args.target, what="target"))
-    drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention)
+    drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention,
+                           layer_ids_arg(args.layer_ids))
     if args.releases:
         if not args.engine or args.path:
             raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",

@@ -29,6 +29,7 @@ NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
 DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
+DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
 SOURCE_UNAVAILABLE = "source unavailable"
 
 
@@ -74,7 +75,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                     if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "release"],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
-                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS), "after": [step["kind"] for step in steps]},
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps]},
         "probe_errors": report.get("probe_errors") or [],
     }
 
@@ -103,7 +104,8 @@ def classify(checks: list[Result]) -> str:
     if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK
     if "ask" in kinds:
-        return DEPENDS
+        asks = [c.fix for c in checks if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "ask"]
+        return DEPENDS_LAYERS if any(a.get("question") == "layers" for a in asks) else DEPENDS
     if kinds == {"patch"}:
         return WORKS_PATCHED
     if kinds == {"convert"}:
@@ -161,7 +163,7 @@ def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
     for c, fix in shown:
         phrases: dict[str, Callable[[dict[str, Any]], str]] = {
             "patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
-            "ask": lambda f: "say --layer-ids-convention",
+            "ask": lambda f: f"say {f.get('flag') or '--layer-ids-convention'}",
             "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix"}
         text = phrases[fix["kind"]](fix)
         if text not in out:

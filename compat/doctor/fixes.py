@@ -1,8 +1,8 @@
 """Fixes for failing checks, verified before they are offered (never guessed).
 
 A check that cannot decide without an answer from the user (`needs_input`: the drafter's ids do
-not say their convention) gets an "ask" fix first: each possible answer, what it means, and the
-fix that answer would need. Otherwise each check says in its `@check(..., fixes=...)` which
+not say their convention, or it declares none and nothing says which layers it was trained on) gets
+an "ask" fix first: each possible answer, what it means, and the fix that answer would need. Otherwise each check says in its `@check(..., fixes=...)` which
 kinds may fix it, tried in this order:
 - "patch": the release's patches applied to an in-memory overlay of the tree, one after another;
   the check runs again on the re-probed overlay and the first patch set that makes it pass is offered;
@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from compat.checkpoints import CONVENTIONS, RECORD_KEY, ConventionNeeded, Settled, from_flag
+from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS, LAYER_IDS_FLAG, RECORD_KEY,
+                                ConventionNeeded, Settled, default_layer_ids, from_flag)
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.doctor.inputs import recognise
 from compat.errors import CompatError
@@ -47,9 +48,15 @@ def rerun(check: Result, ctx: Ctx) -> Result:
 
 # -- an answer only the user has ----------------------------------------------------------------------------
 def fix_with_input(ctx: Ctx, checks: list[Result]) -> None:
-    """For a check that needs the layer-id convention: what each answer means here, and its fix."""
+    """For a check only the user can settle: what each answer means here, and its fix. Two questions: the
+    convention of declared ids (--layer-ids-convention), and, for a drafter that declares none, the layers
+    it was trained on (--layer-ids)."""
     for check in unfixed(checks):
         if not check.needs_input:
+            continue
+        settled = ctx.drafter.settled
+        if settled is not None and settled.source == "default" and ctx.target.num_hidden_layers:
+            check.fix = _ask_layers(ctx, check, default_layer_ids(ctx.target.num_hidden_layers))
             continue
         answers = {}
         for convention in CONVENTIONS:
@@ -63,10 +70,30 @@ def fix_with_input(ctx: Ctx, checks: list[Result]) -> None:
                 if converted is not None and rerun(check, ctx.with_drafter(converted)).verdict == PASS:
                     answer["fix"] = convert_command(answer_ctx, convention)
             answers[convention] = answer
-        text = "say how the drafter was trained: --layer-ids-convention " + " or ".join(
+        text = f"say how the drafter was trained: {CONVENTION_FLAG} " + " or ".join(
             f"{conv} ({'the layers match' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
             for conv, a in answers.items())
-        check.fix = {"kind": "ask", "text": text, "answers": answers}
+        check.fix = {"kind": "ask", "question": "convention", "flag": CONVENTION_FLAG, "text": text, "answers": answers}
+
+
+def _ask_layers(ctx: Ctx, check: Result, default: list[int]) -> dict[str, Any]:
+    """A drafter that declares no ids: were they the trainers' default (what every release feeds it), or others?"""
+    drafter = recognise(Drafter(ctx.drafter.path, dict(ctx.drafter.config), dict(ctx.drafter.tensors)), ctx.target,
+                        layer_ids=default)
+    answer_ctx = ctx.with_drafter(drafter)
+    again = rerun(check, answer_ctx)
+    said = f"{LAYER_IDS_FLAG} {' '.join(map(str, default))}"
+    answer: dict[str, Any] = {"trained": default, "verdict": again.verdict, "fix": None}
+    if again.verdict == FAIL:
+        converted, _ = converted_drafter(answer_ctx, layer_ids=default)
+        if converted is not None and rerun(check, ctx.with_drafter(converted)).verdict == PASS:
+            answer["fix"] = convert_command(answer_ctx, layer_ids=default)
+    other = "then: " + convert_command(ctx, layer_ids="IDS") + " writes them where this release reads them"
+    text = (f"say which layers the drafter was trained on: {said} (the trainers' default: "
+            + ("the layers match" if answer["verdict"] == PASS else "then: " + (answer["fix"] or "no conversion fixes it"))
+            + f") or {LAYER_IDS_FLAG} IDS with the layers it was trained on ({other})")
+    return {"kind": "ask", "question": "layers", "flag": LAYER_IDS_FLAG, "text": text,
+            "answers": {"default": answer, "other": {"trained": None, "verdict": None, "fix": other}}}
 
 
 # -- patches ------------------------------------------------------------------------------------------------
@@ -268,6 +295,7 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     from compat.convert import build_record, make_plan
 
     target_config = ctx.target.path / "config.json"
+    layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
     with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
         dst = Path(tmp) / "converted"  # never created: make_plan only plans
         try:
@@ -281,6 +309,13 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}
     converted = Drafter(Path(converted_path(ctx)), config, tensors, maps=maps)
     return recognise(converted, ctx.target), None
+
+
+def told_ids(settled: Settled | None) -> list[int] | None:
+    """The layers the user gave doctor with --layer-ids (as written, in their convention), which a conversion must
+    be given too: the drafter does not hold them."""
+    ids = settled.ids if settled is not None else None
+    return list(ids.declared) if ids is not None and ids.basis == BASIS_COMMAND_LINE and ids.declared else None
 
 
 def one_line(error: CompatError | None) -> str | None:
@@ -304,7 +339,7 @@ def converted_path(ctx: Ctx) -> str:
     return local_name(ctx.drafter.path) + f"-{ctx.engine}-{ctx.version}"
 
 
-def named_convention(settled: Settled | None, layer_ids: list[int] | None) -> str | None:
+def named_convention(settled: Settled | None, layer_ids: list[int] | str | None) -> str | None:
     """The --layer-ids-convention a convert command must repeat: the one the user told doctor, and with explicit
     --layer-ids the one the drafter's ids were read in (told, or fixed by a trainer fingerprint)."""
     if settled is None or not (settled.source == "flag" or layer_ids is not None):
@@ -312,9 +347,10 @@ def named_convention(settled: Settled | None, layer_ids: list[int] | None) -> st
     return settled.convention
 
 
-def convert_command(ctx: Ctx, convention: str | None = None, layer_ids: list[int] | None = None) -> str:
+def convert_command(ctx: Ctx, convention: str | None = None, layer_ids: list[int] | str | None = None) -> str:
     """`compat convert ckpt` for the release diagnosed, named with the source options that name it: a tree by
     --path, the installed engine by --engine (and --python), a release by --engine ENGINE==VERSION."""
+    layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
     convention = convention or named_convention(ctx.drafter.settled, layer_ids)
     src = ctx.report.get("source") or {}
     if src.get("kind") == "path" and src.get("location"):
@@ -325,8 +361,8 @@ def convert_command(ctx: Ctx, convention: str | None = None, layer_ids: list[int
         release = ["--engine", f"{ctx.engine}=={ctx.version}"]
     parts = ["compat", "convert", "ckpt", model_name(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
              *release, "--target", model_name(ctx.target.path)]
-    if layer_ids is not None:
-        parts += ["--layer-ids", ",".join(str(i) for i in layer_ids)]
+    if layer_ids is not None:  # the layers, or a word standing for them (IDS: the user's to fill in)
+        parts += ["--layer-ids", layer_ids if isinstance(layer_ids, str) else ",".join(str(i) for i in layer_ids)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
 
 

@@ -17,7 +17,8 @@ from compat.errors import CompatError, UsageError
 from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
 
 
-def read_drafter(path: str | Path, target: Target | None, convention: str | None = None) -> Drafter:
+def read_drafter(path: str | Path, target: Target | None, convention: str | None = None,
+                 layer_ids: list[int] | None = None) -> Drafter:
     from compat.convert import open_source
 
     path = Path(path).expanduser()
@@ -27,7 +28,7 @@ def read_drafter(path: str | Path, target: Target | None, convention: str | None
     tensors = {name: (t.dtype, tuple(t.shape)) for name, t in source.tensors.items()}
     maps = {canonical: source.tensors[name] for name in source.tensors
             if (canonical := _map_name(name)) is not None}
-    return recognise(Drafter(path, dict(source.config), tensors, maps=maps), target, convention)
+    return recognise(Drafter(path, dict(source.config), tensors, maps=maps), target, convention, layer_ids)
 
 
 def _map_name(name: str) -> str | None:
@@ -37,10 +38,11 @@ def _map_name(name: str) -> str | None:
     return canonical if canonical in ("d2t", "t2d") else None
 
 
-def recognise(drafter: Drafter, target: Target | None, convention: str | None = None) -> Drafter:
+def recognise(drafter: Drafter, target: Target | None, convention: str | None = None,
+              layer_ids: list[int] | None = None) -> Drafter:
     """Find the drafter's layout and settle how its layer ids are known (checkpoints.settle: compat's
-    record, the user's `convention`, a trainer fingerprint, the layout's own rule, the default); when
-    nothing settles them, `ambiguous` holds what each reading trains on."""
+    record, the user's `layer_ids` or `convention`, a trainer fingerprint, the layout's own rule, nothing
+    declared); when nothing settles the convention, `ambiguous` holds what each reading trains on."""
     from compat.checkpoints import detect_layout, settle
 
     layouts = detect_layout(drafter.config, set(drafter.tensors))
@@ -49,7 +51,8 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
         drafter.read_error = "no known drafter layout (no midlayer.* / layers.0.* tensors, no speculators config)"
         return drafter
     try:
-        drafter.settled = settle(drafter.layout, drafter.config, set(drafter.tensors), flag=convention, target=target)
+        drafter.settled = settle(drafter.layout, drafter.config, set(drafter.tensors), flag=convention, target=target,
+                                 layer_ids=layer_ids)
     except AmbiguousConvention as err:
         drafter.ambiguous = err
         drafter.read_error = f"no compat record, no {CONVENTION_FLAG}, no trainer fingerprint: {err.why}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ckpt_builders import TRAINED_ON, eagle_config, vllm_config, write_drafter
+from ckpt_builders import TRAINED_ON, eagle_config, speculators_config, vllm_config, write_drafter
 from compat import checkpoints
 from compat.checkpoints import (CAPTURE_BEFORE, CONVENTIONS, OUTPUT_OF, RECORD_KEY, AmbiguousConvention, ConflictingLayerIds,
                                 ConventionNeeded, Settled, from_flag, get_layout, settle)
@@ -56,12 +56,37 @@ def test_the_layout_rule_settles_agreeing_fields():
     assert settled.why == settled.ids.origin and not settled.imposes
 
 
-def test_nothing_declared_is_the_default_for_the_target_and_unknown_without_one():
+def test_nothing_declared_settles_no_layers_the_engines_default_is_not_what_it_was_trained_on():
     config = {k: v for k, v in vllm_config().items() if k != "eagle_aux_hidden_state_layer_ids"}
     settled = settle(get_layout("vllm"), config, LAYERS0, flag=CAPTURE_BEFORE, target=target(32))
-    assert (settled.source, settled.capture_before, settled.convention) == ("default", [2, 16, 29], CAPTURE_BEFORE)
+    assert (settled.source, settled.capture_before, settled.convention) == ("default", None, CAPTURE_BEFORE)
+    assert "nothing records whether it was trained on those layers" in settled.why
     unknown = settle(get_layout("vllm"), config, LAYERS0, target=None)
-    assert (unknown.source, unknown.capture_before) == ("layout", None)
+    assert (unknown.source, unknown.capture_before) == ("default", None)
+
+
+def test_the_users_layer_ids_settle_the_layers_in_their_convention():
+    config = {k: v for k, v in vllm_config().items() if k != "eagle_aux_hidden_state_layer_ids"}
+    told = settle(get_layout("vllm"), config, LAYERS0, target=target(32), layer_ids=[2, 16, 29])
+    assert (told.source, told.capture_before, told.convention) == ("flag", [2, 16, 29], None)
+    assert told.ids.basis == "command-line" and told.ids.declared == [2, 16, 29]
+    output_of = settle(get_layout("vllm"), vllm_config(), LAYERS0, flag=OUTPUT_OF, target=target(32), layer_ids=[1, 15, 28])
+    assert output_of.capture_before == [2, 16, 29] and output_of.why == "--layer-ids 1 15 28 --layer-ids-convention output-of"
+
+
+def test_a_record_of_a_conversion_that_only_filled_in_the_default_settles_nothing():
+    """convert --target writes the engines' default into a drafter that declared none; its ids are not evidence."""
+    config = {**vllm_config(), RECORD_KEY: {"layer_ids": {"capture_before": [2, 4, 5], "basis": "engine-default"}}}
+    settled = settle(get_layout("vllm"), config, LAYERS0, target=target())
+    assert (settled.source, settled.capture_before) == ("default", None)
+    assert settle(get_layout("vllm"), config, LAYERS0, target=target(), layer_ids=[2, 4, 5]).source == "flag"
+
+
+def test_a_speculators_drafter_without_ids_was_trained_on_its_trainers_default():
+    config = {**speculators_config(), "eagle_aux_hidden_state_layer_ids": None}
+    settled = settle(get_layout("speculators"), config, LAYERS0, target=target(32))
+    assert (settled.source, settled.capture_before) == ("fingerprint", [2, 16, 29])
+    assert settled.why.startswith("written by vllm-project/speculators") and "declares no ids" in settled.why
 
 
 def test_ambiguity_is_an_error_carrying_both_readings():

@@ -104,3 +104,31 @@ def test_compat_record_gives_the_physical_layers(ctx, run):
     d = drafter(config, tensors("layers.0."))
     assert d.settled_by == "record" and d.trained_ids == [3, 31, 59]
     assert run("layer-ids", ctx(draft=d))["verdict"] == "pass"
+
+
+def undeclared(tgt=None, layer_ids=None):
+    """A drafter that declares no layer ids (SafeAILab's EAGLE-3 heads, yuhuili/*): vLLM layout, no key at all."""
+    config = specforge_config(eagle_config=None, architectures=["Eagle3LlamaForCausalLM"])
+    return recognise(Drafter(Path("/models/noids"), config, tensors("layers.0.")), tgt or target(), layer_ids=layer_ids)
+
+
+def test_no_ids_asks_which_layers_it_was_trained_on_with_what_the_default_would_mean(ctx, run):
+    d = undeclared()
+    assert d.settled_by == "default" and d.trained_ids is None
+    result = run("layer-ids", ctx(draft=d))
+    assert result["verdict"] == "fail" and result["needs_input"] and result["trained"] is None
+    assert result["branches"] == {"default": [2, 30, 58]}
+    assert "If on the trainers' default [2, 30, 58]" in result["detail"]
+    assert "runner v1 feeds [2, 30, 58] (no key it reads is set: default): matches" in result["detail"]
+    assert "if on any other layers: nothing here records them" in result["detail"]
+
+
+def test_no_ids_on_sglang_asks_too(ctx, run):
+    result = run("layer-ids", ctx("sglang", draft=undeclared()))
+    assert result["verdict"] == "fail" and result["needs_input"] and "target feeds [2, 30, 58]" in result["detail"]
+
+
+def test_the_users_layer_ids_answer_it(ctx, run):
+    assert run("layer-ids", ctx(draft=undeclared(layer_ids=[2, 30, 58])))["verdict"] == "pass"
+    told = run("layer-ids", ctx(draft=undeclared(layer_ids=[3, 31, 59])))
+    assert told["verdict"] == "fail" and told["trained"] == [3, 31, 59] and "given on the command line" in told["detail"]
