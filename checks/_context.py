@@ -128,6 +128,7 @@ class Result:
     convert_with: ConvertWith | None = None
     release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
+    remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     check: str = ""
     title: str = ""
     fix: dict[str, Any] | None = None

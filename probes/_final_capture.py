@@ -23,8 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from compat.probes._ast import ClassHeader, class_headers, unparse
-from compat.probes.sglang._source import enclosing_class, enclosing_def_start, parse_block, top_level_end
+from compat.probes._ast import ClassHeader, _block_end, _header_end, class_headers, safe_parse, unparse
 from compat.tree import EngineTree
 
 # Names that stand for the layer count (the end of the loop) in a capture test or a helper call.
@@ -65,16 +64,49 @@ def capture_sites(tree: EngineTree, dirs: Iterable[str], ids_attrs: tuple[str, .
     files = {f for d in dirs for f in tree.files(d) if f.endswith(".py") and any(w in tree.read_bytes(f) for w in words)}
     for relpath in sorted(f for f in files if shape.search(tree.read_bytes(f))):
         data = tree.read_bytes(relpath)
+        defs = [(m.start(), len(m.group(1)), m.group(2).decode()) for m in _METHOD.finditer(data)]
+        headers = class_headers(tree, relpath)
         done: set[int] = set()
         for match in shape.finditer(data):
-            start, owner = enclosing_def_start(data, match.start()), enclosing_class(data, match.start())
-            if start is None or owner is None or start in done:
+            method = _enclosing_method(data, defs, match.start())
+            if method is None or method[0] in done or method[2] in helpers:
                 continue
-            done.add(start)
-            fn = parse_block(tree, relpath, start)
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name not in helpers:
-                out.setdefault(owner[0], []).extend(_sites(tree, relpath, fn, ids_attrs, helpers))
+            done.add(method[0])
+            owner = next((h for h in reversed(headers) if h.offset < method[0]), None)
+            if owner is None or _TOP_LEVEL_LINE.search(data, owner.offset + len(owner.raw), method[0]):
+                continue  # a function outside any class
+            fn = _parse_method(tree, relpath, data, method)
+            if fn is not None:
+                out.setdefault(owner.name, []).extend(_sites(tree, relpath, fn, ids_attrs, helpers))
     return {name: sites for name, sites in out.items() if sites}
+
+
+_METHOD = re.compile(rb"(?m)^([ \t]+)(?:async[ \t]+)?def[ \t]+(\w+)")
+_TOP_LEVEL_LINE = re.compile(rb"\n[^\s#)\]}]")
+
+
+def _enclosing_method(data: bytes, defs: list[tuple[int, int, str]], offset: int) -> tuple[int, int, str, int] | None:
+    """(start, indent, name, end) of the innermost indented `def` whose block holds `offset`."""
+    for start, indent, name in reversed([d for d in defs if d[0] < offset]):
+        end = _block_end(data, _header_end(data, start), indent)
+        if offset < end:
+            return start, indent, name, end
+    return None
+
+
+def _parse_method(tree: EngineTree, relpath: str, data: bytes, method: tuple[int, int, str, int]) -> ast.AST | None:
+    """The method's own block, parsed alone with the file's line numbers (the whole file when it does not parse)."""
+    start, indent, name, end = method
+    line = data.count(b"\n", 0, start) + 1
+    text = "\n".join(row[indent:] for row in data[start:end].decode("utf-8", errors="replace").split("\n"))
+    try:
+        node = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        module = safe_parse(tree, relpath)
+        return next((n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.lineno == line), None) if module is not None else None
+    ast.increment_lineno(node, line - 1)
+    return node
 
 
 def _sites(tree: EngineTree, relpath: str, fn: ast.AST, ids_attrs: tuple[str, ...], helpers: tuple[str, ...]) -> list[Site]:
@@ -179,7 +211,9 @@ class Resolver:
         """The one capturing answer among the classes its body names (`self.model = XModel(...)`,
         `model_cls = XModel`), else None (none, or several that disagree)."""
         data = self.tree.read_bytes(relpath)
-        body = data[header.offset + len(header.raw):top_level_end(data, header.offset + len(header.raw))]
+        begin = header.offset + len(header.raw)
+        end = _TOP_LEVEL_LINE.search(data, begin)
+        body = data[begin:end.start() if end else len(data)]
         named = [n for n in dict.fromkeys(m.decode() for m in _CLASS_NAME.findall(body))
                  if n != header.name and (n in self.sites or n in self.headers)]
         answers = [a for a in (self._capturing(n, relpath, depth + 1) for n in named) if a]

@@ -379,6 +379,8 @@ def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
             best = max(issues, key=lambda i: Version(i["fixed_in"]))
             check.fix = {"kind": "release", "releases": f">={best['fixed_in']}",
                          "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}
+        elif check.remedy:
+            check.fix = {"kind": "none", "text": check.remedy}
         else:
             hint = check.convert_refused
             check.fix = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
