@@ -128,11 +128,11 @@ class Result:
     convert_with: ConvertWith | None = None
     release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
-    remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     check: str = ""
     title: str = ""
     fix: dict[str, Any] | None = None
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
+    remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""

@@ -371,7 +371,9 @@ def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
     """No patch or conversion helps: name the release the known issues say fixes it, if any."""
     from compat.known_issues import matching
 
-    issues = [i for i in matching(ctx.engine, str(ctx.version) if ctx.version else None, ctx.target.names) if i.get("fixed_in")]
+    # only issues about this target family: one about every target (a method default, ...) fixes no target check
+    issues = [i for i in matching(ctx.engine, str(ctx.version) if ctx.version else None, ctx.target.names)
+              if i.get("fixed_in") and "*" not in i["applies_to"]]
     for check in unfixed(checks):
         if may_fix(check, "release") and check.release is not None and check.release.first:
             check.fix = {"kind": "release", "releases": check.release.specifier, "text": f"{ctx.engine} >= {check.release.first}"}

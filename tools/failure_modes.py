@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Compute where each upstream failure mode holds, on every release, and write it into docs/failure-modes.md.
+
+Each mode (tests/doctor/failure_modes.py: the thread's shapes and the check that answers it) is built once;
+its check runs on the probe report of every vLLM release from 0.10.0 and every SGLang release from 0.4.4
+(fetched into the user cache, probed once; --offline: the cached listing and releases only). The releases
+where the mode holds become the table's "holds in" column, so the column is what the probes say, not a guess.
+
+    python tools/failure_modes.py             print each mode's releases
+    python tools/failure_modes.py --write     rewrite the "holds in" column of docs/failure-modes.md
+    python tools/failure_modes.py --check     exit 1 when the column differs from what the releases say
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "failure-modes.md"
+sys.path.insert(0, str(ROOT / "tests" / "doctor"))
+
+FIRST = {"vllm": "0.10.0", "sglang": "0.4.4"}
+
+
+def releases(engine: str, offline: bool) -> list[str]:
+    from packaging.version import Version
+
+    from compat.sources.released import list_releases
+
+    return [v for v in list_releases(engine, offline=offline) if Version(v) >= Version(FIRST[engine])]
+
+
+def reports(engine: str, versions: list[str], offline: bool) -> dict[str, dict[str, Any]]:
+    """version -> its probe report (the missing ones probed in parallel first)."""
+    from compat.report import build_report, probe_missing
+    from compat.sources.released import fetch_release
+
+    trees = {v: fetch_release(engine, f"=={v}", offline=offline, progress=False) for v in versions}
+    probe_missing(list(trees.values()))
+    return {v: build_report(tree) for v, tree in trees.items()}
+
+
+def computed(offline: bool = False) -> dict[str, str]:
+    """mode key -> `vllm: ...; sglang: ...`, the releases it holds in."""
+    import failure_modes as fm
+
+    versions = {engine: releases(engine, offline) for engine in ("vllm", "sglang")}
+    engines = {e for m in fm.MODES for e in m.engines}
+    by_engine = {engine: reports(engine, versions[engine], offline) for engine in sorted(engines)}
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="compat-failure-modes-") as tmp:
+        for mode in fm.MODES:
+            pair = mode.build(Path(tmp) / mode.key)
+            tgt, drft = fm.inputs(pair)
+            parts = []
+            for engine in mode.engines:
+                held = {v for v, report in by_engine[engine].items() if fm.holds_on(mode, report, tgt, drft, pair.options)}
+                parts.append(f"{engine} {fm.ranges(versions[engine], held)}")
+            out[mode.key] = "; ".join(parts) if len(parts) > 1 else parts[0]
+    return out
+
+
+ROW = re.compile(r"^\| *`(?P<key>[a-z0-9-]+)` *\|")
+
+
+def rewrite(text: str, holds: dict[str, str]) -> str:
+    """The doc with each mode row's "holds in" cell (the 5th column) set to what the releases say."""
+    lines = []
+    for line in text.splitlines():
+        match = ROW.match(line)
+        if match and match.group("key") in holds:
+            cells = line.split("|")
+            cells[5] = f" {holds[match.group('key')]} "
+            line = "|".join(cells)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true", help="rewrite docs/failure-modes.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the doc differs")
+    parser.add_argument("--offline", action="store_true", help="cached releases only")
+    args = parser.parse_args(argv)
+    holds = computed(args.offline)
+    if not (args.write or args.check):
+        for key, where in holds.items():
+            print(f"{key:28} {where}")
+        return 0
+    text = DOC.read_text()
+    new = rewrite(text, holds)
+    if args.check:
+        if new != text:
+            print("docs/failure-modes.md differs from the releases: run python tools/failure_modes.py --write")
+            return 1
+        return 0
+    DOC.write_text(new)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
