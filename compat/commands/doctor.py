@@ -34,8 +34,9 @@ SUMMARY = "will this target + drafter work on this engine release, and the comma
 DESCRIPTION = (
     "Check, statically and before any GPU time, whether an EAGLE-3 drafter will work with a target model on a vLLM "
     "or SGLang release: target whitelist and aux-hidden-state interface, drafter architecture, the loader's tensor "
-    "names, vocab maps, the layer ids the release feeds against the ones the drafter was trained on, method "
-    "auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
+    "names, vocab maps, the drafter's tokenizer files against the target's, the layer ids the release feeds against "
+    "the ones the drafter was trained on (asked when the drafter does not record them), whether the target captures "
+    "the last layer when the drafter is fed it, method auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
     "the launch command uses only the flags and keys that release accepts."
 )
 
@@ -48,6 +49,8 @@ EXAMPLES = """examples:
   compat doctor TARGET DRAFTER --path ./vllm-checkout --spec disable_by_batch_size=4
   compat doctor ./Kimi-K2.5 ./drafter --engine vllm==0.16.0 --layer-ids-convention output-of
                                    when nothing in the drafter says how its layer ids were written
+  compat doctor ./Llama-3.3-70B ./eagle3-head --engine vllm==0.32.0 --layer-ids 2 40 77
+                                   the layers a drafter that declares none was trained on
   compat doctor ./target ./drafter --engine vllm --python /opt/venv/bin/python --verify
                                    then run the engine on the pair (outputs, acceptance per position)
 
