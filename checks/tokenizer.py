@@ -65,9 +65,9 @@ def _compare(drafter: Tokenizer, target: Tokenizer, target_vocab: int | None) ->
             more = f" (+{len(only) - SHOWN} more)" if len(only) > SHOWN else ""
             warnings.append(f"special tokens only the {who} has: " + ", ".join(f"{t} ({i})" for i, t in only[:SHOWN]) + more)
     for role in ROLES:
-        mine, theirs = drafter.special_ids.get(role) or [], target.special_ids.get(role) or []
-        if mine and theirs and not set(mine) & set(theirs):
-            warnings.append(f"{role} id: drafter {_ids(mine)}, target {_ids(theirs)}")
+        ours, its = drafter.special_ids.get(role) or [], target.special_ids.get(role) or []
+        if ours and its and not set(ours) & set(its):
+            warnings.append(f"{role} id: drafter {_ids(ours)}, target {_ids(its)}")
     return failures, warnings
 
 
