@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re as _re
+import weakref
 from typing import Iterable, Iterator
 
 from compat.tree import EngineTree, UnparseableFile
@@ -268,8 +269,18 @@ class ClassHeader:
 _CLASS_NAME = _re.compile(rb"class[ \t]+([A-Za-z_]\w*)")
 
 
+_HEADERS: "weakref.WeakKeyDictionary[EngineTree, dict[str, list[ClassHeader]]]" = weakref.WeakKeyDictionary()
+
+
 def class_headers(tree: EngineTree, relpath: str) -> list[ClassHeader]:
-    """Top-level class headers of a file, in order, without parsing the file."""
+    """Top-level class headers of a file, in order, without parsing the file (kept per tree: several probes ask)."""
+    memo = _HEADERS.setdefault(tree, {})
+    if relpath not in memo:
+        memo[relpath] = _class_headers(tree, relpath)
+    return memo[relpath]
+
+
+def _class_headers(tree: EngineTree, relpath: str) -> list[ClassHeader]:
     data = tree.read_bytes(relpath)
     out: list[ClassHeader] = []
     pos = 0 if data.startswith(b"class ") else data.find(b"\nclass ")

@@ -19,6 +19,7 @@ says which attribute holds the ids to capture and which helper records one.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -86,8 +87,9 @@ _TOP_LEVEL_LINE = re.compile(rb"\n[^\s#)\]}]")
 
 
 def _enclosing_method(data: bytes, defs: list[tuple[int, int, str]], offset: int) -> tuple[int, int, str, int] | None:
-    """(start, indent, name, end) of the innermost indented `def` whose block holds `offset`."""
-    for start, indent, name in reversed([d for d in defs if d[0] < offset]):
+    """(start, indent, name, end) of the innermost indented `def` whose block holds `offset` (defs in file order)."""
+    for i in range(bisect.bisect_left(defs, (offset,)) - 1, -1, -1):
+        start, indent, name = defs[i]
         end = _block_end(data, _header_end(data, start), indent)
         if offset < end:
             return start, indent, name, end
@@ -95,34 +97,25 @@ def _enclosing_method(data: bytes, defs: list[tuple[int, int, str]], offset: int
 
 
 def _parse_method(tree: EngineTree, relpath: str, data: bytes, method: tuple[int, int, str, int]) -> ast.AST | None:
-    """The method's own block, parsed alone with the file's line numbers (the whole file when it does not parse)."""
+    """The method's own block, parsed alone with the file's line numbers (the whole file when it does not parse).
+    Blank lines stand in front of it for the lines above, so no node needs its line number moved afterwards."""
     start, indent, name, end = method
     line = data.count(b"\n", 0, start) + 1
     text = "\n".join(row[indent:] for row in data[start:end].decode("utf-8", errors="replace").split("\n"))
     try:
-        node = ast.parse(text).body[0]
+        return ast.parse("\n" * (line - 1) + text).body[0]
     except (SyntaxError, IndexError):
         module = safe_parse(tree, relpath)
         return next((n for n in ast.walk(module) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                      and n.lineno == line), None) if module is not None else None
-    ast.increment_lineno(node, line - 1)
-    return node
 
 
 def _sites(tree: EngineTree, relpath: str, fn: ast.AST, ids_attrs: tuple[str, ...], helpers: tuple[str, ...]) -> list[Site]:
-    loops: dict[ast.AST, set[str]] = {}  # node -> the loop variables of the `for` statements around it
-
-    def visit(node: ast.AST, names: frozenset[str]) -> None:
-        loops[node] = set(names)
-        inner = names
-        if isinstance(node, ast.For):
-            inner = names | {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-        for child in ast.iter_child_nodes(node):
-            visit(child, inner if child is not getattr(node, "iter", None) else names)
-
-    visit(fn, frozenset())
-    out = []
-    for node in ast.walk(fn):
+    """Every capture in `fn`, in one walk that carries the loop variables of the `for` statements around each node."""
+    out: list[Site] = []
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(fn, frozenset())]
+    while stack:
+        node, names = stack.pop()
         index = None
         if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In)
                 and _attr_name(node.comparators[0]) in ids_attrs):
@@ -130,15 +123,20 @@ def _sites(tree: EngineTree, relpath: str, fn: ast.AST, ids_attrs: tuple[str, ..
         elif isinstance(node, ast.Call) and _attr_name(node.func) in helpers and len(node.args) >= 2:
             index = node.args[1]
         if index is not None:
-            out.append(Site(_reaches_end(index, loops.get(node, set())), unparse(node) or "", tree.loc(relpath, node)))
-        elif isinstance(node, ast.For) and _attr_name(node.iter) in ids_attrs and isinstance(node.target, ast.Name):
-            # `for layer_id in self.layers_to_capture: setattr(self.layers[layer_id], ...)`: the ids index the
-            # layers themselves (SGLang Qwen2-MoE), so id n is out of range
-            out += [Site(False, f"{unparse(sub)} marks layer {node.target.id} to capture (id n is out of range)",
-                         tree.loc(relpath, sub))
-                    for sub in ast.walk(node) if isinstance(sub, ast.Subscript) and _attr_name(sub.value) == "layers"
-                    and isinstance(sub.slice, ast.Name) and sub.slice.id == node.target.id]
-    return out
+            out.append(Site(_reaches_end(index, set(names)), unparse(node) or "", tree.loc(relpath, node)))
+        inner = names
+        if isinstance(node, ast.For):
+            inner = names | {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            if _attr_name(node.iter) in ids_attrs and isinstance(node.target, ast.Name):
+                # `for layer_id in self.layers_to_capture: setattr(self.layers[layer_id], ...)`: the ids index the
+                # layers themselves (SGLang Qwen2-MoE), so id n is out of range
+                out += [Site(False, f"{unparse(sub)} marks layer {node.target.id} to capture (id n is out of range)",
+                             tree.loc(relpath, sub))
+                        for sub in ast.walk(node) if isinstance(sub, ast.Subscript) and _attr_name(sub.value) == "layers"
+                        and isinstance(sub.slice, ast.Name) and sub.slice.id == node.target.id]
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, inner if child is not getattr(node, "iter", None) else names))
+    return sorted(out, key=lambda site: (int(site.location.rsplit(":", 1)[1]), site.how))
 
 
 def _attr_name(node: ast.AST) -> str | None:
