@@ -189,6 +189,18 @@ def _kimi_k25_input_to(tmp: Path) -> Pair:
                 convention="capture-before")
 
 
+def _nested_only(tmp: Path) -> Pair:
+    """llama.cpp#27040: SyzygyResearch/DeepSeek-V4-Flash-EAGLE3.1 keeps its ids only in eagle_config ([1, 21, 40],
+    43 layers); a reader of the top-level key falls back to (2, 21, 40). A 43-layer Llama target stands in for
+    DeepSeek-V4 (served by vLLM from 0.29 only), so every release's reading shows."""
+    return Pair(target(tmp / "target-43-layers", "llama", "LlamaForCausalLM", 43),
+                drafter(tmp / "DeepSeek-V4-Flash-EAGLE3.1", nested([1, 21, 40]), prefix="midlayer."))
+
+
+def _fed_default(result: dict[str, Any]) -> bool:
+    return result["verdict"] == FAIL and any("default" in feed["how"] for feed in result.get("fed") or [])
+
+
 def _minimax(tmp: Path) -> Pair:
     """vllm#43671: MiniMax-M2.5 (62 layers) with thoughtworks/MiniMax-M2.5-Eagle3, trained by SpecForge (output-of)."""
     return Pair(target(tmp / "MiniMax-M2.5", "minimax_m2", "MiniMaxM2ForCausalLM", 62),
@@ -311,6 +323,9 @@ MODES: tuple[Mode, ...] = (
     Mode("sglang-offset-rule", "SGLang's +1 on DeepSeek/Kimi ids written input-to-layer (first id 2): one layer high",
          "https://github.com/sgl-project/sglang/pull/25454", ("sglang",), "layer-ids", _kimi_k25_input_to,
          "silent off-by-one", {"sglang": "0.5.10"}, {"sglang": "0.5.14"}, requires=("target-interface",)),
+    Mode("nested-ids-ignored", "ids only in eagle_config are not read: the target's default layers are fed instead, silently",
+         "https://github.com/ggml-org/llama.cpp/pull/27040", ("vllm",), "layer-ids", _nested_only,
+         "(no key it reads is set: default)", {"vllm": "0.18.0"}, holds=_fed_default),
     Mode("convention-off-by-one", "a head trained on SGLang's +1 (output-of ids) read as capture-before: position-0 acceptance ~10%",
          "https://github.com/vllm-project/vllm/pull/43671", ("vllm",), "layer-ids", _minimax,
          "silent off-by-one", {"vllm": "0.24.0"}, requires=("target-interface",)),
