@@ -25,14 +25,24 @@ DOC = ROOT / "docs" / "failure-modes.md"
 sys.path.insert(0, str(ROOT / "tests" / "doctor"))
 
 FIRST = {"vllm": "0.10.0", "sglang": "0.4.4"}
+# The doc names the newest release of each engine it was computed on; --check and the test read no further,
+# so a release published upstream after the table was written shows in `--write`, not as a failing CI run.
+READ_UP_TO = re.compile(r"^\*\*Releases read\*\*: vllm 0\.10\.0 - (?P<vllm>\S+), sglang 0\.4\.4 - (?P<sglang>\S+?)\.?$", re.M)
 
 
-def releases(engine: str, offline: bool) -> list[str]:
+def releases(engine: str, offline: bool, up_to: str | None = None) -> list[str]:
     from packaging.version import Version
 
     from compat.sources.released import list_releases
 
-    return [v for v in list_releases(engine, offline=offline) if Version(v) >= Version(FIRST[engine])]
+    return [v for v in list_releases(engine, offline=offline)
+            if Version(v) >= Version(FIRST[engine]) and (up_to is None or Version(v) <= Version(up_to))]
+
+
+def read_up_to(text: str) -> dict[str, str] | None:
+    """engine -> the newest release the doc's table was computed on (None: the doc does not say)."""
+    match = READ_UP_TO.search(text)
+    return {"vllm": match.group("vllm"), "sglang": match.group("sglang")} if match else None
 
 
 def reports(engine: str, versions: list[str], offline: bool) -> dict[str, dict[str, Any]]:
@@ -45,11 +55,11 @@ def reports(engine: str, versions: list[str], offline: bool) -> dict[str, dict[s
     return {v: build_report(tree) for v, tree in trees.items()}
 
 
-def computed(offline: bool = False) -> dict[str, str]:
-    """mode key -> `vllm: ...; sglang: ...`, the releases it holds in."""
+def computed(offline: bool = False, up_to: dict[str, str] | None = None) -> dict[str, str]:
+    """mode key -> `vllm: ...; sglang: ...`, the releases it holds in (up to `up_to` per engine; None: all)."""
     import failure_modes as fm
 
-    versions = {engine: releases(engine, offline) for engine in ("vllm", "sglang")}
+    versions = {engine: releases(engine, offline, (up_to or {}).get(engine)) for engine in ("vllm", "sglang")}
     engines = {e for m in fm.MODES for e in m.engines}
     by_engine = {engine: reports(engine, versions[engine], offline) for engine in sorted(engines)}
     out = {}
@@ -87,13 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when the doc differs")
     parser.add_argument("--offline", action="store_true", help="cached releases only")
     args = parser.parse_args(argv)
-    holds = computed(args.offline)
+    text = DOC.read_text()
+    holds = computed(args.offline, None if args.write else read_up_to(text))
     if not (args.write or args.check):
         for key, where in holds.items():
             print(f"{key:28} {where}")
         return 0
-    text = DOC.read_text()
     new = rewrite(text, holds)
+    if args.write:
+        newest = {engine: releases(engine, args.offline)[-1] for engine in ("vllm", "sglang")}
+        new = READ_UP_TO.sub(f"**Releases read**: vllm 0.10.0 - {newest['vllm']}, sglang 0.4.4 - {newest['sglang']}.", new)
     if args.check:
         if new != text:
             print("docs/failure-modes.md differs from the releases: run python tools/failure_modes.py --write")
