@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
+from compat.probes.vllm._method_registry import read_detection_registry
 from compat.probes.vllm._common import literal_strings, resolve_name, speculative_config_class
 from compat.tree import EngineTree
 
@@ -46,8 +47,17 @@ def method_autodetection(tree: EngineTree) -> dict:
         out.update(_read_chain(tree, relpath, chain))
         out["samples"] = {p: detect_method(out, None, p)["method"] for p in SAMPLE_PATHS}
         return out
+    registry = read_detection_registry(tree, _test)  # 0.34.0+: detection moved to the speculator configs
+    if registry is not None:
+        out = {"present": True, **registry, "method_none": _method_none(tree, relpath, _post_init(cls))}
+        out["samples"] = {p: detect_method(out, None, p)["method"] for p in SAMPLE_PATHS}
+        return out
     return {"present": False, "reason": f"no if/elif chain assigning self.method from the draft path in {relpath}",
             "location": tree.loc(relpath, cls)}
+
+
+def _post_init(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
 
 
 def _sets_method(stmts: list[ast.stmt]) -> str | None:
@@ -81,7 +91,10 @@ def _detection_chain(func: ast.FunctionDef):
 
 
 def _method_none(tree, relpath, func) -> dict | None:
-    """`if self.method is None: self.method = "ngram" | "draft_model"` before detection (0.17.0+)."""
+    """`if self.method is None: self.method = "ngram" | "draft_model"` before detection (0.17.0 - 0.33.x;
+    from 0.34.0 only a missing or ngram model is preset, a draft checkpoint is detected)."""
+    if func is None:
+        return None
     for node in ast.walk(func):
         if isinstance(node, ast.If) and ast.unparse(node.test) == "self.method is None":
             sets = [n.value.value for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
