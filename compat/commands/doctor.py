@@ -118,7 +118,8 @@ def ignored_options(args, engine: str) -> list[str]:
 
 
 def _dropped_keys(diagnosis: dict) -> list[str]:
-    launch = next((c for c in diagnosis.get("checks", []) if c.get("check") == "launch-command"), {}).get("launch") or {}
+    checks: list[dict] = diagnosis.get("checks", [])
+    launch = next((c for c in checks if c.get("check") == "launch-command"), {}).get("launch") or {}
     return [f"--spec {key}: {why}; left out of the launch command" for key, why in (launch.get("dropped") or {}).items()
             if key not in ("method", "model", "num_speculative_tokens")]
 
@@ -136,7 +137,7 @@ def run(args, console) -> int:
     drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids))
     if args.releases:
-        if not args.engine or args.path:
+        if spec is None or args.path:  # spec: None without --engine
             raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",
                              hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
         if spec.released:

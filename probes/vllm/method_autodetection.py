@@ -63,12 +63,12 @@ def _post_init(cls: ast.ClassDef) -> ast.FunctionDef | None:
 def _sets_method(stmts: list[ast.stmt]) -> str | None:
     for stmt in stmts:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "method" for t in stmt.targets):
-            if isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                 return stmt.value.value
     return None
 
 
-def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.AST, list[ast.stmt]]], list[ast.stmt]]:
+def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.expr, list[ast.stmt]]], list[ast.stmt]]:
     branches = []
     while True:
         branches.append((node, node.test, node.body))
@@ -78,7 +78,7 @@ def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.AST, list[ast.stmt]]], 
         return branches, node.orelse
 
 
-def _detection_chain(func: ast.FunctionDef):
+def _detection_chain(func: ast.FunctionDef | ast.AsyncFunctionDef):
     for node in ast.walk(func):
         if not isinstance(node, ast.If):
             continue
@@ -158,7 +158,7 @@ def _strings(tree, relpath, node: ast.AST) -> list[str]:
         return literal_strings(tree, relpath, node.args[0])
     if isinstance(node, ast.Name):
         found = resolve_name(tree, relpath, node.id)
-        if found is not None:
+        if found is not None and found[1].value is not None:  # (resolve_name finds assignments with a value)
             return _strings(tree, found[0], found[1].value) or literal_strings(tree, found[0], found[1].value)
     return [ast.unparse(node)]
 
