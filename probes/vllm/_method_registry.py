@@ -87,6 +87,7 @@ def _branch(tree: EngineTree, method: str, class_name: str | None, read_test: Te
     if found is None:
         return {"when": {"other": f"{class_name}.matches"}, "sets": method, "raises": None, "location": None}
     relpath, node = found
+    assert node.value is not None  # _matches_return keeps only returns with a value
     return {"when": read_test(tree, relpath, node.value), "sets": method, "raises": None,
             "location": tree.loc(relpath, node)}
 
@@ -109,7 +110,7 @@ def _none_default(module: ast.Module) -> str | None:
     for node in ast.walk(module):
         if isinstance(node, ast.If) and ast.unparse(node.test).endswith("method is None"):
             for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant):
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                     return stmt.value.value
     return None
 
