@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import read_against
-from compat.launch_line import VLLM_SPEC_CONFIG, LineEdit
+from compat.launch_line import LineEdit
 
 
 @check("launch-arguments", "launch line: every argument and --speculative-config key is one this release takes",
@@ -24,7 +24,7 @@ def launch_arguments(ctx: Ctx) -> Result:
     for given in read.problems:
         refused.append(f"error: {given.problem}")
         where = where or (given.argument or {}).get("location")
-        if given.argument is None and given.typed.split(".", 1)[0] not in VLLM_SPEC_CONFIG:
+        if given.argument is None:  # a --speculative-config it lacks (-sc) is written back as --speculative-config
             edits.append(LineEdit("drop", f"this release has no {given.typed}", given.start, given.end))
     if read.extra_positionals:
         shown = " ".join(w for _, w in read.extra_positionals)
