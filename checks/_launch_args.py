@@ -42,6 +42,7 @@ class ReadLine:
     given: list[Given] = field(default_factory=list)
     positionals: list[tuple[int, str]] = field(default_factory=list)
     extra_positionals: list[tuple[int, str]] = field(default_factory=list)  # more than the parser takes
+    unrecognized: list[str] = field(default_factory=list)  # the words argparse lists as "unrecognized arguments"
     present: bool = True  # the release's argument list was read
 
     def find(self, *names: str) -> Given | None:
@@ -56,7 +57,8 @@ class ReadLine:
 
     @property
     def problems(self) -> list[Given]:
-        return [g for g in self.given if g.problem]
+        """The options the parser refuses: its errors, and the options it does not know."""
+        return [g for g in self.given if g.problem or g.argument is None]
 
 
 def read_against(ctx: Ctx) -> ReadLine | None:
@@ -90,7 +92,11 @@ def _read(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     while i < len(words):
         word = words[i]
         if not _is_option(word):
-            (out.positionals if len(out.positionals) < positional_slots else out.extra_positionals).append((i, word))
+            if len(out.positionals) < positional_slots:
+                out.positionals.append((i, word))
+            else:
+                out.extra_positionals.append((i, word))
+                out.unrecognized.append(word)
             i += 1
             continue
         typed, eq, inline = word.partition("=")
@@ -108,9 +114,14 @@ def _read(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
             end = i + 1
             while end < len(words) and not _is_option(words[end]) and not eq:
                 end += 1
-            shown = " ".join(words[i:end])
-            out.given.append(Given(typed, None, inline if eq else None, i, end,
-                                   problem or f"unrecognized arguments: {shown}"))
+            out.given.append(Given(typed, None, inline if eq else None, i, end, problem))
+            if problem is None:  # argparse: the words after it fill an open positional first, the rest are extras
+                out.unrecognized.append(word)
+                for j in range(i + 1, end):
+                    if len(out.positionals) < positional_slots:
+                        out.positionals.append((j, words[j]))
+                    else:
+                        out.unrecognized.append(words[j])
             i = end
             continue
         if "." in name and name.startswith("--"):  # vLLM: --speculative-config.method eagle3
@@ -127,8 +138,8 @@ def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any])
     if name in table:
         return table[name], None
     if name.startswith("--") and parser.get("allow_abbrev", True):  # argparse: a unique prefix of a long option
-        matches = sorted({table[k]["name"] for k in table if k.startswith(name) and k.startswith("--")})
-        if len(matches) == 1:
+        matches = [k for k in table if k.startswith(name) and k.startswith("--")]  # in the order they were declared
+        if len({table[k]["name"] for k in matches}) == 1:
             return table[matches[0]], None
         if len(matches) > 1:
             return None, f"ambiguous option: {name} could match {', '.join(matches)}"
@@ -137,7 +148,8 @@ def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any])
 
 def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
     kind = argument.get("value")
-    label = "/".join([argument["name"], *(argument.get("aliases") or [])])
+    negated = ["--no-" + argument["name"][2:]] if argument.get("negatable") else []  # BooleanOptionalAction's pair
+    label = "/".join([argument["name"], *(argument.get("aliases") or []), *negated])
     if kind == "flag" or (kind == "bool" and argument.get("negatable")):
         if inline is not None:
             return Given(typed, argument, inline, i, i + 1, f"argument {label}: ignored explicit argument {inline!r}"), i + 1

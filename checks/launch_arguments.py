@@ -22,14 +22,14 @@ def launch_arguments(ctx: Ctx) -> Result:
         return Result(WARN, "cannot tell: this release's argument list was not found (cli_arguments)", None)
     refused, ignored, edits, where = [], [], [], None
     for given in read.problems:
-        refused.append(f"error: {given.problem}")
+        if given.problem:
+            refused.append(f"error: {given.problem}")
         where = where or (given.argument or {}).get("location")
         if given.argument is None:  # a --speculative-config it lacks (-sc) is written back as --speculative-config
             edits.append(LineEdit("drop", f"this release has no {given.typed}", given.start, given.end))
-    if read.extra_positionals:
-        shown = " ".join(w for _, w in read.extra_positionals)
-        refused.append(f"error: unrecognized arguments: {shown}")
-        edits += [LineEdit("drop", "no positional argument takes it", i, i + 1) for i, _ in read.extra_positionals]
+    if read.unrecognized:
+        refused.insert(0, f"error: unrecognized arguments: {' '.join(read.unrecognized)}")
+    edits += [LineEdit("drop", f"no positional argument takes {word}", i, i + 1) for i, word in read.extra_positionals]
     if ctx.engine == "vllm":
         keys_refused, keys_ignored, key_edits, sc_where = _spec_keys(ctx, read.line.spec)
         refused += keys_refused

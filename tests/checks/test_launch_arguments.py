@@ -42,7 +42,7 @@ def test_a_line_the_release_takes_passes(ctx, run):
     ("-tp eight", "argument --tensor-parallel-size/-tp: invalid int value: 'eight'"),
     ("--kv-cache-dtype fp9", "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'fp8')"),
     ("--max-model-len", "argument --max-model-len: expected one argument"),
-    ("--enforce-eager=yes", "argument --enforce-eager: ignored explicit argument 'yes'"),
+    ("--enforce-eager=yes", "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'yes'"),
     ("/m/other", "unrecognized arguments: /m/other"),  # a second positional: serve takes one
 ])
 def test_what_the_engine_refuses_in_its_words(ctx, run, words, said):
