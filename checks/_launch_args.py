@@ -204,3 +204,40 @@ def _is_option(word: str) -> bool:
         return False
     except ValueError:
         return True
+
+
+def settings(read: ReadLine, fact: dict[str, Any]) -> dict[str, Any]:
+    """dest -> the value the release starts with: the line's (as the argument's type), else the default it declares."""
+    out: dict[str, Any] = {}
+    by_name = {}
+    for arg in fact.get("arguments") or []:
+        dest = arg.get("dest") or arg["name"].lstrip("-").replace("-", "_")
+        by_name[arg["name"]] = dest
+        if "default" in arg:
+            out[dest] = arg["default"]
+    for given in read.given:
+        if given.argument is None or given.problem:
+            continue
+        dest = by_name.get(given.argument["name"], given.argument["name"].lstrip("-").replace("-", "_"))
+        out[dest] = _typed(given)
+    return out
+
+
+def _typed(given: Given) -> Any:
+    kind = (given.argument or {}).get("value")
+    if kind == "flag" or (kind == "bool" and given.value is None):
+        return not given.typed.startswith("--no-")
+    if kind in ("int", "float") and given.value is not None:
+        try:
+            return int(given.value) if kind == "int" else float(given.value)
+        except ValueError:
+            return given.value
+    return given.value
+
+
+def env_switches(line: LaunchLine, defaults: dict[str, Any]) -> dict[str, Any]:
+    """NAME -> its value for the rules: the line's VAR=value words (as booleans, like SGLang's EnvBool), else the default."""
+    out = {name: spec.get("default") for name, spec in defaults.items()}
+    for name, value in line.env.items():
+        out[name] = value.strip().lower() in ("1", "true", "yes", "on")
+    return out

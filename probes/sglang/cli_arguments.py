@@ -29,6 +29,10 @@ def cli_arguments(tree: EngineTree) -> dict:
         else:
             value = SCALARS.get(flag.type or "str", flag.type or "str")
         entry = {"name": flag.name, "aliases": list(flag.aliases), "value": value, "location": tree.loc(flag.relpath, flag.node)}
+        if flag.dest != flag.name.lstrip("-").replace("-", "_"):
+            entry["dest"] = flag.dest
+        if flag.default is None or isinstance(flag.default, (bool, int, float, str)):
+            entry["default"] = flag.default  # what the setting is when the line does not give it
         if isinstance(flag.choices, list):
             entry["choices"] = flag.choices
         if flag.nargs:
