@@ -16,6 +16,7 @@ import re
 
 from compat.probes import probe
 from compat.probes._ast import unparse
+from compat.probes._rules import start_up_rules
 from compat.tree import EngineTree
 
 HOMES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/speculative_hook.py")
@@ -48,70 +49,7 @@ def _handler(module: ast.Module) -> ast.FunctionDef | None:
 
 
 def _rules(tree: EngineTree, relpath: str, func: ast.FunctionDef) -> list[dict]:
-    out: list[dict] = []
-
-    def visit(body: list[ast.stmt], around: list[str]) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Assert) and _reads_tree(stmt.test):
-                out.append(_rule("refuse", around + [unparse(stmt.test) or ""], _message(stmt.msg) or
-                                 f"AssertionError: assert {unparse(stmt.test)}", tree.loc(relpath, stmt), negate=True))
-            if isinstance(stmt, ast.If):
-                test = unparse(stmt.test) or ""
-                if _reads_tree(stmt.test):
-                    kind, message = _outcome(stmt.body)
-                    if kind:
-                        out.append(_rule(kind, around + [test], message, tree.loc(relpath, stmt)))
-                visit(stmt.body, around + [test])
-                visit(stmt.orelse, around + [f"not ({test})"])
-            elif isinstance(stmt, (ast.For, ast.With, ast.Try)):
-                visit(stmt.body, around)
-
-    visit(func.body, [])
-    return out
-
-
-def _rule(kind: str, conditions: list[str], message: str | None, location: str, negate: bool = False) -> dict:
-    rule = {"kind": kind, "when": conditions, "message": message, "location": location}
-    if negate:
-        rule["fails_unless_last"] = True  # an assert: it refuses when its own test is false
-    return rule
-
-
-def _reads_tree(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr in TREE_FIELDS for n in ast.walk(node))
-
-
-def _outcome(body: list[ast.stmt]) -> tuple[str | None, str | None]:
-    """("refuse", message) when the block raises, ("adjust", warning) when it rewrites a draft-tree setting."""
-    for stmt in body:
-        if isinstance(stmt, ast.Raise):
-            call = stmt.exc if isinstance(stmt.exc, ast.Call) else None
-            text = _message(call.args[0]) if call is not None and call.args else None
-            name = unparse(call.func) if call is not None else unparse(stmt.exc)
-            return "refuse", f"{name}: {text}" if text else name
-    sets = any(isinstance(n, (ast.Assign, ast.keyword)) and _assigns_tree(n) for s in body for n in ast.walk(s))
-    if sets:
-        warning = next((_message(n.args[0]) for s in body for n in ast.walk(s) if isinstance(n, ast.Call)
-                        and unparse(n.func) in ("logger.warning", "logger.info", "warnings.warn") and n.args), None)
-        return "adjust", warning
-    return None, None
-
-
-def _assigns_tree(node: ast.AST) -> bool:
-    if isinstance(node, ast.keyword):
-        return node.arg in TREE_FIELDS
-    return any(isinstance(t, ast.Attribute) and t.attr in TREE_FIELDS for t in node.targets)  # type: ignore[attr-defined]
-
-
-def _message(node: ast.AST | None) -> str | None:
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{" + (unparse(v.value) or "") + "}"  # type: ignore[attr-defined]
-                       for v in node.values)
-    return unparse(node)
+    return start_up_rules(tree, relpath, func, TREE_FIELDS)
 
 
 def _env_defaults(tree: EngineTree, rules: list[dict]) -> dict[str, dict]:
