@@ -32,6 +32,8 @@ def evaluate(text: str, settings: Mapping[str, Any], env: Mapping[str, Any]) -> 
 def _eval(node: ast.AST, settings: Mapping[str, Any], env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, (ast.Name, ast.Attribute)) and ast.unparse(node) in settings:  # a setting named as written
+        return settings[ast.unparse(node)]
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_eval(e, settings, env) for e in node.elts]
         return UNKNOWN if any(i is UNKNOWN for i in items) else items
@@ -114,3 +116,14 @@ def holds(conditions: list[str], settings: Mapping[str, Any], env: Mapping[str, 
         elif not value:
             return False
     return UNKNOWN if unknown else True
+
+
+def fill(message: str | None, settings: Mapping[str, Any]) -> str:
+    """A rule's message with its `{name}` placeholders (from an f-string) given the line's values."""
+    import re
+
+    def value(match: re.Match) -> str:
+        key = match.group(1)
+        return repr(settings[key]) if key in settings else match.group(0)
+
+    return re.sub(r"\{([\w.]+)\}", value, message or "")

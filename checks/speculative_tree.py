@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import env_switches, read_against, settings
-from compat.checks._rules import UNKNOWN, holds
+from compat.checks._rules import UNKNOWN, fill, holds
 from compat.launch_line import LineEdit
 
 STEPS, TOPK, DRAFT = "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"
@@ -33,7 +33,7 @@ def speculative_tree(ctx: Ctx) -> Result:
         if verdict is UNKNOWN:
             open_rules.append(rule)
         elif verdict and rule["kind"] == "refuse":
-            refused.append(f"{rule['message']} ({rule['location']})")
+            refused.append(f"{fill(rule['message'], values)} ({rule['location']})")
             edits += _tree_edits(rule, values)
         elif verdict and rule["kind"] == "adjust" and rule.get("message"):
             adjusted.append(f"{rule['message']} ({rule['location']})")

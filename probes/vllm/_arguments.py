@@ -34,6 +34,7 @@ class Argument:
     nargs: str | None = None
     field: str | None = None  # Config.field it is generated from
     annotation: str | None = None
+    default: object = None  # the field's default, when a literal (what the setting is when the line omits it)
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False) or k in ("name", "value")}
@@ -180,6 +181,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
     if found is not None:
         where, stmt = found
         arg.annotation = unparse(stmt.annotation)
+        arg.default = _literal_default(stmt)
         _derive(reader.tree, where, stmt.annotation, arg)
     else:
         arg.value = "unknown"
@@ -194,6 +196,15 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
                 elif target.slice.value == "choices":
                     value = literal(node.value)
                     arg.choices = list(value) if isinstance(value, (list, tuple, set)) else None
+
+
+def _literal_default(stmt: ast.AnnAssign) -> object:
+    """`tensor_parallel_size: int = 1` -> 1; `Field(default=1, ...)` -> 1; anything else None."""
+    value = stmt.value
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "Field":
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    result = literal(value) if isinstance(value, ast.Constant) else None
+    return result if isinstance(result, (bool, int, float, str)) else None
 
 
 def _derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg: Argument) -> None:
