@@ -20,7 +20,7 @@ def mla_only(backend: object) -> bool:
     return "mla" in name or name in SPARSE_MLA
 
 
-@check("draft-attention-backend", "draft attention backend: one the drafter's attention (MHA or MLA) runs on", order=9,
+@check("draft-attention-backend", "draft attention backend: one the drafter's attention (MHA or MLA) runs on", order=7,
        needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
        when="launch")
 def draft_attention_backend(ctx: Ctx) -> Result:

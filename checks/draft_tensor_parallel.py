@@ -12,7 +12,7 @@ from compat.checks._rules import UNKNOWN, fill, holds
 from compat.launch_line import LineEdit
 
 
-@check("draft-tensor-parallel", "draft tensor parallel size: one this release runs beside the target's", order=10,
+@check("draft-tensor-parallel", "draft tensor parallel size: one this release runs beside the target's", order=8,
        needs={"vllm": ("draft_parallel_rules", "cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)},
        fixes=("line",), when="launch")
 def draft_tensor_parallel(ctx: Ctx) -> Result:

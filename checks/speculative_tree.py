@@ -16,7 +16,7 @@ from compat.launch_line import LineEdit
 STEPS, TOPK, DRAFT = "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"
 
 
-@check("speculative-tree", "draft tree: steps, topk and draft tokens are ones this release runs as given", order=8,
+@check("speculative-tree", "draft tree: steps, topk and draft tokens are ones this release runs as given", order=6,
        needs={"sglang": ("speculative_tree_rules", "cli_arguments")}, fixes=("line",), when="launch")
 def speculative_tree(ctx: Ctx) -> Result:
     read = read_against(ctx)
