@@ -5,7 +5,7 @@ import pytest
 from compat.checks import all_checks, check, get_check
 
 EXPECTED = ["launch-arguments", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
-            "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
+            "draft-dtype", "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
             "drafter-config", "vocab-maps", "tokenizer",
             "layer-ids", "aux-inputs", "final-layer", "method", "known-issues", "launch-command"]
 
