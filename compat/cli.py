@@ -132,7 +132,13 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
     name = argv[at]
     before = _parse_before(argv[:at])
     parser = command_parser(name)
-    args, extra = parser.parse_known_args(argv[at + 1:])
+    words, after = argv[at + 1:], None
+    dashes = getattr(get_command(name), "AFTER_DASHES", None)  # `compat doctor ... -- vllm serve ...`: a line, kept whole
+    if dashes and "--" in words:
+        words, after = words[:words.index("--")], words[words.index("--") + 1:]
+    args, extra = parser.parse_known_args(words)
+    if dashes:
+        setattr(args, dashes, after)
     if extra:  # said by the innermost parser (`compat convert ckpt`), with its usage
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     for key in ("quiet", "verbose", "color"):  # after the command wins over before it

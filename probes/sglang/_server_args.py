@@ -222,8 +222,9 @@ def _module_level(body: list[ast.stmt]):
                 yield from _module_level(part)
 
 
-def _namespaces(tree: EngineTree, imported: list[str]) -> list[tuple[str, str, ast.ClassDef]]:
-    """Classes carrying `_NS_PATH` in the sglang modules that server_args.py imports."""
+def _namespaces(tree: EngineTree, imported: list[str], every: bool = False) -> list[tuple[str, str, ast.ClassDef]]:
+    """Classes carrying `_NS_PATH` in the sglang modules that server_args.py imports (every: not only the
+    namespaces with a speculative field)."""
     out, seen = [], set()
     for name in imported:
         if not name.startswith("sglang."):
@@ -234,7 +235,7 @@ def _namespaces(tree: EngineTree, imported: list[str]) -> list[tuple[str, str, a
         seen.add(relpath)
         data = tree.read_bytes(relpath)
         # only namespaces declaring a speculative field are parsed (a dozen files, ~0.1 s for all)
-        if b"_NS_PATH" not in data or not _SPEC_FIELD.search(data):
+        if b"_NS_PATH" not in data or not (every or _SPEC_FIELD.search(data)):
             continue
         for cls in top_level_classes(tree.parse(relpath)).values():
             path = _ns_path(cls)
@@ -325,20 +326,34 @@ def _build(tree: EngineTree) -> ServerArgsSource | None:
     return _build_from_class(tree, *found) if found else None
 
 
-def _build_from_class(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> ServerArgsSource:
+def every_flag(tree: EngineTree) -> ServerArgsSource | None:
+    """Every flag of `python -m sglang.launch_server` (prepare_server_args: an argparse parser that
+    ServerArgs.add_cli_args fills), not only the speculative ones: server_args.py parsed whole."""
+    return _memo(tree, "server_args_every_flag", _build_every)
+
+
+def _build_every(tree: EngineTree) -> ServerArgsSource | None:
+    found = ((SERVER_ARGS_HOME, top_level_classes(tree.parse(SERVER_ARGS_HOME)).get("ServerArgs"))
+             if tree.exists(SERVER_ARGS_HOME) else find_class(tree, "ServerArgs", under="sglang/srt"))
+    if found is None or found[1] is None:
+        return None
+    return _build_from_class(tree, found[0], found[1], every=True)
+
+
+def _build_from_class(tree: EngineTree, relpath: str, cls: ast.ClassDef, every: bool = False) -> ServerArgsSource:
     module = tree.parse(relpath)
     source = ServerArgsSource(relpath, cls.lineno)
     source.fields = _fields_of(tree, relpath, cls, None)
     source.namespaces = _namespaces(tree, [n.module for n in _module_level(module.body)
-                                           if isinstance(n, ast.ImportFrom) and n.module])
+                                           if isinstance(n, ast.ImportFrom) and n.module], every)
     add_cli_args = methods(cls).get("add_cli_args")
     calls = [n for n in ast.walk(add_cli_args or module) if _is_add_argument(n)]
-    return _finish(tree, source, calls)
+    return _finish(tree, source, calls, every)
 
 
-def _finish(tree: EngineTree, source: ServerArgsSource, calls: list[ast.Call]) -> ServerArgsSource:
+def _finish(tree: EngineTree, source: ServerArgsSource, calls: list[ast.Call], every: bool = False) -> ServerArgsSource:
     for path, ns_relpath, ns_cls in source.namespaces:
-        source.fields.extend(f for f in _fields_of(tree, ns_relpath, ns_cls, path) if is_speculative(f.name))
+        source.fields.extend(f for f in _fields_of(tree, ns_relpath, ns_cls, path) if every or is_speculative(f.name))
     by_name = {f.name: f for f in source.fields}
     source.flags = _add_argument_flags(tree, source.relpath, calls, by_name)
     explicit = {f.dest for f in source.flags}
