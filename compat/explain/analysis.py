@@ -65,7 +65,8 @@ def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=No
         finished = reader.feed(line.number, line.text)
         if finished is not None:
             _traceback(evidence, finished, index, seen, source_line)
-        _line(evidence, line, index, seen)
+        if not reader.took_line:
+            _line(evidence, line, index, seen)
     finished = reader.close()
     if finished is not None:
         _traceback(evidence, finished, index, seen, source_line)

@@ -23,7 +23,8 @@ from compat.explain.tracebacks import Traceback
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
 _SHAPE = re.compile(r"shape '\[[^\]]*\]' is invalid|size mismatch|mat1 and mat2 shapes|Attempted to load weight|"
                     r"must match the size of tensor|cannot be multiplied")
-_PYDANTIC_EXTRA = "Extra inputs are not permitted"
+# pydantic's words for a key a dataclass does not have (v2 dataclasses: the second; models: the first)
+_PYDANTIC_EXTRA = ("Extra inputs are not permitted", "Unexpected keyword argument")
 DRAFTER_WORDS = ("eagle", "draft", "spec_decode", "speculat", "medusa", "mtp")
 
 
@@ -168,14 +169,26 @@ def _interface_fix(event: Event, release: Release) -> dict | None:
                   doctor_fix(release, f"no compat patch gives {target or 'this target'} the interface on this release"))
 
 
+def _target_layout(event: Event, release: Release) -> bool:
+    return "target model does not have" in _template(event)
+
+
+def _target_layout_cause(event: Event, release: Release) -> str:
+    target = _target(release)
+    return (f"the target's model class{f' ({target})' if target else ''} is not one {release.engine} "
+            f"{release.version or ''} can hang an EAGLE-3 drafter on: the proposer looks for the attributes of the "
+            "targets it supports (their decoder as `.model`, its embeddings) and this class has none")
+
+
 def _unknown_key(event: Event, release: Release) -> bool:
-    return _PYDANTIC_EXTRA in _text(event) and "SpeculativeConfig" in _text(event)
+    text = _text(event)
+    return any(words in text for words in _PYDANTIC_EXTRA) and "SpeculativeConfig" in text
 
 
 def _unknown_key_name(event: Event) -> str | None:
     lines = _text(event).splitlines()
     for i, line in enumerate(lines):
-        if _PYDANTIC_EXTRA in line and i > 0:
+        if any(words in line for words in _PYDANTIC_EXTRA) and i > 0:
             return lines[i - 1].strip().split()[0] if lines[i - 1].strip() else None
     return None
 
@@ -229,6 +242,7 @@ CATALOG: tuple[Cause, ...] = (
           lambda e, r: "the release's EAGLE-3 target whitelist (SpeculativeConfig) does not list the target's model_type",
           _whitelist_fix),
     Cause("no-eagle3-interface", ERROR, _interface, _interface_cause, _interface_fix),
+    Cause("target-not-supported", ERROR, _target_layout, _target_layout_cause, _interface_fix),
     Cause("speculative-config-unknown-key", ERROR, _unknown_key,
           lambda e, r: f"--speculative-config has a key SpeculativeConfig does not have ({_unknown_key_name(e) or '?'}): "
                        "its fields reject unknown keys",
@@ -267,8 +281,8 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str
                        "has no cause for this message"), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
-    return kind, f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)", \
-        doctor_fix(release, "no catalogued fix"), None
+    cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
+    return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
 
 
 def to_finding(event: Event, release: Release) -> dict[str, Any]:

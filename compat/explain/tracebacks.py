@@ -76,6 +76,7 @@ class Reader:
 
     def __init__(self) -> None:
         self.current: Traceback | None = None
+        self.took_line = False  # the last line fed was a frame or its code (the code quotes messages: not a match)
         self._expect_code = False
         self._collecting = False  # after the exception line: message continuation
 
@@ -83,6 +84,7 @@ class Reader:
         """A finished traceback, if this line ended one (the line itself is then not part of it)."""
         text = strip_prefix(text)
         done = None
+        self.took_line = False
         if self._collecting:
             assert self.current is not None
             if text.strip() and len(self.current.more) < MAX_MESSAGE_LINES and not _looks_new(text):
@@ -103,9 +105,10 @@ class Reader:
             if len(self.current.frames) >= MAX_FRAMES:
                 del self.current.frames[0]
             self.current.frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3), None))
-            self._expect_code = True
+            self._expect_code = self.took_line = True
             return done
         if self._expect_code and text.startswith((" ", "\t")):
+            self.took_line = True
             last = self.current.frames[-1]
             if last.code is None and text.strip() and not set(text.strip()) <= set("^~ "):
                 self.current.frames[-1] = Frame(last.path, last.line, last.function, text.strip())

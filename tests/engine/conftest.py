@@ -72,6 +72,7 @@ class EngineResult:
     error: str | None
     log: str                   # the run's stdout + stderr tail, for failure messages
     seconds: float
+    output: str = ""           # the run's whole stdout + stderr, without the harness's result line
 
     def first_position_acceptance(self) -> float:
         """Share of drafts whose first proposed token was accepted."""
@@ -97,8 +98,9 @@ def _run_engine(python: Path, label: str, model: Path, prompts: list[list[int]],
                      **{f"{k}_s": v for k, v in data.get("seconds", {}).items()}})
     if data["ok"] and data["spec"]:
         print(f"[{label}] spec decode: {data['spec']}")
+    output = "\n".join(line for line in (proc.stdout + proc.stderr).splitlines() if not line.startswith(RESULT_PREFIX))
     return EngineResult(ok=data["ok"], outputs=data.get("outputs"), spec=data.get("spec"),
-                        error=data.get("error"), log=log, seconds=seconds)
+                        error=data.get("error"), log=log, seconds=seconds, output=output)
 
 
 @pytest.fixture(scope="session")
