@@ -93,8 +93,15 @@ def release_fix(release: Release, issue_ids: tuple[str, ...]) -> dict | None:
     return None
 
 
+def _where(release: Release) -> list[str]:
+    """How the fix names the release: as the user named it (the installed engine, a tree), else by version."""
+    if release.source_args and not (len(release.source_args) == 2 and release.source_args[1] == release.engine):
+        return list(release.source_args)
+    return ["--engine", f"{release.engine}=={release.version}"] if release.version else list(release.source_args)
+
+
 def convert_fix(release: Release, why: str) -> dict:
-    where = ["--engine", f"{release.engine}=={release.version}"] if release.version else list(release.source_args)
+    where = _where(release)
     command = shlex.join(["compat", "convert", "ckpt", "DRAFTER", "DRAFTER-converted", "--to", release.engine, *where,
                           "--target", "TARGET"])
     return {"kind": "convert", "command": command, "text": f"{why}: {command} (DRAFTER: your drafter's directory, "
@@ -102,7 +109,7 @@ def convert_fix(release: Release, why: str) -> dict:
 
 
 def doctor_fix(release: Release, text: str) -> dict:
-    where = ["--engine", f"{release.engine}=={release.version}"] if release.version else list(release.source_args)
+    where = _where(release)
     command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where])
     return {"kind": "none", "text": f"{text}; {command} checks the pair against this release", "command": command}
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from server_fixtures import chat_models, servers  # noqa: F401 - the session's vllm serve processes, for every module
+
 ENGINE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = ENGINE_DIR.parents[1]
 ENGINE_RUN = ENGINE_DIR / "engine_run.py"

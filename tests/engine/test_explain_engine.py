@@ -146,3 +146,77 @@ def test_a_release_whose_code_differs_does_not_fit(compat_cli, engine_python, br
         pytest.skip("vLLM 0.10.0 cannot be fetched here")
     other = json.loads(proc.stdout)
     assert other["traceback_frames"]["fit"] < other["traceback_frames"]["checked"]
+
+
+# -- metrics lines of real servers: a healthy drafter, and the same drafter with d2t zeroed ----------------------
+
+METRICS_WAIT_S = 60
+
+
+def _chat(server, requests: int = 4) -> None:
+    import urllib.request
+
+    model = json.loads(urllib.request.urlopen(server.url + "/v1/models", timeout=30).read())["data"][0]["id"]
+    for i in range(requests):
+        body = json.dumps({"model": model, "messages": [{"role": "user", "content": f"Tell me about number {i}."}],
+                           "max_tokens": 32, "temperature": 0}).encode()
+        request = urllib.request.Request(server.url + "/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=180).read()
+
+
+def _log_with_metrics(server, copy: Path) -> Path:
+    """The server's log once its stats logger has written a metrics interval for the traffic sent (a copy: the
+    server keeps writing)."""
+    import time
+
+    _chat(server)
+    deadline = time.monotonic() + METRICS_WAIT_S
+    while time.monotonic() < deadline:
+        text = server.log.read_text(errors="replace")
+        if "SpecDecoding metrics" in text:
+            copy.write_text(text)
+            return copy
+        time.sleep(1)
+    raise AssertionError(f"no metrics line in the {server.name} server's log after {METRICS_WAIT_S} s:\n{server.tail()}")
+
+
+@pytest.fixture(scope="session")
+def server_logs(servers, tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("explain-server-logs")
+    return {name: _log_with_metrics(servers[name], base / f"{name}.log") for name in ("healthy", "collapsed")}
+
+
+def test_healthy_drafter_metrics(compat_cli, engine_python, server_logs):
+    code, doc = explain(compat_cli, engine_python, server_logs["healthy"])
+    assert code == 0
+    finding = only(doc, next(f["cause_id"] for f in doc["findings"] if f["kind"] == "acceptance"))
+    assert finding["verdict"] == "healthy" and finding["fix"] is None
+    assert finding["site"].startswith("vllm/v1/spec_decode/metrics.py:")
+    assert "SpecDecoding metrics" in installed_line(engine_python, finding["site"]) or \
+        "log_fn(" in installed_line(engine_python, finding["site"])
+    assert finding["over_time"] and all(i["per_position"] for i in finding["over_time"])
+    assert finding["over_time"][0]["per_position"][0] >= 0.9  # the oracle drafter is right at position 0
+    assert not [f for f in doc["findings"] if f["kind"] == "error"]
+
+
+def test_d2t_zeroed_drafter_metrics_collapse(compat_cli, engine_python, server_logs):
+    code, doc = explain(compat_cli, engine_python, server_logs["collapsed"])
+    assert code == 0
+    (finding,) = [f for f in doc["findings"] if f["kind"] == "acceptance"]
+    assert finding["verdict"] == "collapsed"
+    assert finding["judgement"]["diagnosis"]["pattern"] == "uniform-near-zero"
+    assert "d2t" in finding["fix"]["text"]  # the same diagnosis verify --server gives
+    assert all(i["verdict"] == "collapsed" for i in finding["over_time"])
+
+
+def test_release_unknown_is_guessed_from_the_text_and_said_to_fit(compat_cli, broken_logs):
+    """--engine vllm with no vLLM in compat's own interpreter: the log names v0.32.0, which is tried and fits."""
+    proc = compat_cli("explain", "--log", str(broken_logs["no-weights"]), "--engine", "vllm", "--offline", "--json")
+    if proc.returncode == 3:
+        pytest.skip("vLLM 0.32.0 is not in the release cache")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["release_guessed"] is True and doc["version"] == "0.32.0"
+    (searched,) = doc["releases_searched"]
+    assert searched["version"] == "0.32.0" and searched["fits"] is True
+    assert only(doc, "drafter-without-weights")["site"].startswith("vllm/model_executor/model_loader/")
