@@ -39,7 +39,6 @@ _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL
 _FORMAT_FIELD = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 _NUMBER_RX = r"-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
 
-Part = "str | tuple[str] | None"  # literal text, (NUMBER,) or HOLE
 
 
 def sites_of(tree: EngineTree, relpaths: list[str]) -> tuple[list[dict], list[str]]:
@@ -135,7 +134,7 @@ class _Walker(ast.NodeVisitor):
                 and isinstance(node.func.value, (ast.Constant, ast.JoinedStr, ast.BinOp))):
             return _format_fields(self._template(node.func.value, site, depth))
         if isinstance(node, ast.Name) and depth < 3 and self.functions:
-            assigned = _last_assignment(self.functions[-1], node.id, site.lineno)
+            assigned = _last_assignment(self.functions[-1], node.id, getattr(site, "lineno", 0))
             if assigned is not None:
                 return self._template(assigned, site, depth + 1)
         return [HOLE]

@@ -94,7 +94,7 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
             if hit is not None:
                 matches = [hit]
     metrics = next((pair for pair in matches if is_metrics_site(pair[0])), None)
-    site, hit = metrics or matches[0]  # a decode log line matches its whole-line call and its metrics piece
+    site, _ = metrics or matches[0]  # a decode log line matches its whole-line call and its metrics piece
     if is_metrics_site(site):
         interval = read_interval(site, text, line.number)
         if interval is not None:

@@ -85,7 +85,7 @@ def release_fix(release: Release, issue_ids: tuple[str, ...]) -> dict | None:
     """The first release the curated known issues say fixes it, when the release is affected."""
     from compat.known_issues import KNOWN_ISSUES, matching
 
-    affected = {i["id"] for i in matching(release.engine, release.version, ("*",))} if release.version else set()
+    affected = {i["id"] for i in matching(release.engine, release.version, ["*"])} if release.version else set()
     for issue in KNOWN_ISSUES:
         if issue["id"] in issue_ids and issue.get("fixed_in") and (not release.version or issue["id"] in affected):
             return {"kind": "release", "releases": f">={issue['fixed_in']}",
@@ -231,7 +231,9 @@ def _user_code(event: Event, release: Release) -> bool:
     return tb is not None and bool(tb.frames) and not tb.engine_frames(release.engine) and event.site is None
 
 
-def _where_in_user_code(tb: Traceback) -> str:
+def _where_in_user_code(tb: Traceback | None) -> str:
+    if tb is None or not tb.frames:
+        return "no traceback"
     last = tb.frames[-1]
     return f"{last.path}:{last.line} in {last.function}"
 
@@ -276,9 +278,9 @@ CATALOG: tuple[Cause, ...] = (
 
 def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:
     """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
-    for cause in CATALOG:
-        if cause.applies(event, release):
-            return cause.kind, cause.cause(event, release), cause.fix(event, release), cause.id
+    for entry in CATALOG:
+        if entry.applies(event, release):
+            return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     site = event.site
     if site is None:
         tb = event.traceback

@@ -99,13 +99,13 @@ class Series:
 
     def sample(self, intervals: list[Interval] | None = None) -> AcceptanceSample:
         intervals = self.intervals if intervals is None else intervals
-        counted = [i for i in intervals if i.drafted is not None and i.accepted is not None]
+        counted = [(i, i.drafted, i.accepted) for i in intervals if i.drafted is not None and i.accepted is not None]
         k = max((len(i.per_position) for i in intervals), default=0) or None
         if counted and k:
-            drafted = sum(i.drafted for i in counted)
-            accepted = sum(i.accepted for i in counted)
+            drafted = sum(d for _, d, _ in counted)
+            accepted = sum(a for _, _, a in counted)
             drafts = drafted // k
-            per = tuple(sum(i.per_position[p] * (i.drafted // k) for i in counted if len(i.per_position) > p) / drafts
+            per = tuple(sum(i.per_position[p] * (d // k) for i, d, _ in counted if len(i.per_position) > p) / drafts
                         if drafts else 0.0 for p in range(k))
             return AcceptanceSample(source=self._source(intervals), drafts=drafts, draft_tokens=drafted,
                                     accepted_tokens=accepted, per_position=per,

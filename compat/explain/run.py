@@ -63,10 +63,14 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
 
     lines, name = _lines(args)
     spec = parse_engine_spec(args.engine) if args.engine else None
-    if spec is None and not args.path:
+    if spec is None or args.path:
+        if args.path:
+            tree = open_source(args, python=args.python, progress=progress)
+            found = explain(lines, tree, _source_args(args))
+            return Result(found, [_searched(found)], input_name=name)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
-    if args.path or spec.released or args.python:
+    if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
         found = explain(lines, tree, _source_args(args))
         return Result(found, [_searched(found)], input_name=name)

@@ -63,7 +63,8 @@ class Site:
 
 class SiteIndex:
     def __init__(self, sites: list[dict]) -> None:
-        self.sites = [Site(**{k: s.get(k) for k in Site.__dataclass_fields__}) for s in sites]
+        fields = Site.__dataclass_fields__
+        self.sites = [Site(**{k: s.get(k) for k in fields}) for s in sites]  # type: ignore[arg-type]
         words_of = [s.get("words") or [] for s in sites]
         frequency = Counter(w for words in words_of for w in set(words))
         self._by_word: dict[str, list[Site]] = defaultdict(list)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
+import typing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -40,7 +41,7 @@ def from_text(text: str) -> Iterator[Line]:
         yield Line(number, clean(line))
 
 
-def from_stream(stream: io.BufferedIOBase | io.RawIOBase, name: str) -> Iterator[Line]:
+def from_stream(stream: typing.BinaryIO | io.BufferedIOBase | io.RawIOBase, name: str) -> Iterator[Line]:
     """Lines of a binary stream (a file, stdin), decoded as UTF-8 (undecodable bytes replaced)."""
     head = stream.read(SNIFF) or b""
     if _binary(head):
