@@ -272,11 +272,16 @@ def _pattern(parts: list) -> tuple[str | None, list[str]]:
         if not words:
             continue
         rx = []
-        for part in line:
+        for i, part in enumerate(line):
             if isinstance(part, str):
-                rx.append(re.escape(part.strip()) if part.strip() else r"\s*")
-                if part != part.strip():  # whitespace at a literal's edges: the renderer may differ
-                    rx[-1] = (r"\s*" if part[:1].isspace() else "") + rx[-1] + (r"\s*" if part[-1:].isspace() else "")
+                # whitespace at a literal's edge is left to a `.*?` hole beside it, or dropped at the pattern's
+                # ends (`\s*.*?\s*` would backtrack polynomially on a long line that fails to match); before or
+                # after a number it is kept as written
+                before = line[i - 1] if i > 0 else HOLE
+                after = line[i + 1] if i + 1 < len(line) else HOLE
+                text = part.lstrip() if before is HOLE else part
+                text = text.rstrip() if after is HOLE else text
+                rx.append(re.escape(text))
             else:
                 rx.append(_NUMBER_RX if part == (NUMBER,) else r".*?")
         return "".join(rx), words

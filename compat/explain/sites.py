@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+MAX_MATCHED = 4096  # characters of a line matched against the patterns (a message starts early; dumps are long)
 _HOLE = re.compile(r"\.\*\?")
 # A hole in a probe's pattern: `.*?` or the number pattern (compat/probes/_error_sites.py).
 _NUMBER = r"-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
@@ -29,6 +30,7 @@ class Site:
     function: str | None
     location: str  # file:line in the release
     end_line: int | None
+    words: tuple[str, ...] = ()  # the pattern's words: all must be in a line before its regex runs
 
     @property
     def file(self) -> str:
@@ -64,7 +66,8 @@ class Site:
 class SiteIndex:
     def __init__(self, sites: list[dict]) -> None:
         fields = Site.__dataclass_fields__
-        self.sites = [Site(**{k: s.get(k) for k in fields}) for s in sites]  # type: ignore[arg-type]
+        self.sites = [Site(**{k: s.get(k) for k in fields if k != "words"},  # type: ignore[arg-type]
+                           words=tuple(s.get("words") or ())) for s in sites]
         words_of = [s.get("words") or [] for s in sites]
         frequency = Counter(w for words in words_of for w in set(words))
         self._by_word: dict[str, list[Site]] = defaultdict(list)
@@ -80,9 +83,11 @@ class SiteIndex:
     def match(self, text: str) -> list[tuple[Site, re.Match]]:
         """The sites whose pattern is found in `text`, the most specific (most literal text) first."""
         found: dict[int, tuple[Site, re.Match]] = {}
-        for word in set(_WORD.findall(text)):
+        text = text[:MAX_MATCHED]
+        words = set(_WORD.findall(text))
+        for word in words:
             for site in self._by_word.get(word, ()):
-                if id(site) in found:
+                if id(site) in found or not words.issuperset(site.words):
                     continue
                 hit = site.regex.search(text) if site.regex is not None else None
                 if hit is not None:
