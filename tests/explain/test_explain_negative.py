@@ -88,3 +88,18 @@ def test_usage_errors():
     assert compat("explain", "--log", "/nonexistent/file.log", *RELEASE).returncode == 2
     assert compat("explain", "x").returncode == 2  # no release named
     assert compat("explain", "x", "--engine", "vllm==0.0.999", "--offline").returncode == 3
+
+
+def test_colours_and_a_huge_line_are_read_through(tmp_path):
+    """A real program's coloured output and a 20 MB line before its traceback: the traceback is still found."""
+    code = ("import sys\n"
+            "from rich.console import Console\n"
+            "Console(file=sys.stderr, force_terminal=True).print('[bold red]ERROR[/] starting', highlight=False)\n"
+            "print('x' * 20_000_000)\n"
+            "{}['speculative_config']\n")
+    log = produced(tmp_path, code)
+    assert log.stat().st_size > 20_000_000 and "\x1b[" in log.read_text()
+    rc, doc = explain_json("--log", str(log))
+    assert rc == 0
+    (finding,) = doc["findings"]
+    assert finding["cause_id"] == "user-code" and finding["message"] == "KeyError: 'speculative_config'"
