@@ -40,7 +40,11 @@ class Event:
     located_by: str  # "traceback" | "log prefix" | "message"
     alternatives: list[Site] = field(default_factory=list)  # other sites the same text fits
     traceback: Traceback | None = None
-    count: int = 1
+    seen_on: set[int] = field(default_factory=set)  # the lines it was seen on (a traceback's ends on its error line)
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self.seen_on | {self.line}))
 
 
 @dataclass
@@ -144,7 +148,7 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             text_hits = [s for s, _ in index.match(tb.message) if s.kind != "log"]
             site, located = (text_hits[0], "message") if text_hits else (None, "traceback")
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception)
-    _record(evidence, seen, Event(tb.last_line or tb.first_line, text, tb.exception, site, located, traceback=tb))
+    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb))
 
 
 def _record(evidence: Evidence, seen: dict, event: Event) -> None:
@@ -155,8 +159,7 @@ def _record(evidence: Evidence, seen: dict, event: Event) -> None:
         seen[key] = event
         evidence.events.append(event)
         return
+    earlier.seen_on.add(event.line)
     if event.traceback is not None and earlier.traceback is None:  # the traceback of the error line seen
         earlier.traceback, earlier.located_by = event.traceback, event.located_by
         earlier.exception = earlier.exception or event.exception
-        return
-    earlier.count += 1

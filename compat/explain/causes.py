@@ -25,6 +25,7 @@ _SHAPE = re.compile(r"shape '\[[^\]]*\]' is invalid|size mismatch|mat1 and mat2 
                     r"must match the size of tensor|cannot be multiplied")
 # pydantic's words for a key a dataclass does not have (v2 dataclasses: the second; models: the first)
 _PYDANTIC_EXTRA = ("Extra inputs are not permitted", "Unexpected keyword argument")
+MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
 DRAFTER_WORDS = ("eagle", "draft", "spec_decode", "speculat", "medusa", "mtp")
 
 
@@ -302,7 +303,8 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
         site = f"{inner[1]}:{inner[0].line}" if inner else None
     elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
         site = None
-    return {"kind": kind, "site": site, "message": event.text, "cause": cause, "fix": fix, "cause_id": cause_id,
+    more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
+    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
             "exception": event.exception, "function": event.site.function if event.site else None,
             "template": event.site.template if event.site else None, "located_by": event.located_by,
             "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count}

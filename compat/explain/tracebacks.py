@@ -47,6 +47,7 @@ class Traceback:
     message: str = ""
     more: list[str] = field(default_factory=list)  # the message's continuation lines
     last_line: int = 0
+    error_line: int = 0  # the line of the exception itself
 
     def innermost(self, package: str) -> tuple[Frame, str] | None:
         for frame in reversed(self.frames):
@@ -117,7 +118,7 @@ class Reader:
         exc = exception_line(text)
         if exc is not None:
             self.current.exception, self.current.message = exc
-            self.current.last_line = number
+            self.current.last_line = self.current.error_line = number
             self._collecting = True
             return done
         if text.strip() and not text.startswith((" ", "\t")):
