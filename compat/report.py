@@ -169,6 +169,8 @@ def _render_dict(d: dict) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    if d.get("present") and isinstance(d.get("summary"), str):  # a fact too long to print whole (error_sites)
+        return Text(d["summary"])
     if d.get("present") is False and ("reason" in d or "error" in d):
         return Text("absent in this release: " + str(d.get("reason") or d.get("error")), style="yellow")
     if len(d) > 12 and all(isinstance(v, str) for v in d.values()):  # a long name -> location map
