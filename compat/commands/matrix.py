@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   compat matrix --engine vllm --engine sglang --target ./Kimi-K2-Instruct --drafter ./kimi-k2-eagle3 --out site/
                                    both engines on one page, your pair first, beside the families
   compat matrix --engine sglang --releases '>=0.5.5' --family kimi-k2 --family llama --format md
+  compat matrix --engine vllm --engine sglang --releases 'vllm:>=0.30' --releases 'sglang:>=0.5.8' --out site/
   compat matrix --engine vllm --target ./Llama-3.1-8B --drafter ./eagle3 --kind specforge --format json | jq '.rows[0]'
 
 The first run fetches and probes the releases it lacks (a progress bar on a terminal); after that the cells are
@@ -47,8 +48,9 @@ def add_arguments(parser) -> None:
 
     parser.add_argument("--engine", action="append", choices=tuple(DEFAULT_RELEASES), required=True,
                         help="vllm or sglang; twice for both on one page")
-    parser.add_argument("--releases", metavar="SPEC", help="the releases, e.g. '>=0.15,<0.34' (default: " + ", ".join(
-        f"{e} {s}" for e, s in DEFAULT_RELEASES.items()) + ")")
+    parser.add_argument("--releases", metavar="SPEC", action="append", help="the releases, e.g. '>=0.15,<0.34', or one "
+                        "engine's: 'sglang:>=0.5.8' (repeatable; default: " + ", ".join(f"{e} {s}" for e, s in
+                                                                                       DEFAULT_RELEASES.items()) + ")")
     parser.add_argument("--target", metavar="TARGET", help="your target (directory or config.json, or a Hugging Face id "
                         "in the local cache): a column of its own, with --drafter")
     parser.add_argument("--drafter", metavar="DRAFTER", help="your drafter directory (config.json + safetensors headers)")
@@ -80,8 +82,9 @@ def run(args, console) -> int:
     if user is None and not columns:
         raise UsageError("no column left: --family and --kind select none together")
     progress = _progress if show_progress(args) else None
-    document = build(engines, columns, releases=args.releases, user=user, cache_dir=args.cache_dir,
-                     offline=args.offline, progress=progress)
+    ranges = _ranges(args.releases or [], engines)
+    document = merge([build([engine], columns, releases=ranges.get(engine), user=user, cache_dir=args.cache_dir,
+                            offline=args.offline, progress=progress) for engine in engines])
     if all(r["verdict"] == SOURCE_UNAVAILABLE for r in document["rows"]):
         code = EXIT_SOURCE
     else:
@@ -89,6 +92,31 @@ def run(args, console) -> int:
     document["command"] = "compat matrix " + " ".join(_shown_argv())
     _emit(args, document, console)
     return code
+
+
+def _ranges(given: list[str], engines: list[str]) -> dict[str, str]:
+    """engine -> its --releases spec: `SPEC` for every engine, `ENGINE:SPEC` for one (which wins)."""
+    from compat.errors import UsageError
+
+    out: dict[str, str] = {}
+    for item in given:
+        engine, sep, spec = item.partition(":")
+        if sep and engine in ("vllm", "sglang"):
+            if engine not in engines:
+                raise UsageError(f"--releases {item!r} names {engine}, which no --engine gives", hint=f"add --engine {engine}")
+            out[engine] = spec
+        else:
+            out.update({e: item for e in engines if e not in out})
+    return out
+
+
+def merge(documents: list[dict]) -> dict:
+    """One document of the engines' documents (each built alone, with its own range): same columns, rows after rows."""
+    merged = {"engines": {}, "columns": documents[0]["columns"], "rows": []}
+    for document in documents:
+        merged["engines"].update(document["engines"])
+        merged["rows"] += document["rows"]
+    return merged
 
 
 def _user_pair(args) -> dict:

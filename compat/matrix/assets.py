@@ -44,7 +44,8 @@ box-shadow:-4px 0 12px rgba(0,0,0,.12);overflow:auto;z-index:5;padding:12px 14px
 .check a{overflow-wrap:anywhere}
 footer{padding:10px 12px;color:#57606a;font-size:12px}
 footer li{margin:2px 0}
-@media (max-width:600px){header h1{font-size:15px}header p.long{display:none}.wrap{max-height:calc(100vh - 150px)}
+@media (max-width:600px){header{position:static}header h1{font-size:15px}header p.long,.legend .lv{display:none}
+.wrap{max-height:100vh}
 #details{top:35%;width:100%;border-left:0;border-top:1px solid var(--line)}}
 """
 
@@ -81,7 +82,8 @@ JS = """
     var v = el('p'); v.appendChild(el('strong', null, 'verdict: ')); v.appendChild(el('span', 'chip ' + td.dataset.css, st(cell[0]))); body.appendChild(v);
     [list('fixes', cell[1].map(st)), list('fix, in this order', cell[3].map(st), true),
      list('failing checks', cell[2].map(st))].forEach(function(x){ if (x) body.appendChild(x); });
-    cell[4].forEach(function(ci){
+    var rank = {fail: 0, warn: 1, pass: 2};  // what needs doing first
+    cell[4].slice().sort(function(a, b){ return rank[st(data.checks[a][2])] - rank[st(data.checks[b][2])]; }).forEach(function(ci){
       var c = data.checks[ci], box = el('div', 'check ' + ({pass:'ok', fail:'no', warn:'fix'}[st(c[2])] || 'na'));
       var head = el('p'); head.appendChild(el('span', 'v', st(c[2]).toUpperCase())); head.appendChild(el('span', null, st(c[1]))); box.appendChild(head);
       box.appendChild(el('p', null, st(c[3])));

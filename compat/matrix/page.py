@@ -116,7 +116,7 @@ def _header(document: dict[str, Any], info: dict[str, Any], command: str, genera
                         for e, n in info["engines"].items())
     families = "".join(f'<option value="{_esc(f)}">{_esc(f)}</option>' for f in info["families"] if f != USER)
     kinds = "".join(f'<option value="{_esc(k)}">{_esc(k)}</option>' for k in info["drafter_kinds"] if k != USER)
-    chips = "".join(f'<span class="chip {css}" title="{_esc(verdict)}">{_esc(text)}: {_esc(verdict)}</span>'
+    chips = "".join(f'<span class="chip {css}" title="{_esc(verdict)}">{_esc(text)}<span class="lv">: {_esc(verdict)}</span></span>'
                     for text, css, verdict in legend())
     return (f"<header><h1>Which release serves an EAGLE-3 drafter, and what it needs</h1>"
             f"<p>{_esc(engines)}. Each cell is <code>compat doctor</code>'s verdict for that target family and drafter "
