@@ -4,9 +4,11 @@
 
 Each cell is what `doctor --releases --json` says for the pair on that release (verdict, fixes, failing checks)
 plus the checks themselves, slimmed to what the page shows, each with a link to its evidence upstream
-(evidence.py). The template columns of a release are kept in the facts cache beside the release (facts.memo),
-keyed by the templates, doctor's code and the release list, so a warm rebuild reads one entry per release; the
-user's pair is diagnosed afresh each time (its files are the user's, and may change).
+(evidence.py). The template columns of a release are one facts-cache entry, keyed as the facts cache keys anything
+(the release, doctor's code) and by the templates and the release list, so a warm rebuild reads one entry per
+release. The entries live in a folder of their own (<cache>/matrix/cells/<engine>/<version>/), not beside the
+release's probe reports: a release's facts folder keeps only its newest few entries, and doctor runs of the same
+release would push the matrix's out. The user's pair is diagnosed afresh each time (its files are the user's).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
 
 
 def template_cells(engine: str, version: str, tree: Any, columns: list[Column], options: Any, finder: Any,
-                   versions: list[str]) -> dict[str, dict[str, Any]]:
+                   versions: list[str], cache_dir: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """column id -> cell for the template columns on one release: one facts-cache entry per release and column set
     (the cache keeps a few entries per release, so not one per cell), keyed by the templates, doctor's options and
     the release list the fixes search."""
@@ -57,7 +59,8 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
               "releases": versions}
     # the slot first, while the tree is untouched: once doctor has read it, telling what it holds takes a file
     # comparison per file read (facts._in_memory)
-    place = facts.slot(tree, "matrix-cells", inputs, CELL_CODE)
+    keyed = facts.slot(tree, "matrix-cells", inputs, CELL_CODE)
+    place = keyed if keyed.path is None else facts.Slot(cells_home(cache_dir) / engine / version / keyed.path.name, keyed.key)
     found = place.load()
     if isinstance(found, dict):
         return found
@@ -67,6 +70,16 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
         cells[column.id] = slim(engine, version, release_row(version, tree, target, read_drafter(column.drafter, target),
                                                              options, finder))
     return place.store(cells)
+
+
+def cells_home(cache_dir: str | Path | None = None) -> Path:
+    """Where the matrix keeps its cells: under COMPAT_FACTS_DIR when the facts are moved, else under the cache."""
+    import os
+
+    from compat.sources.cache import cache_root
+
+    moved = os.environ.get("COMPAT_FACTS_DIR")
+    return (Path(moved).expanduser() if moved else cache_root(cache_dir)) / "matrix" / "cells"
 
 
 def _options_key(options: Any) -> list[Any]:
@@ -103,7 +116,8 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
                 cells = {c.id: slim(engine, version, release_row(version, tree, None, None, options, finder))  # type: ignore[arg-type]
                          for c in columns}
             else:
-                cells = template_cells(engine, version, tree, columns, options, finder, versions) if columns else {}
+                cells = template_cells(engine, version, tree, columns, options, finder, versions,
+                                       cache_dir) if columns else {}
             if user is not None:
                 cells = {USER: slim(engine, version, release_row(version, tree, user["target"], user["drafter"], options,
                                                                  finder)), **cells}
