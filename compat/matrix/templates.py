@@ -128,7 +128,8 @@ def drafter_tensors(fam: Family, kind: str, config: dict[str, Any]) -> dict[str,
     hidden, inter = layer["hidden_size"], layer["intermediate_size"]
     q, kv = layer["num_attention_heads"] * layer["head_dim"], layer["num_key_value_heads"] * layer["head_dim"]
     prefix = "midlayer." if kind == "specforge" else "layers.0."
-    tensors = {f"{prefix}{n}.weight": ("BF16", (hidden,)) for n in ("input_layernorm", "hidden_norm", "post_attention_layernorm")}
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = {
+        f"{prefix}{n}.weight": ("BF16", (hidden,)) for n in ("input_layernorm", "hidden_norm", "post_attention_layernorm")}
     tensors.update({f"{prefix}self_attn.q_proj.weight": ("BF16", (q, 2 * hidden)),
                     f"{prefix}self_attn.k_proj.weight": ("BF16", (kv, 2 * hidden)),
                     f"{prefix}self_attn.v_proj.weight": ("BF16", (kv, 2 * hidden)),
