@@ -167,8 +167,19 @@ def _emit(args, document: dict, console) -> None:
     if args.format == "md":
         atomic_write(out / "matrix.md", render_markdown(document))
         written.append(out / "matrix.md")
+    _readable(written)
     if not args.quiet or args.quiet < 2:
         _say_written(document, written, console)
+
+
+def _readable(paths: list[Path]) -> None:
+    """A page is for reading (and serving): the umask's mode, not the 0600 of the temp file it was renamed from."""
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in paths:
+        os.chmod(path, 0o666 & ~umask)
 
 
 def _say_written(document: dict, written: list[Path], console) -> None:

@@ -103,3 +103,35 @@ def test_usage_errors_name_the_flag(pair):
     assert run.code == 2 and "add --engine sglang" in run.err
     run = compat("matrix", "--engine", "vllm", "--releases", "not a spec", "--format", "json")
     assert run.code == 2 and "not a version specifier" in run.err
+
+
+def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
+    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe: not a byte of it."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from cli_helpers import COMPAT
+
+    args = [str(COMPAT), "matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--kind", "no-ids"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*args, "--out", tmp_path / "tty"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready = select.select([master], [], [], 1)[0]
+        try:
+            chunk = os.read(master, 65536) if ready else b""
+        except OSError:  # the pty's other end closed: the process is done
+            break
+        seen += chunk
+        if not chunk and proc.poll() is not None:
+            break
+    assert proc.wait(timeout=600) == 0
+    os.close(master)
+    assert b"matrix: vllm releases" in seen
+    assert (tmp_path / "tty" / "matrix.html").stat().st_mode & 0o044  # readable by others, as a page is
+    piped = compat(*args[1:], "--out", tmp_path / "pipe")
+    assert piped.code == 0 and piped.err == ""
+    assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
