@@ -31,7 +31,7 @@ EXAMPLES = """examples:
   compat matrix --engine vllm --target ./Llama-3.1-8B --drafter ./eagle3 --kind specforge --format json | jq '.rows[0]'
 
 The first run fetches and probes the releases it lacks (a progress bar on a terminal); after that the cells are
-read from the facts cache beside each release, and a whole engine's page is rebuilt in seconds.
+read from the cache (<cache>/matrix/cells), and a whole engine's page is rebuilt in seconds.
 """
 EPILOG = EXAMPLES + "\n" + exit_codes(
     c0="the matrix was built (whatever its cells say)",

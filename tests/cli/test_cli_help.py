@@ -8,7 +8,7 @@ import pytest
 
 from cli_helpers import compat
 
-COMMANDS = ["probe", "patch", "plugin", "convert", "doctor", "cache", "env"]
+COMMANDS = ["probe", "patch", "plugin", "convert", "doctor", "matrix", "cache", "env"]
 SUBCOMMANDS = [["convert", "ckpt"]]
 
 
