@@ -10,14 +10,14 @@ CSS = """
 :root{--ok:#1a7f37;--ok-bg:#dafbe1;--fix:#7d4e00;--fix-bg:#fff1c2;--ask:#0b4f9c;--ask-bg:#ddf0ff;--no:#a40e26;
 --no-bg:#ffe3e6;--na:#57606a;--na-bg:#eaeef2;--line:#d0d7de;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 body{margin:0;color:#1f2328;background:#fff;font-size:14px}
-header{position:sticky;top:0;z-index:3;background:#f6f8fa;border-bottom:1px solid var(--line);padding:8px 12px}
+header{background:#f6f8fa;border-bottom:1px solid var(--line);padding:8px 12px}
 header h1{font-size:17px;margin:0 0 4px}
 header p{margin:2px 0;color:#57606a;font-size:12px}
 .filters{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-top:6px}
 .filters label{font-size:13px}
 .legend{display:flex;flex-wrap:wrap;gap:6px;margin-top:6px;font-size:12px}
 main{padding:0 0 40px}
-.wrap{overflow:auto;max-height:calc(100vh - 130px)}
+.wrap{overflow:auto;max-height:100vh}  /* the table scrolls in here, its head and release column stay */
 table{border-collapse:separate;border-spacing:0;font-size:12px}
 th,td{border-right:1px solid var(--line);border-bottom:1px solid var(--line);padding:3px 5px;white-space:nowrap}
 thead th{position:sticky;top:0;z-index:2;background:#f6f8fa;vertical-align:bottom;font-weight:600}
@@ -44,8 +44,7 @@ box-shadow:-4px 0 12px rgba(0,0,0,.12);overflow:auto;z-index:5;padding:12px 14px
 .check a{overflow-wrap:anywhere}
 footer{padding:10px 12px;color:#57606a;font-size:12px}
 footer li{margin:2px 0}
-@media (max-width:600px){header{position:static}header h1{font-size:15px}header p.long,.legend .lv{display:none}
-.wrap{max-height:100vh}
+@media (max-width:600px){header h1{font-size:15px}header p.long,.legend .lv{display:none}
 #details{top:35%;width:100%;border-left:0;border-top:1px solid var(--line)}}
 """
 
