@@ -22,6 +22,8 @@ VERDICTS = {WORKS, WORKS_PATCHED, NEEDS_CONVERT, WORKS_PATCHED_CONVERTED, DEPEND
 EVIDENCE = {"vllm": re.compile(r"^https://github\.com/vllm-project/vllm/blob/v(?P<v>[\w.]+)/(?P<path>vllm/[\w/.-]+\.py)#L(?P<line>\d+)$"),
             "sglang": re.compile(r"^https://github\.com/sgl-project/sglang/blob/v(?P<v>[\w.]+)/python/(?P<path>sglang/[\w/.-]+\.py)#L(?P<line>\d+)$")}
 
+pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into the user cache
+
 
 @pytest.fixture(scope="module")
 def document(site):

@@ -13,6 +13,8 @@ import pytest
 from cdp import Browser, chromium_binary
 from conftest import FAMILIES, RANGES
 
+pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into the user cache
+
 
 
 @pytest.fixture(scope="module")
