@@ -11,7 +11,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from cli_helpers import compat
-from conftest import FAMILIES, RANGES
+from matrix_site import FAMILIES, RANGES
 
 from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, WORKS, WORKS_PATCHED,
                                     WORKS_PATCHED_CONVERTED)

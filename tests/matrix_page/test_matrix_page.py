@@ -11,10 +11,9 @@ import os
 import pytest
 
 from cdp import Browser, chromium_binary
-from conftest import FAMILIES, RANGES
+from matrix_site import FAMILIES, RANGES
 
 pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into the user cache
-
 
 
 @pytest.fixture(scope="module")
