@@ -31,12 +31,6 @@ if TYPE_CHECKING:
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
 
-GLOBAL_EPILOG = """global options (before or after the command name):
-  -q, --quiet      no progress bars or notes on stderr; -qq: nothing on stdout either (the exit code says it)
-  -v, --verbose    say where an error was raised and how long the run took (on stderr)
-  --color WHEN     auto (default: colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on), always, never
-"""
-
 _VALUED_GLOBALS = ("--color",)  # global options that take a value (the next word is not the command)
 
 
@@ -60,20 +54,21 @@ class CompatParser(argparse.ArgumentParser):
 def add_global_arguments(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """-q / -v / --color; `suppress`: leave them out of the namespace unless given (the command's copy)."""
     default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
-    group = parser.add_argument_group("global options (also before the command name)")
-    group.add_argument("-q", "--quiet", action="count", help="less output: no progress or notes; -qq: nothing on stdout",
+    group = parser.add_argument_group("global options (before or after the command name)")
+    group.add_argument("-q", "--quiet", action="count", help="no progress bars or notes on stderr; -qq: nothing on stdout "
+                       "either (the exit code says it)",
                        **(default or {"default": 0}))
     group.add_argument("-v", "--verbose", action="count", help="where an error was raised, and the run's time (stderr)",
                        **(default or {"default": 0}))
     group.add_argument("--color", choices=("auto", "always", "never"), metavar="WHEN",
-                       help="auto|always|never (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it)",
+                       help="auto (default: colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on), always, never",
                        **(default or {"default": None}))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: `compat --help` lists every command with its summary."""
     parser = CompatParser(prog="compat", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                          epilog=GLOBAL_EPILOG + "\n" + EXIT_CODES)
+                          epilog=EXIT_CODES)  # the global options are listed once, as their group
     parser.add_argument("--version", action="version", version=f"compat {__version__}")
     add_global_arguments(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

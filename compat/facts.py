@@ -54,7 +54,8 @@ FORMAT = 1
 RACY_SECONDS = 2.0
 PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
 PROBE_FILES = ("compat.report",)  # how their answers become a report
-KEEP_PER_TREE = 16  # entries kept per tree (compat versions, worktrees, in-memory patches); oldest go first
+KEEP_PER_TREE = 48  # entries kept per tree (compat versions, worktrees, in-memory patches and the re-probed overlays of
+# every target family the matrix tries them for: ~20 a release, ~100 kB each); oldest go first
 KEEP_TREES = 64  # --path / installed trees remembered per engine
 ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
 _REPORT = "probe-report"

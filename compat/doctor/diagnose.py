@@ -130,6 +130,19 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
     missing from the facts cache are probed in parallel first.
 
     `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
+    trees, finder = release_trees(engine, specifier, versions=versions, open_release=open_release, cache_dir=cache_dir,
+                                  offline=offline, progress=progress)
+    rows = [release_row(version, tree, target, drafter, options, finder) for version, tree in trees.items()]
+    return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
+
+
+def release_trees(engine: str, specifier: str, *, versions: list[str] | None = None,
+                  open_release: Callable[[str], EngineTree] | None = None, cache_dir: str | Path | None = None,
+                  offline: bool = False, progress: Callable[..., Any] | None = None,
+                  ) -> tuple[dict[str, EngineTree | SourceError], ReleaseFinder]:
+    """version -> its tree (or why it could not be had) for every release in `specifier`, oldest first, probed into
+    the facts cache (in parallel); and the finder of later releases the fixes name. doctor --releases and the
+    matrix both start here."""
     from compat.report import probe_missing
     from compat.sources.released import fetch_release, list_releases
 
@@ -151,16 +164,19 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
         except SourceError as err:
             trees[version] = err
     probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
-    rows: list[dict[str, Any]] = []
-    for version, tree in trees.items():
-        if isinstance(tree, SourceError):
-            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []})
-            continue
-        diagnosis = diagnose(tree, target, drafter, options, releases=finder)
-        rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
-                     "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
-                     "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis})
-    return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
+    return trees, finder
+
+
+def release_row(version: str, tree: EngineTree | SourceError, target: Target, drafter: Drafter, options: Options | None,
+                finder: ReleaseFinder | None) -> dict[str, Any]:
+    """One release's row of doctor --releases (and one cell of the matrix): verdict, fixes, failing checks, launch,
+    and the whole diagnosis."""
+    if isinstance(tree, SourceError):
+        return {"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []}
+    diagnosis = diagnose(tree, target, drafter, options, releases=finder)
+    return {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
+            "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
+            "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
 
 
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
