@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 NAME = "doctor"
 ORDER = 40
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "will this target + drafter work on this engine release, and the command to launch it"
 DESCRIPTION = (
     "Check, statically and before any GPU time, whether an EAGLE-3 drafter will work with a target model on a vLLM "

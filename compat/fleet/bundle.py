@@ -1,0 +1,160 @@
+"""compat as one zip file to ship to a remote host: built from the installed package, cached by content hash.
+
+What goes in: every file of the installed `compat` package (the rule folders included: installed they
+live under compat/, in an editable install of the repository they sit beside it, so each is found by
+its import name), and the pure-Python runtime dependencies this interpreter has (rich and what rich
+needs, packaging): the remote side then needs only Python. A dependency with a compiled extension
+(libcst, its yaml) cannot be shipped to a machine whose platform we do not know: the remote python's own
+copy is used when it has one, and a command that needs it and finds none says so (compat/fleet/main.py).
+
+The zip is also a zipapp (`python compat-HASH.pyz probe --json` runs), but the remote host unpacks it
+once into ~/.cache/compat/fleet/HASH/ and runs from there: the plugin copies its runtime file and the
+engine's verify side runs files by path, which a zip import cannot give. The hash is of the content, so
+a changed compat is a new directory and an unchanged one is never sent twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+# The rule folders that pyproject maps from the repository's top level into compat/ (see [tool.setuptools]).
+MAPPED_PACKAGES = ("compat.probes", "compat.patches", "compat.checkpoints", "compat.checks")
+# Needed only on the side that reaches the hosts, never shipped.
+LOCAL_ONLY = frozenset({"asyncssh", "cryptography", "cffi", "pycparser", "typing-extensions", "ray"})
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+# The date of every member: the same files give the same bytes, hence the same hash.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+ENTRY = """import sys
+from compat.fleet.main import main
+sys.exit(main())
+"""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    path: Path  # the cached zip
+    sha256: str  # of its content; names the directory it is unpacked into on a host
+    vendored: tuple[str, ...]  # the distributions shipped beside compat
+    left_out: tuple[str, ...]  # runtime dependencies with compiled code: the host's own copy is used
+
+    @property
+    def short(self) -> str:
+        return self.sha256[:16]
+
+
+def _package_files(name: str, arcbase: str) -> dict[str, Path]:
+    """Every file of package `name` (and its subfolders), keyed by its path in the zip."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    out: dict[str, Path] = {}
+    for location in spec.submodule_search_locations:
+        for folder, dirs, files in os.walk(location):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            rel = os.path.relpath(folder, location)
+            for file in sorted(files):
+                if file.endswith((".pyc", ".pyo")) or file.startswith("."):
+                    continue
+                arc = "/".join(p for p in (arcbase, "" if rel == "." else rel.replace(os.sep, "/"), file) if p)
+                out.setdefault(arc, Path(folder, file))
+    return out
+
+
+def compat_files() -> dict[str, Path]:
+    files = _package_files("compat", "compat")
+    for name in MAPPED_PACKAGES:
+        files.update(_package_files(name, name.replace(".", "/")))
+    return files
+
+
+def _requirement_names(dist: str) -> list[str]:
+    from packaging.requirements import Requirement
+
+    names = []
+    for line in metadata.requires(dist) or []:
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            names.append(req.name)
+    return names
+
+
+def _dependency_closure() -> list[str]:
+    seen: list[str] = []
+    todo = [n for n in _requirement_names("compat")]
+    while todo:
+        name = todo.pop(0).lower().replace("_", "-")
+        if name in seen or name in LOCAL_ONLY:
+            continue
+        seen.append(name)
+        try:
+            todo.extend(_requirement_names(name))
+        except metadata.PackageNotFoundError:
+            continue
+    return seen
+
+
+def _dist_files(name: str) -> dict[str, Path] | None:
+    """The importable files of an installed distribution, None when it has compiled code or is not installed."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    out: dict[str, Path] = {}
+    for entry in dist.files or []:
+        parts = entry.parts
+        if str(entry).endswith(NATIVE_SUFFIXES):
+            return None
+        if parts[0].endswith((".dist-info", ".egg-info", ".data")) or parts[0] in ("..", "bin") or "__pycache__" in parts:
+            continue
+        if entry.suffix == ".pth":
+            continue
+        path = Path(str(entry.locate()))
+        if path.is_file():
+            out["/".join(parts)] = path
+    return out or None
+
+
+def _content(files: dict[str, Path]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(zipfile.ZipInfo("__main__.py", _EPOCH), ENTRY)
+        for arc in sorted(files):
+            info = zipfile.ZipInfo(arc, _EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, files[arc].read_bytes())
+    return buffer.getvalue()
+
+
+def build_bundle(cache_dir: str | os.PathLike[str] | None = None) -> Bundle:
+    """The zip of this compat and its pure-Python dependencies, written once per content under the cache."""
+    from compat.sources.cache import cache_root
+
+    files = compat_files()
+    vendored, left_out = [], []
+    for name in _dependency_closure():
+        dist = _dist_files(name)
+        if dist is None:
+            left_out.append(name)
+            continue
+        vendored.append(name)
+        for arc, path in dist.items():
+            files.setdefault(arc, path)
+    data = _content(files)
+    digest = hashlib.sha256(data).hexdigest()
+    folder = Path(cache_root(cache_dir)) / "fleet"
+    path = folder / f"compat-{digest[:16]}.pyz"
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return Bundle(path, digest, tuple(vendored), tuple(left_out))

