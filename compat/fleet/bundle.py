@@ -2,10 +2,12 @@
 
 What goes in: every file of the installed `compat` package (the rule folders included: installed they
 live under compat/, in an editable install of the repository they sit beside it, so each is found by
-its import name), and the pure-Python runtime dependencies this interpreter has (rich and what rich
-needs, packaging): the remote side then needs only Python. A dependency with a compiled extension
-(libcst, its yaml) cannot be shipped to a machine whose platform we do not know: the remote python's own
-copy is used when it has one, and a command that needs it and finds none says so (compat/fleet/main.py).
+its import name), and the runtime dependencies this interpreter has: the pure-Python ones (rich and what
+rich needs, packaging) at the top, where every host imports them; the ones with compiled code (libcst,
+its yaml) under native/<ABI>/ (the interpreter's EXT_SUFFIX, e.g. cpython-311-x86_64-linux-gnu), which
+a host puts at the end of sys.path only when its python has the same ABI: the host's own copy comes
+first, and a command that needs one that neither has says so (compat/fleet/main.py). The remote side
+then needs only Python.
 
 The zip is also a zipapp (`python compat-HASH.pyz probe --json` runs), but the remote host unpacks it
 once into ~/.cache/compat/fleet/HASH/ and runs from there: the plugin copies its runtime file and the
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import json
 import os
 import zipfile
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ MAPPED_PACKAGES = ("compat.probes", "compat.patches", "compat.checkpoints", "com
 # Needed only on the side that reaches the hosts, never shipped.
 LOCAL_ONLY = frozenset({"asyncssh", "cryptography", "cffi", "pycparser", "typing-extensions", "ray"})
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
+NATIVE_DIR = "native"
 # The date of every member: the same files give the same bytes, hence the same hash.
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -42,8 +46,9 @@ sys.exit(main())
 class Bundle:
     path: Path  # the cached zip
     sha256: str  # of its content; names the directory it is unpacked into on a host
-    vendored: tuple[str, ...]  # the distributions shipped beside compat
-    left_out: tuple[str, ...]  # runtime dependencies with compiled code: the host's own copy is used
+    vendored: tuple[str, ...]  # the pure-Python distributions shipped beside compat
+    native: tuple[str, ...]  # those with compiled code, shipped for hosts of this ABI (native/ABI/)
+    abi: str
 
     @property
     def short(self) -> str:
@@ -101,17 +106,24 @@ def _dependency_closure() -> list[str]:
     return seen
 
 
-def _dist_files(name: str) -> dict[str, Path] | None:
-    """The importable files of an installed distribution, None when it has compiled code or is not installed."""
+def abi_tag() -> str:
+    """This interpreter's extension-module ABI, e.g. cpython-311-x86_64-linux-gnu (what native/ is keyed by)."""
+    import sysconfig
+
+    return str(sysconfig.get_config_var("EXT_SUFFIX") or ".none").strip(".").rsplit(".", 1)[0]
+
+
+def _dist_files(name: str) -> tuple[dict[str, Path], bool] | None:
+    """The importable files of an installed distribution and whether it has compiled code; None when not installed."""
     try:
         dist = metadata.distribution(name)
     except metadata.PackageNotFoundError:
         return None
     out: dict[str, Path] = {}
+    native = False
     for entry in dist.files or []:
         parts = entry.parts
-        if str(entry).endswith(NATIVE_SUFFIXES):
-            return None
+        native = native or str(entry).endswith(NATIVE_SUFFIXES)
         if parts[0].endswith((".dist-info", ".egg-info", ".data")) or parts[0] in ("..", "bin") or "__pycache__" in parts:
             continue
         if entry.suffix == ".pth":
@@ -119,7 +131,7 @@ def _dist_files(name: str) -> dict[str, Path] | None:
         path = Path(str(entry.locate()))
         if path.is_file():
             out["/".join(parts)] = path
-    return out or None
+    return (out, native) if out else None
 
 
 def _content(files: dict[str, Path]) -> bytes:
@@ -139,22 +151,44 @@ def build_bundle(cache_dir: str | os.PathLike[str] | None = None) -> Bundle:
     from compat.sources.cache import cache_root
 
     files = compat_files()
-    vendored, left_out = [], []
+    vendored, native, abi = [], [], abi_tag()
     for name in _dependency_closure():
-        dist = _dist_files(name)
-        if dist is None:
-            left_out.append(name)
+        found = _dist_files(name)
+        if found is None:
             continue
-        vendored.append(name)
+        dist, compiled = found
+        (native if compiled else vendored).append(name)
         for arc, path in dist.items():
-            files.setdefault(arc, path)
-    data = _content(files)
-    digest = hashlib.sha256(data).hexdigest()
+            files.setdefault(f"{NATIVE_DIR}/{abi}/{arc}" if compiled else arc, path)
     folder = Path(cache_root(cache_dir)) / "fleet"
-    path = folder / f"compat-{digest[:16]}.pyz"
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    return Bundle(path, digest, tuple(vendored), tuple(left_out))
+    # The same files (by name, size and mtime) give the same zip: found by that key without reading them.
+    key = hashlib.sha256(json.dumps([[arc, *_stat(p)] for arc, p in sorted(files.items())]).encode()).hexdigest()[:24]
+    index = folder / f"index-{key}.json"
+    digest = _indexed(index)
+    if digest is None:
+        data = _content(files)
+        digest = hashlib.sha256(data).hexdigest()
+        _write(folder / f"compat-{digest[:16]}.pyz", data)
+        _write(index, json.dumps({"sha256": digest}).encode())
+    return Bundle(folder / f"compat-{digest[:16]}.pyz", digest, tuple(vendored), tuple(native), abi)
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
+def _indexed(index: Path) -> str | None:
+    """The sha256 the index names, when its zip is there (its size checked; the hosts check the hash)."""
+    try:
+        digest = str(json.loads(index.read_text())["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return digest if (index.parent / f"compat-{digest[:16]}.pyz").is_file() else None
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

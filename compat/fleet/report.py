@@ -56,8 +56,14 @@ def fingerprint(command: str, r: dict[str, Any]) -> dict[str, str]:
         out["patches"] = ",".join(_patch_ids(r.get("compat_patches"))) or "-"
         out["plugin"] = _plugin_state(r.get("compat_plugin"))
     elif command == "patch":
-        out["patches"] = ",".join(sorted(p["id"] for p in r.get("patches", []) if p.get("state") in ("applied", "applied-now")
-                                         or (r.get("action") == "apply" and p.get("state") == "apply"))) or "-"
+        action = r.get("action")
+        if action == "status":
+            out["patches"] = ",".join(_patch_ids(r.get("applied"))) or "-"
+        elif action == "apply":  # what the record holds now: applied by this run, or before it
+            out["patches"] = ",".join(sorted(p["id"] for p in r.get("patches", [])
+                                             if p.get("state") == "apply" or p.get("by") == "compat")) or "-"
+        elif action == "revert":
+            out["patches"] = "-"
     elif command == "plugin":
         if r.get("action") == "status":
             out["plugin"] = _plugin_state(r) if r.get("installed") else "none"
@@ -72,6 +78,8 @@ def state(command: str, r: dict[str, Any]) -> str:
     """The verdict or the state, in a few words."""
     if command in ("doctor", "verify") and r.get("verdict"):
         return str(r["verdict"])
+    if command == "patch" and r.get("action") == "revert":
+        return f"reverted: {', '.join(r.get('reverted') or []) or 'nothing to revert'}"
     if command == "patch":
         counts: dict[str, int] = {}
         for p in r.get("patches", []):
@@ -164,7 +172,11 @@ def details(command: str, r: dict[str, Any]) -> list[str]:
         lines.append(f"fix ({s.get('kind')}): {s.get('command')}")
     if command == "patch":
         for p in r.get("patches", []):
-            lines.append(f"{p.get('state')}: {p.get('id')} ({p.get('versions')})")
+            if p.get("state") != "not-offered":
+                lines.append(f"{p.get('state')}: {p.get('id')} ({p.get('versions')})" + (f" by {p['by']}" if p.get("by") else ""))
+        if r.get("reverted") is not None:
+            lines.append(f"reverted: {', '.join(r['reverted']) or 'nothing'} ({len(r.get('files') or [])} files restored)")
+        lines.extend(str(r.get("diff") or "").splitlines())
     for key, value in fingerprint(command, r).items():
         lines.append(f"{key}: {value}")
     return lines

@@ -51,8 +51,10 @@ except OSError:
 
 # Run compat from the unpacked bundle; the working directory (the login's home) stays, for relative paths,
 # but leaves sys.path: a folder there must not shadow a package.
-_RUN = ("import os, sys; d = sys.argv.pop(1); "
-        "sys.path[:] = [d] + [p for p in sys.path if p not in ('', os.getcwd())]; "
+# The compiled dependencies shipped for this host's ABI go last: the host's own copies win.
+_RUN = ("import os, sys, sysconfig; d = sys.argv.pop(1); "
+        "abi = (sysconfig.get_config_var('EXT_SUFFIX') or '.none').strip('.').rsplit('.', 1)[0]; "
+        "sys.path[:] = [d] + [p for p in sys.path if p not in ('', os.getcwd())] + [os.path.join(d, 'native', abi)]; "
         "from compat.fleet.main import main; sys.exit(main())")
 
 

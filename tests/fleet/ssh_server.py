@@ -35,6 +35,10 @@ class Sshd:
     process: subprocess.Popen
     host_key_line: str  # "ssh-ed25519 AAAA..." of the server
 
+    def remote_home(self, host: str) -> Path:
+        """The login's home on host alpha or beta (`~` there)."""
+        return self.root / host
+
     @property
     def hosts(self) -> tuple[str, str]:
         """The two hosts, as ~/.ssh/config names them."""
@@ -81,8 +85,12 @@ def start_sshd(root: Path) -> Sshd:
         f"PidFile {root / 'sshd.pid'}",
         "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PubkeyAuthentication yes",
         "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "PrintMotd no",
-        "Subsystem sftp internal-sftp", "LogLevel ERROR", "MaxStartups 50:30:100", "MaxSessions 50", "",
+        "Subsystem sftp internal-sftp", "LogLevel ERROR", "MaxStartups 50:30:100", "MaxSessions 50",
+        # each host its own login home (its ~/venv, its ~/.cache/compat): two machines, as far as compat can tell
+        *(f"Match LocalPort {p}\n  SetEnv HOME={root / name}" for p, name in zip(ports, ("alpha", "beta"))), "",
     ]))
+    for name in ("alpha", "beta"):
+        (root / name).mkdir()
     (home / ".ssh" / "config").write_text(
         f"Host alpha\n  HostName 127.0.0.1\n  Port {ports[0]}\n  User {os.environ.get('USER', 'root')}\n"
         f"  IdentityFile {client_key}\n\n"
