@@ -94,3 +94,23 @@ def test_hosts_file_and_jobs(trusted, engine_python, tmp_path):
     bad.write_text("alpha\nuser@\n")
     done = compat(trusted, "probe", "--hosts", str(bad))
     assert done.returncode == 2 and f"--hosts {bad} line 2" in done.stderr
+
+
+def test_doctor_on_hosts_reads_their_paths_and_equals_the_local_diagnosis(trusted, engine_python, tmp_path):
+    from doctor_models import tiny_llama_target, vllm_drafter
+
+    target, drafter = tiny_llama_target(tmp_path / "target"), vllm_drafter(tmp_path / "drafter")
+    words = ("doctor", str(target), str(drafter), "--engine", "vllm", "--python", engine_python)
+    here = subprocess.run([sys.executable, "-m", "compat", *words, "--json"], capture_output=True, text=True, timeout=300)
+    code, doc = fleet(trusted, *words, "--host", "alpha", "--host", "beta")
+    assert code == here.returncode and doc["mixed"] == {}
+    local_result = json.loads(here.stdout)
+    local_result.pop("schema")
+    assert [h["result"] for h in doc["hosts"]] == [local_result, local_result]
+    text = compat(trusted, *words, "--host", "alpha", "--host", "beta")
+    assert text.returncode == here.returncode
+    assert local_result["verdict"] in text.stdout and "fix (" in text.stdout  # the table, then each host's fix steps
+    missing = compat(trusted, "doctor", str(tmp_path / "nothing"), str(drafter), "--engine", "vllm", "--python",
+                     engine_python, "--host", "alpha", "--json")
+    error = json.loads(missing.stdout)["hosts"][0]["error"]
+    assert missing.returncode == error["exit_code"] != 0 and str(tmp_path / "nothing") in error["error"]
