@@ -31,7 +31,7 @@ def keygen(path: Path, kind: str = "ed25519") -> Path:
 class Sshd:
     root: Path  # sshd's own files
     home: Path  # the client's HOME: .ssh/config, .ssh/id_ed25519, .ssh/known_hosts
-    ports: tuple[int, int]
+    ports: tuple[int, ...]
     process: subprocess.Popen
     host_key_line: str  # "ssh-ed25519 AAAA..." of the server
 
@@ -39,10 +39,12 @@ class Sshd:
         """The login's home on host alpha or beta (`~` there)."""
         return self.root / host
 
+    names: tuple[str, ...]
+
     @property
-    def hosts(self) -> tuple[str, str]:
-        """The two hosts, as ~/.ssh/config names them."""
-        return ("alpha", "beta")
+    def hosts(self) -> tuple[str, ...]:
+        """The hosts, as ~/.ssh/config names them (alpha, beta, then host3, host4, ...)."""
+        return self.names
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK",)}
@@ -65,7 +67,12 @@ class Sshd:
                 self.process.wait()
 
 
-def start_sshd(root: Path) -> Sshd:
+def host_names(count: int) -> tuple[str, ...]:
+    return (("alpha", "beta") + tuple(f"host{i}" for i in range(3, count + 1)))[:count]
+
+
+def start_sshd(root: Path, count: int = 2) -> Sshd:
+    """One sshd listening on `count` ports of 127.0.0.1: each port a host with its own login home."""
     if not os.path.exists(SSHD):
         raise FileNotFoundError("sshd is not installed (apt-get install openssh-server)")
     root.mkdir(parents=True, exist_ok=True)
@@ -76,7 +83,8 @@ def start_sshd(root: Path) -> Sshd:
     authorized = root / "authorized_keys"
     authorized.write_text(Path(f"{client_key}.pub").read_text())
     authorized.chmod(0o600)
-    ports = (free_port(), free_port())
+    names = host_names(count)
+    ports = tuple(free_port() for _ in names)
     config = root / "sshd_config"
     config.write_text("\n".join([
         *(f"ListenAddress 127.0.0.1:{p}" for p in ports),
@@ -87,15 +95,13 @@ def start_sshd(root: Path) -> Sshd:
         "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", "PrintMotd no",
         "Subsystem sftp internal-sftp", "LogLevel ERROR", "MaxStartups 50:30:100", "MaxSessions 50",
         # each host its own login home (its ~/venv, its ~/.cache/compat): two machines, as far as compat can tell
-        *(f"Match LocalPort {p}\n  SetEnv HOME={root / name}" for p, name in zip(ports, ("alpha", "beta"))), "",
+        *(f"Match LocalPort {p}\n  SetEnv HOME={root / name}" for p, name in zip(ports, names)), "",
     ]))
-    for name in ("alpha", "beta"):
+    for name in names:
         (root / name).mkdir()
     (home / ".ssh" / "config").write_text(
-        f"Host alpha\n  HostName 127.0.0.1\n  Port {ports[0]}\n  User {os.environ.get('USER', 'root')}\n"
-        f"  IdentityFile {client_key}\n\n"
-        f"Host beta\n  HostName 127.0.0.1\n  Port {ports[1]}\n  IdentityFile {client_key}\n\n"
-        f"Host *\n  IdentityFile {client_key}\n")
+        "".join(f"Host {name}\n  HostName 127.0.0.1\n  Port {port}\n" for name, port in zip(names, ports))
+        + f"Host *\n  User {os.environ.get('USER', 'root')}\n  IdentityFile {client_key}\n")
     (home / ".ssh" / "known_hosts").write_text("")
     os.makedirs("/run/sshd", exist_ok=True)  # sshd's privilege-separation directory
     process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdout=subprocess.DEVNULL,
@@ -111,4 +117,4 @@ def start_sshd(root: Path) -> Sshd:
         except OSError:
             time.sleep(0.1)
     line = " ".join(Path(f"{host_key}.pub").read_text().split()[:2])
-    return Sshd(root, home, ports, process, line)
+    return Sshd(root, home, ports, process, line, names)
