@@ -142,7 +142,10 @@ def render(command: str, outcomes: list[Outcome], differ: dict, console: Console
             f = fingerprint(command, o.result)
             table.add_row(o.host, f.get("engine", "-"), state(command, o.result), fixes(command, o.result))
         else:
-            table.add_row(o.host, "-", f"[red]error[/] (exit {o.exit_code})", "-")
+            from rich.markup import escape
+
+            said = str((o.error or {}).get("error", "")).removeprefix(f"{o.host}: ")
+            table.add_row(o.host, "-", f"[red]error (exit {o.exit_code}):[/] {escape(said)}", "-")
     console.print(table)
     for part, values in differ.items():
         console.print(f"[bold yellow]mixed fleet:[/] the hosts differ in {part}: "

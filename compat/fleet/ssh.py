@@ -172,7 +172,9 @@ async def run_on_host(host: Host, words: list[str], python: str | None, bundle: 
     try:
         conn = await _connect(host, options)
     except (OSError, asyncssh.Error, TimeoutError, HostKeyRefused) as err:
-        return _connection_error(host, err)
+        outcome = _connection_error(host, err)
+        outcome.seconds = time.monotonic() - started
+        return outcome
     try:
         async with conn:
             outcome = await _run(conn, host, words, python, bundle, options)
