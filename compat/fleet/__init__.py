@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, words: list[str], console: Console, err_consol
     if args.json:
         print(report.as_json(report.document(args.command, outcomes, differ, code, via)))
     else:
-        report.render(args.command, outcomes, differ, console)
+        report.render(args.command, outcomes, differ, console, via=via)
     return code
 
 

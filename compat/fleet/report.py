@@ -131,11 +131,13 @@ def document(command: str, outcomes: list[Outcome], differ: dict, code: int, via
             "mixed": differ, "exit_code": code}
 
 
-def render(command: str, outcomes: list[Outcome], differ: dict, console: Console) -> None:
+def render(command: str, outcomes: list[Outcome], differ: dict, console: Console, *, via: str = "ssh") -> None:
     from rich.table import Table
 
-    table = Table(title=f"compat {command} on {len(outcomes)} host{'s' if len(outcomes) != 1 else ''}", title_justify="left")
-    for column in ("host", "engine", "verdict or state", "fixes"):
+    what = "host" if via == "ssh" else "Ray node"
+    table = Table(title=f"compat {command} on {len(outcomes)} {what}{'s' if len(outcomes) != 1 else ''}"
+                  + ("" if via == "ssh" else f" ({via})"), title_justify="left")
+    for column in ("host" if via == "ssh" else "node (address, id)", "engine", "verdict or state", "fixes"):
         table.add_column(column, overflow="fold")
     for o in outcomes:
         if o.result is not None:

@@ -75,3 +75,21 @@ def compat(server: Sshd, *words: str, home: Path | None = None) -> subprocess.Co
     if home is not None:
         env["HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "compat", *words], capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(homes):
+    """A head and a worker node on 127.0.0.1 whose workers' HOME are alpha's and beta's: {node_id: name}."""
+    import tempfile
+
+    from ray_cluster import start_cluster
+
+    temp = Path(tempfile.mkdtemp(prefix="compat-ray-", dir="/tmp"))  # short: Ray's unix sockets live under it
+    cluster, names = start_cluster(temp, {name: homes.remote_home(name) for name in ("alpha", "beta")})
+    try:
+        yield cluster.address, names
+    finally:
+        cluster.shutdown()
+        import shutil
+
+        shutil.rmtree(temp, ignore_errors=True)
