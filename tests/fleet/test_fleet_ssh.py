@@ -114,3 +114,13 @@ def test_doctor_on_hosts_reads_their_paths_and_equals_the_local_diagnosis(truste
                      engine_python, "--host", "alpha", "--json")
     error = json.loads(missing.stdout)["hosts"][0]["error"]
     assert missing.returncode == error["exit_code"] != 0 and str(tmp_path / "nothing") in error["error"]
+
+
+def test_verify_runs_on_the_host_with_its_paths(trusted, engine_python, tmp_path):
+    missing = tmp_path / "no-target"
+    code, doc = fleet(trusted, "verify", str(missing), str(tmp_path / "no-drafter"), "--engine", "vllm",
+                      "--python", engine_python, "--host", "alpha")
+    error = doc["hosts"][0]["error"]
+    assert code == error["exit_code"] == 2 and str(missing) in error["error"]  # said by compat verify on the host
+    done = compat(trusted, "verify", "--server", "http://127.0.0.1:1", "--host", "alpha")
+    assert done.returncode == 2 and "needs no --host" in done.stderr
