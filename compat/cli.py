@@ -177,7 +177,7 @@ def _main(argv: list[str]) -> int:
 def _run(args, console, err_console) -> int:
     try:
         if getattr(args, "host", None) or getattr(args, "hosts", None) or getattr(args, "ray", None):
-            from compat import fleet
+            from compat import fleet  # the same command on other hosts (compat/fleet/): imported only then
 
             return fleet.run(args, args.words, console, err_console)
         return get_command(args.command).run(args, console)

@@ -180,7 +180,3 @@ def _over_ssh(args: argparse.Namespace, remote: list[str], python: str | None, e
 
     return asyncio.run(all_hosts())
 
-
-def is_fleet_command(module) -> bool:
-    return bool(getattr(module, "FLEET", False))
-
