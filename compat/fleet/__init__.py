@@ -75,7 +75,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--ray", metavar="ADDRESS",
                        help="run on every alive node of this Ray cluster (e.g. auto, 10.0.0.1:6379; needs pip install ray)")
     group.add_argument("--jobs", metavar="N", type=_jobs, default=DEFAULT_JOBS,
-                       help=f"hosts worked on at once (default {DEFAULT_JOBS})")
+                       help=f"hosts worked on at once over SSH (default {DEFAULT_JOBS}; --ray runs one task per node at once)")
     group.add_argument("--accept-new-host-keys", action="store_true",
                        help="trust a host key not yet in known_hosts and add it (ssh's accept-new); a changed key is refused")
     group.add_argument("--connect-timeout", metavar="SEC", type=_seconds, default=15.0,

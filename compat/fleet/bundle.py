@@ -147,12 +147,14 @@ def _content(files: dict[str, Path]) -> bytes:
     return buffer.getvalue()
 
 
-def build_bundle(cache_dir: str | os.PathLike[str] | None = None) -> Bundle:
+def build_bundle(cache_dir: str | Path | None = None) -> Bundle:
     """The zip of this compat and its pure-Python dependencies, written once per content under the cache."""
     from compat.sources.cache import cache_root
 
     files = compat_files()
-    vendored, native, abi = [], [], abi_tag()
+    vendored: list[str] = []
+    native: list[str] = []
+    abi = abi_tag()
     for name in _dependency_closure():
         found = _dist_files(name)
         if found is None:
