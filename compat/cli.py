@@ -23,6 +23,11 @@ from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES, exit_code_if_unread
 from compat.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
+TYPE_CHECKING = False  # typing costs milliseconds to import at start-up; mypy reads this as True
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
 
@@ -54,7 +59,7 @@ class CompatParser(argparse.ArgumentParser):
 
 def add_global_arguments(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """-q / -v / --color; `suppress`: leave them out of the namespace unless given (the command's copy)."""
-    default = {"default": argparse.SUPPRESS} if suppress else {}
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
     group = parser.add_argument_group("global options (also before the command name)")
     group.add_argument("-q", "--quiet", action="count", help="less output: no progress or notes; -qq: nothing on stdout",
                        **(default or {"default": 0}))
@@ -73,13 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_global_arguments(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_names():
-        sub.add_parser(name, help=get_command(name).SUMMARY, add_help=False)
+        sub.add_parser(name, help=_command(name).SUMMARY, add_help=False)
     return parser
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:
     """`compat NAME`'s own parser: its usage is what a user sees when a flag is wrong."""
-    module = get_command(name)
+    module = _command(name)
     parser = CompatParser(prog=f"compat {name}", description=module.DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=getattr(module, "EPILOG", EXIT_CODES))
     module.add_arguments(parser)
@@ -100,6 +105,13 @@ def _add_globals_everywhere(parser: argparse.ArgumentParser) -> None:
                 _add_globals_everywhere(sub)
 
 
+def _command(name: str) -> ModuleType:
+    """The module of a command known to exist (named by the registry, or checked by parse)."""
+    module = get_command(name)
+    assert module is not None, name
+    return module
+
+
 def _command_position(argv: list[str]) -> int | None:
     """Index of the command name: the first word that is neither an option nor a global option's value."""
     skip = False
@@ -116,15 +128,21 @@ def _command_position(argv: list[str]) -> int | None:
 def parse(argv: list[str]) -> argparse.Namespace | None:
     """The namespace of the command argv names (with `.command`), or None after top-level help/version."""
     at = _command_position(argv)
-    name = argv[at] if at is not None else None
-    if name is None or get_command(name) is None:
+    if at is None or get_command(argv[at]) is None:
         top = build_parser()
         top.parse_args(argv)  # --help / --version exit here; an unknown command is a usage error (exit 2)
         top.print_help()
         return None
+    name = argv[at]
     before = _parse_before(argv[:at])
     parser = command_parser(name)
-    args, extra = parser.parse_known_args(argv[at + 1:])
+    words, after = argv[at + 1:], None
+    dashes = getattr(get_command(name), "AFTER_DASHES", None)  # `compat doctor ... -- vllm serve ...`: a line, kept whole
+    if dashes and "--" in words:
+        words, after = words[:words.index("--")], words[words.index("--") + 1:]
+    args, extra = parser.parse_known_args(words)
+    if dashes:
+        setattr(args, dashes, after)
     if extra:  # said by the innermost parser (`compat convert ckpt`), with its usage
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     for key in ("quiet", "verbose", "color"):  # after the command wins over before it
@@ -180,7 +198,7 @@ def _run(args, console, err_console) -> int:
             from compat import fleet  # the same command on other hosts (compat/fleet/): imported only then
 
             return fleet.run(args, args.words, console, err_console)
-        return get_command(args.command).run(args, console)
+        return _command(args.command).run(args, console)
     except CompatError as err:
         return _report_error(err, args, err_console)
     except KeyboardInterrupt as signal:  # Ctrl-C, or SIGTERM/SIGHUP during a conversion (its cleanup has run)

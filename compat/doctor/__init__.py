@@ -14,7 +14,8 @@ from compat.checks import (  # noqa: F401
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, Ctx, Drafter, Options, Result, launch_command,
 )
 from compat.doctor.diagnose import (  # noqa: F401
-    DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_PATCHED, WORKS_PATCHED_CONVERTED,
+    DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
+    WORKS_PATCHED_CONVERTED,
     classify,
     diagnose, diagnose_range, fix_summary, run_checks,
 )

@@ -102,16 +102,27 @@ def _take_out(words: list[str], options: dict[str, bool]) -> list[str]:
     return out
 
 
+def _split_dashes(words: list[str]) -> tuple[list[str], list[str] | None]:
+    """The words before `--`, and those after it (doctor's launch line: its --host is vllm's, kept whole)."""
+    if "--" in words:
+        at = words.index("--")
+        return words[:at], words[at + 1:]
+    return words, None
+
+
 def remote_words(command: str, words: list[str]) -> list[str]:
     """What runs on each host: the command and its words as typed, without the fleet and output options, with --json."""
-    return [command, *_take_out(_take_out(words, FLEET_OPTIONS), LOCAL_OPTIONS), "--json"]
+    options, after = _split_dashes(words)
+    kept = [command, *_take_out(_take_out(options, FLEET_OPTIONS), LOCAL_OPTIONS), "--json"]
+    return kept if after is None else [*kept, "--", *after]
 
 
 def python_given(words: list[str]) -> str | None:
     """The --python value as typed (a path on the host: never made absolute here)."""
-    for i, word in enumerate(words):
-        if word == "--python" and i + 1 < len(words):
-            return words[i + 1]
+    options, _ = _split_dashes(words)
+    for i, word in enumerate(options):
+        if word == "--python" and i + 1 < len(options):
+            return options[i + 1]
         if word.startswith("--python="):
             return word.split("=", 1)[1]
     return None

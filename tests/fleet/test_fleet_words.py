@@ -17,6 +17,13 @@ def test_fleet_and_output_options_stay_here_the_rest_goes_as_typed():
     assert python_given(words) == "~/venv" and python_given(["--python=/opt/py"]) == "/opt/py" and python_given([]) is None
 
 
+def test_a_launch_line_after_dashes_goes_whole():
+    words = ["t", "d", "--host", "gpu1", "--", "vllm", "serve", "t", "--host", "0.0.0.0", "--python", "x"]
+    assert remote_words("doctor", words) == ["doctor", "t", "d", "--json", "--", "vllm", "serve", "t", "--host", "0.0.0.0",
+                                             "--python", "x"]
+    assert python_given(words) is None
+
+
 @pytest.mark.parametrize("spec, user, host, port", [
     ("gpu1", None, "gpu1", None), ("alice@gpu2:2222", "alice", "gpu2", 2222), ("[::1]:22", None, "::1", 22),
     ("10.0.0.7", None, "10.0.0.7", None), ("fe80::1", None, "fe80::1", None),
