@@ -1,8 +1,9 @@
 """One host over SSH (asyncssh): connect as the user's ssh would, send the bundle once, run compat there.
 
 The connection honours the user's SSH set-up, as asyncssh reads it: ~/.ssh/config (Host blocks,
-HostName, User, Port, IdentityFile, UserKnownHostsFile), the keys in ~/.ssh, the agent (SSH_AUTH_SOCK)
-and ~/.ssh/known_hosts. An unknown host key is refused unless --accept-new-host-keys (ssh's
+HostName, User, Port, IdentityFile, ProxyJump...), the keys in ~/.ssh, the agent (SSH_AUTH_SOCK) and
+~/.ssh/known_hosts (that file: a UserKnownHostsFile in the config is not read, as compat looks host keys
+up itself to tell an unknown key from a changed one). An unknown host key is refused unless --accept-new-host-keys (ssh's
 StrictHostKeyChecking=accept-new: the key is then added to ~/.ssh/known_hosts); a changed key is
 always refused. Three commands run on the host, all through its python alone: one asks where the
 bundle goes and whether it is there, one (only when it is not) unpacks it from stdin, one runs
