@@ -83,6 +83,10 @@ def command_parser(name: str) -> argparse.ArgumentParser:
     parser = CompatParser(prog=f"compat {name}", description=module.DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=getattr(module, "EPILOG", EXIT_CODES))
     module.add_arguments(parser)
+    if getattr(module, "FLEET", False):  # --host/--hosts/--ray: declared once, for every command that runs on hosts
+        from compat.fleet import add_fleet_arguments
+
+        add_fleet_arguments(parser)
     _add_globals_everywhere(parser)
     return parser
 
@@ -140,6 +144,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
         if not hasattr(args, key):
             setattr(args, key, getattr(before, key))
     args.command = name
+    args.words = argv[at + 1:]  # as typed: fleet mode passes them on to the hosts (compat/fleet/)
     return args
 
 
@@ -184,6 +189,10 @@ def _main(argv: list[str]) -> int:
 
 def _run(args, console, err_console) -> int:
     try:
+        if getattr(args, "host", None) or getattr(args, "hosts", None) or getattr(args, "ray", None):
+            from compat import fleet  # the same command on other hosts (compat/fleet/): imported only then
+
+            return fleet.run(args, args.words, console, err_console)
         return _command(args.command).run(args, console)
     except CompatError as err:
         return _report_error(err, args, err_console)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 NAME = "doctor"
 ORDER = 40
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 AFTER_DASHES = "launch_words"  # compat doctor --engine vllm==0.32.0 -- vllm serve ./target --speculative-config '{...}'
 SUMMARY = "will this target + drafter work on this engine release, and the command to launch it"
 DESCRIPTION = (

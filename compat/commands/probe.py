@@ -9,6 +9,7 @@ from compat.commands._source import add_source_arguments
 
 NAME = "probe"
 ORDER = 10
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "what an engine release supports for EAGLE-3, read from its own source"
 DESCRIPTION = (
     "Read a vLLM or SGLang release's source (installed, released or a tree) statically and report, with file "
