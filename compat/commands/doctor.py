@@ -39,7 +39,10 @@ DESCRIPTION = (
     "names, vocab maps, the drafter's tokenizer files against the target's, the layer ids the release feeds against "
     "the ones the drafter was trained on (asked when the drafter does not record them), whether the target captures "
     "the last layer when the drafter is fed it, method auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
-    "the launch command uses only the flags and keys that release accepts."
+    "the launch command uses only the flags and keys that release accepts. With --launch \"LINE\" (or the line after "
+    "`--`), the line you run is read with that release's own arguments: what its parser refuses, the method it really "
+    "runs, SGLang's draft-tree rules, the draft's attention backend, tensor parallel size, quantization, KV-cache dtype "
+    "and dtype; and the launch printed is your line with the fixes applied."
 )
 
 EXAMPLES = """examples:
