@@ -224,7 +224,7 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
                 kept[j] = None
         option = line.spec_option if line.spec_option and line.spec_option != "-sc" else "--speculative-config"
         insert = [option, json.dumps(spec, separators=(",", ":"))] if spec else []
-        kept = kept[:first] + insert + kept[first:]  # type: ignore[operator]
+        kept = kept[:first] + insert + kept[first:]
     words = [w for w in kept if w is not None]
     for edit in (e for e in edits if e.kind == "set"):
         words = _set(words, edit)

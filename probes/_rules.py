@@ -38,7 +38,7 @@ def start_up_rules(tree: EngineTree, relpath: str, func: ast.FunctionDef, fields
 
 
 def _rule(kind: str, conditions: list[str], message: str | None, location: str, negate: bool = False) -> dict:
-    rule = {"kind": kind, "when": conditions, "message": message, "location": location}
+    rule: dict[str, object] = {"kind": kind, "when": conditions, "message": message, "location": location}
     if negate:
         rule["fails_unless_last"] = True  # an assert: it refuses when its own test is false
     return rule
@@ -78,6 +78,7 @@ def _message(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{" + (unparse(v.value) or "") + "}"  # type: ignore[attr-defined]
+        return "".join(str(v.value) if isinstance(v, ast.Constant)
+                       else "{" + (unparse(v.value) or "") + "}" if isinstance(v, ast.FormattedValue) else ""
                        for v in node.values)
     return unparse(node)

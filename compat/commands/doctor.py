@@ -138,7 +138,9 @@ def _launch_line(args, engine: str | None):
         return None
     if args.method is not None:
         raise UsageError("--method is for doctor without a launch line: the line's own method is checked")
-    line = read_line(args.launch if args.launch is not None else words)
+    source = args.launch if args.launch is not None else words
+    assert source is not None  # one of the two was given (checked above)
+    line = read_line(source)
     if engine is not None and engine != line.engine:
         raise UsageError(f"the launch line starts {line.engine} ({' '.join(line.entry)}), --engine names {engine}")
     if engine is None and not args.path:

@@ -28,7 +28,7 @@ def cli_arguments(tree: EngineTree) -> dict:
             value = "list"
         else:
             value = SCALARS.get(flag.type or "str", flag.type or "str")
-        entry = {"name": flag.name, "aliases": list(flag.aliases), "value": value, "location": tree.loc(flag.relpath, flag.node)}
+        entry: dict[str, object] = {"name": flag.name, "aliases": list(flag.aliases), "value": value, "location": tree.loc(flag.relpath, flag.node)}
         if flag.dest != flag.name.lstrip("-").replace("-", "_"):
             entry["dest"] = flag.dest
         if flag.default is None or isinstance(flag.default, (bool, int, float, str)):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import TypeGuard
 
 from compat.probes._ast import base_names, class_fields, literal, unparse
 from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings
@@ -55,7 +57,7 @@ class _Reader:
         if found is None:
             return None
         for stmt in class_fields(found[1]):
-            if stmt.target.id == field_name:
+            if isinstance(stmt.target, ast.Name) and stmt.target.id == field_name:
                 return found[0], stmt
         if depth < 3:
             for base in base_names(found[1]):
@@ -101,7 +103,7 @@ def _functions(node: ast.AST, name: str) -> list[ast.FunctionDef]:
     return [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef) and n.name == name]
 
 
-def _is_add_argument(node: ast.AST) -> bool:
+def _is_add_argument(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
 
 
@@ -129,7 +131,7 @@ def _calls(reader: _Reader, relpath: str, func: ast.FunctionDef) -> list[Argumen
     return out
 
 
-def _explicit(keywords: dict[str, ast.AST], arg: Argument) -> None:
+def _explicit(keywords: Mapping[str, ast.AST], arg: Argument) -> None:
     action = keywords.get("action")
     action_text = (literal(action) if isinstance(action, ast.Constant) else unparse(action)) if action is not None else None
     if action_text in ("store_true", "store_false", "store_const", "count"):
@@ -175,7 +177,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
     if not (isinstance(splat, ast.Subscript) and isinstance(splat.value, ast.Name) and isinstance(splat.slice, ast.Constant)):
         arg.value = "unknown"
         return
-    cls_name, field_name = sources.get(splat.value.id), splat.slice.value
+    cls_name, field_name = sources.get(splat.value.id), str(splat.slice.value)
     arg.field = f"{cls_name}.{field_name}"
     found = reader.annotation(cls_name, field_name) if cls_name else None
     if found is not None:
@@ -245,9 +247,9 @@ def _frontend_fields(reader: _Reader, relpath: str, cls: ast.ClassDef) -> list[A
         chain.append(found[1])
     for owner in chain:
         for stmt in class_fields(owner):
-            name = stmt.target.id
-            if name.startswith("_"):
+            if not isinstance(stmt.target, ast.Name) or stmt.target.id.startswith("_"):
                 continue
+            name = stmt.target.id
             arg = Argument("--" + name.replace("_", "-"), [], "str", reader.tree.loc(relpath, stmt),
                            field=f"{cls.name}.{name}", annotation=unparse(stmt.annotation))
             _derive(reader.tree, relpath, stmt.annotation, arg)
