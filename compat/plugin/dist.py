@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 from compat import __version__
 from compat.errors import RefusedError
 from compat.interpreter import Interpreter
+from compat.locking import directory_lock
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 DATA_NAME = "plugin.json"
@@ -135,23 +134,11 @@ def _record(files: dict[str, bytes], dist: str) -> bytes:
 
 
 @contextlib.contextmanager
-def site_lock(site: Path, timeout: float = LOCK_TIMEOUT):
-    """An exclusive flock on the site-packages directory: one plugin install/remove at a time."""
-    fd = os.open(site, os.O_RDONLY)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise RefusedError(f"another compat run holds {site} (waited {timeout:.0f} s); nothing was changed",
-                                       hint="let it finish, then run again") from None
-                time.sleep(0.05)
+def site_lock(site: Path, timeout: float | None = None, notify=None):
+    """An exclusive flock on the site-packages directory: one plugin install/remove at a time (another is
+    waited for up to LOCK_TIMEOUT seconds, then refused naming its pid: compat/locking.py)."""
+    with directory_lock(site, what="compat plugin", timeout=LOCK_TIMEOUT if timeout is None else timeout, notify=notify):
         yield
-    finally:
-        os.close(fd)
 
 
 def check_writable(site: Path) -> None:
@@ -207,11 +194,22 @@ def remove(site: Path, engine: str) -> list[str]:
     for path in _our_paths(site, engine):
         if path.is_dir() and not path.is_symlink():
             removed += sorted(str(p.relative_to(site)) for p in path.rglob("*") if p.is_file())
-            shutil.rmtree(path)
+            _remove_tree(path)
         else:
             removed.append(str(path.relative_to(site)))
             path.unlink()
     return removed
+
+
+def _remove_tree(path: Path) -> None:
+    """Renamed out of the way first (one atomic step), then deleted: an interpreter starting meanwhile finds
+    the package whole or not at all, never half deleted; a kill mid-way leaves a `.compat-tmp` name that
+    the next install or remove clears."""
+    if not path.name.endswith(".compat-tmp"):
+        aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".compat-tmp", dir=path.parent))
+        os.replace(path, aside / path.name)
+        path = aside
+    shutil.rmtree(path)
 
 
 def listing(site: Path, engine: str) -> list[str]:
