@@ -41,10 +41,49 @@ def distribution_name(engine: str) -> str:
     return f"compat-plugin-{engine}"
 
 
-def pth_line(engine: str) -> str:
-    # A .pth line that starts with `import` is executed by site.py; a failure must never be noisy or fatal.
-    return (f'import sys; exec("try:\\n    import {package_name(engine)} as p; p.install()\\n'
-            f'except Exception:\\n    pass")\n')
+# What the .pth runs at every interpreter start of the serving venv (pip, engine workers, any script): a
+# finder that only compares a module name until the engine itself is imported; then it steps aside and
+# hands that import to the runtime (runtime.py's `hook_spec`), imported only then. Anything going wrong
+# (the runtime missing or broken, an exception inside it) is one line on stderr and the engine stock;
+# nothing of it can stop the interpreter (site.py would print a traceback for a failing .pth line).
+HOOK = """
+import sys
+class CompatPluginHook:
+    compat_plugin_hook = ENGINE
+    def find_spec(self, name, path=None, target=None):
+        if name != ENGINE and not name.startswith(ENGINE + "."):
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            import os
+            if os.environ.get("COMPAT_PLUGIN_DISABLE"):
+                return None
+            import PACKAGE as runtime
+            return runtime.hook_spec(name, path, target)
+        except (Exception, SystemExit) as err:
+            try:
+                sys.stderr.write("compat plugin (%s): cannot load PACKAGE (%s: %s): %s runs stock; run compat plugin "
+                                 "install again, or remove %s\\n" % (ENGINE, type(err).__name__, err, ENGINE, PTH))
+            except Exception:
+                pass
+            return None
+try:
+    if not any(getattr(f, "compat_plugin_hook", None) == ENGINE for f in sys.meta_path):
+        sys.meta_path.insert(0, CompatPluginHook())
+except Exception:
+    pass
+"""
+
+
+def pth_line(engine: str, pth: Path | None = None) -> str:
+    """The .pth's one line (site.py executes a line that starts with `import`): the hook above, compiled in a
+    namespace of its own."""
+    code = HOOK.replace("PACKAGE", package_name(engine)).strip() + "\n"
+    names = {"__name__": f"{package_name(engine)}_hook", "ENGINE": engine, "PTH": str(pth or f"{package_name(engine)}.pth")}
+    return f"import sys; exec({code!r}, {names!r})\n"
 
 
 def site_packages(python: Interpreter | str | None) -> Path:
@@ -103,7 +142,7 @@ def _hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def _files(engine: str, data: dict) -> dict[str, bytes]:
+def _files(site: Path, engine: str, data: dict) -> dict[str, bytes]:
     """relpath (under site-packages) -> bytes, every file of the distribution but RECORD."""
     name, dist = package_name(engine), f"{package_name(engine)}-{__version__}.dist-info"
     metadata = (
@@ -119,7 +158,7 @@ def _files(engine: str, data: dict) -> dict[str, bytes]:
         f"{dist}/METADATA": metadata.encode(),
         f"{dist}/INSTALLER": b"compat\n",
         f"{dist}/top_level.txt": f"{name}\n".encode(),
-        f"{name}.pth": pth_line(engine).encode(),
+        f"{name}.pth": pth_line(engine, site / f"{name}.pth").encode(),
     }
     group = ENTRY_POINT_GROUPS.get(engine)
     if group:
@@ -151,7 +190,7 @@ def check_writable(site: Path) -> None:
 
 def write(site: Path, engine: str, data: dict) -> list[str]:
     """Install the distribution (replacing an earlier one of ours); returns the files written."""
-    files = _files(engine, data)
+    files = _files(site, engine, data)
     dist = f"{package_name(engine)}-{__version__}.dist-info"
     files[f"{dist}/RECORD"] = _record(files, dist)
     remove(site, engine)
