@@ -239,4 +239,4 @@ def verify_server(rng: random.Random, workdir: Path) -> Iterator[Case]:
         yield Case(
             argv=["verify", "--server", server.url, "--engine", "vllm==0.32.0", "--offline", "--num-prompts", "2",
                   "--max-tokens", "4", "--concurrency", "1", "--request-timeout", str(REQUEST_TIMEOUT), "--json"],
-            what=f"{route}: {answer.__name__}", deadline=90.0)
+            what=f"{route}: {answer.__name__}", deadline=45.0)

@@ -131,7 +131,7 @@ class Client:
         data = self.get_bytes(path, max_bytes)
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
             raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
 
     def stream_events(self, path: str, body: dict, *, deadline: float) -> Iterator[tuple[float, Any]]:
@@ -165,7 +165,7 @@ class Client:
                     return
                 try:
                     yield time.monotonic(), json.loads(payload)
-                except (ValueError, UnicodeDecodeError):
+                except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
                     raise NotJson(f"{request.full_url} streamed an event that is not JSON ({_snippet(payload)})",
                                   url=self.base_url) from None
 
