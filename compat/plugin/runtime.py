@@ -40,6 +40,8 @@ def say(key, message, level="warning"):
     if key in STATE["said"]:
         return
     STATE["said"].add(key)
+    if level == "info" and not os.environ.get(VERBOSE_ENV) and "logging" not in sys.modules:
+        return  # nothing configured logging in this process: an info line would reach no handler (and importing logging costs ms)
     try:
         import logging
 
