@@ -54,5 +54,6 @@ def doctor_flags(rng: random.Random, workdir: Path) -> Iterator[Case]:
             flags += ["--topk", rng.choice(["0", "-1", "8", "10000000", "y", "1e3"])]
     flags = [f[:ARG_MAX] for f in flags]
     shown = " ".join(f if len(f) < 40 else f"{f[:20]}...({len(f)} chars)" for f in flags)
+    shown = shown if len(shown) < 200 else f"{shown[:180]}...({len(flags)} arguments)"
     yield Case(argv=["doctor", str(target), str(drafter), "--engine", "vllm==0.32.0", "--offline", "--json", *flags],
                what=shown.encode("ascii", "backslashreplace").decode(), deadline=60.0)
