@@ -140,7 +140,7 @@ def wrong_type(req: Request, valid: Captured, rng: random.Random) -> None:
     value = rng.choice([None, 0, -1, 1.5, "text", [], [None], {}, {"data": None}, {"data": "x"}, {"data": [1, 2]},
                         {"version": None}, {"version": [1]}, {"vllm_config": None}, {"vllm_config": 5},
                         {"vllm_config": {"speculative_config": "eagle3"}}, {"object": "list", "data": [{"id": None}]}])
-    req.send(200, value, valid.content_type)  # type: ignore[arg-type]
+    req.send(200, json.dumps(value).encode(), valid.content_type)
 
 
 def random_bytes(req: Request, valid: Captured, rng: random.Random) -> None:
