@@ -229,10 +229,13 @@ def _report_error(err: CompatError, args, err_console) -> int:
 
     from compat.output import error_document, print_json
 
+    from compat.errors import clipped
+
+    message, hint = clipped(err.message), clipped(err.hint) if err.hint else err.hint
     if getattr(args, "json", False):
         with exit_code_if_unread(err.exit_code):
-            print_json(error_document(err.message, err.hint, err.exit_code), "error")
-    err_console.print(Text.assemble(("error: ", "bold red"), str(err)))
+            print_json(error_document(message, hint, err.exit_code), "error")
+    err_console.print(Text.assemble(("error: ", "bold red"), f"{message}\n  fix: {hint}" if hint else message))
     if args.verbose:
         import traceback
 
@@ -243,14 +246,17 @@ def _report_error(err: CompatError, args, err_console) -> int:
 
 def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
     """argparse's message with the usage of the parser it is about; with --json, the error document too."""
-    fix = _usage_fix(problem)
+    from compat.errors import clipped
+
+    fix = clipped(_usage_fix(problem))
+    message = clipped(problem.message)
     if "--json" in argv:
         from compat.output import error_document, print_json
 
         with exit_code_if_unread(EXIT_USAGE):
-            print_json(error_document(f"{problem.parser.prog}: {problem.message}", fix, EXIT_USAGE), "error")
+            print_json(error_document(f"{problem.parser.prog}: {message}", fix, EXIT_USAGE), "error")
     problem.parser.print_usage(sys.stderr)
-    print(f"{problem.parser.prog}: error: {problem.message}", file=sys.stderr)
+    print(f"{problem.parser.prog}: error: {message}", file=sys.stderr)
     if fix:
         print(f"  fix: {fix}", file=sys.stderr)
     return EXIT_USAGE

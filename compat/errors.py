@@ -43,3 +43,15 @@ class SourceError(CompatError):
 
 class RefusedError(CompatError):
     exit_code = EXIT_REFUSED
+
+
+MAX_ERROR_CHARS = 2000  # an error names the input, it never echoes a huge one back (a 100 KB flag value, a body)
+
+
+def clipped(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """`text`, its middle left out (and said so) when it is longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]} ...({len(text) - 2 * keep} characters left out)... {text[-keep:]}"
+

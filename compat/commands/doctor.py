@@ -120,7 +120,7 @@ def _extra_spec(items: list[str]) -> dict:
             raise UsageError(f"--spec {item!r}: expected KEY=VALUE", hint="e.g. --spec draft_tensor_parallel_size=1")
         try:
             out[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a number over Python's 4,300 digits, nested too deeply
             out[key.strip()] = raw
     return out
 

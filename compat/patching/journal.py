@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from datetime import datetime, timezone
 
 from compat.errors import CompatError, RefusedError
+from compat.locking import directory_lock
 from compat.patching.files import (
     check_writable, current_bytes, drop_bytecode, os_error, remove_file, remove_temp_files, sha256, temp_files_in,
     write_atomic,
@@ -66,43 +65,16 @@ def journal_path(tree: EngineTree) -> Path:
 def tree_lock(tree: EngineTree, timeout: float | None = None, notify=None, shared: bool = False):
     """An exclusive flock on the package directory: one compat patch run per tree at a time.
 
-    `shared`: a reader's lock (--status, --dry-run), held by any number of readers at once and
-    never while a run changes the tree, so a reader never sees a run half-way. A filesystem
-    without locks leaves a reader unlocked. The directory itself is locked, so no lock file is
-    left in site-packages.
+    Another run is waited for up to LOCK_TIMEOUT seconds, then refused naming its pid
+    (compat/locking.py). `shared`: a reader's lock (--status, --dry-run), held by any number of
+    readers at once and never while a run changes the tree, so a reader never sees a run half-way.
+    A filesystem without locks leaves a reader unlocked. The directory itself is locked, so no
+    lock file is left in site-packages.
     """
     timeout = LOCK_TIMEOUT if timeout is None else timeout
-    package = tree.root / tree.engine
-    try:
-        fd = os.open(package, os.O_RDONLY)
-    except OSError as err:
-        raise RefusedError(f"{package}: cannot open it ({err.strerror}); nothing was changed",
-                           hint="point --path / --engine at an engine tree this user can read") from None
-    try:
-        deadline = time.monotonic() + timeout
-        told = False
-        while True:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-                break
-            except OSError as err:
-                if not isinstance(err, BlockingIOError):
-                    if shared:
-                        break
-                    raise RefusedError(f"{package}: cannot lock it ({err.strerror}); nothing was changed",
-                                       hint="patch a copy on a local filesystem (--path DIR)") from None
-                if time.monotonic() >= deadline:
-                    raise RefusedError(
-                        f"another compat patch run holds {package} (waited {timeout:.0f} s); nothing was changed",
-                        hint="let it finish, then run again",
-                    ) from None
-                if notify and not told:
-                    notify(f"waiting for another compat patch run on {package} ...")
-                    told = True
-                time.sleep(0.05)
+    with directory_lock(tree.root / tree.engine, what="compat patch", timeout=timeout, shared=shared, notify=notify,
+                        unlockable_ok=shared):
         yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 # -- running an operation ------------------------------------------------------------------------

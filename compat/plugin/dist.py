@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 from compat import __version__
 from compat.errors import RefusedError
 from compat.interpreter import Interpreter
+from compat.locking import directory_lock
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 DATA_NAME = "plugin.json"
@@ -42,10 +41,49 @@ def distribution_name(engine: str) -> str:
     return f"compat-plugin-{engine}"
 
 
-def pth_line(engine: str) -> str:
-    # A .pth line that starts with `import` is executed by site.py; a failure must never be noisy or fatal.
-    return (f'import sys; exec("try:\\n    import {package_name(engine)} as p; p.install()\\n'
-            f'except Exception:\\n    pass")\n')
+# What the .pth runs at every interpreter start of the serving venv (pip, engine workers, any script): a
+# finder that only compares a module name until the engine itself is imported; then it steps aside and
+# hands that import to the runtime (runtime.py's `hook_spec`), imported only then. Anything going wrong
+# (the runtime missing or broken, an exception inside it) is one line on stderr and the engine stock;
+# nothing of it can stop the interpreter (site.py would print a traceback for a failing .pth line).
+HOOK = """
+import sys
+class CompatPluginHook:
+    compat_plugin_hook = ENGINE
+    def find_spec(self, name, path=None, target=None):
+        if name != ENGINE and not name.startswith(ENGINE + "."):
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        try:
+            import os
+            if os.environ.get("COMPAT_PLUGIN_DISABLE"):
+                return None
+            import PACKAGE as runtime
+            return runtime.hook_spec(name, path, target)
+        except (Exception, SystemExit) as err:
+            try:
+                sys.stderr.write("compat plugin (%s): cannot load PACKAGE (%s: %s): %s runs stock; run compat plugin "
+                                 "install again, or remove %s\\n" % (ENGINE, type(err).__name__, err, ENGINE, PTH))
+            except Exception:
+                pass
+            return None
+try:
+    if not any(getattr(f, "compat_plugin_hook", None) == ENGINE for f in sys.meta_path):
+        sys.meta_path.insert(0, CompatPluginHook())
+except Exception:
+    pass
+"""
+
+
+def pth_line(engine: str, pth: Path | None = None) -> str:
+    """The .pth's one line (site.py executes a line that starts with `import`): the hook above, compiled in a
+    namespace of its own."""
+    code = HOOK.replace("PACKAGE", package_name(engine)).strip() + "\n"
+    names = {"__name__": f"{package_name(engine)}_hook", "ENGINE": engine, "PTH": str(pth or f"{package_name(engine)}.pth")}
+    return f"import sys; exec({code!r}, {names!r})\n"
 
 
 def site_packages(python: Interpreter | str | None) -> Path:
@@ -104,7 +142,7 @@ def _hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def _files(engine: str, data: dict) -> dict[str, bytes]:
+def _files(site: Path, engine: str, data: dict) -> dict[str, bytes]:
     """relpath (under site-packages) -> bytes, every file of the distribution but RECORD."""
     name, dist = package_name(engine), f"{package_name(engine)}-{__version__}.dist-info"
     metadata = (
@@ -120,7 +158,7 @@ def _files(engine: str, data: dict) -> dict[str, bytes]:
         f"{dist}/METADATA": metadata.encode(),
         f"{dist}/INSTALLER": b"compat\n",
         f"{dist}/top_level.txt": f"{name}\n".encode(),
-        f"{name}.pth": pth_line(engine).encode(),
+        f"{name}.pth": pth_line(engine, site / f"{name}.pth").encode(),
     }
     group = ENTRY_POINT_GROUPS.get(engine)
     if group:
@@ -135,23 +173,11 @@ def _record(files: dict[str, bytes], dist: str) -> bytes:
 
 
 @contextlib.contextmanager
-def site_lock(site: Path, timeout: float = LOCK_TIMEOUT):
-    """An exclusive flock on the site-packages directory: one plugin install/remove at a time."""
-    fd = os.open(site, os.O_RDONLY)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise RefusedError(f"another compat run holds {site} (waited {timeout:.0f} s); nothing was changed",
-                                       hint="let it finish, then run again") from None
-                time.sleep(0.05)
+def site_lock(site: Path, timeout: float | None = None, notify=None):
+    """An exclusive flock on the site-packages directory: one plugin install/remove at a time (another is
+    waited for up to LOCK_TIMEOUT seconds, then refused naming its pid: compat/locking.py)."""
+    with directory_lock(site, what="compat plugin", timeout=LOCK_TIMEOUT if timeout is None else timeout, notify=notify):
         yield
-    finally:
-        os.close(fd)
 
 
 def check_writable(site: Path) -> None:
@@ -164,7 +190,7 @@ def check_writable(site: Path) -> None:
 
 def write(site: Path, engine: str, data: dict) -> list[str]:
     """Install the distribution (replacing an earlier one of ours); returns the files written."""
-    files = _files(engine, data)
+    files = _files(site, engine, data)
     dist = f"{package_name(engine)}-{__version__}.dist-info"
     files[f"{dist}/RECORD"] = _record(files, dist)
     remove(site, engine)
@@ -207,11 +233,22 @@ def remove(site: Path, engine: str) -> list[str]:
     for path in _our_paths(site, engine):
         if path.is_dir() and not path.is_symlink():
             removed += sorted(str(p.relative_to(site)) for p in path.rglob("*") if p.is_file())
-            shutil.rmtree(path)
+            _remove_tree(path)
         else:
             removed.append(str(path.relative_to(site)))
             path.unlink()
     return removed
+
+
+def _remove_tree(path: Path) -> None:
+    """Renamed out of the way first (one atomic step), then deleted: an interpreter starting meanwhile finds
+    the package whole or not at all, never half deleted; a kill mid-way leaves a `.compat-tmp` name that
+    the next install or remove clears."""
+    if not path.name.endswith(".compat-tmp"):
+        aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".compat-tmp", dir=path.parent))
+        os.replace(path, aside / path.name)
+        path = aside
+    shutil.rmtree(path)
 
 
 def listing(site: Path, engine: str) -> list[str]:

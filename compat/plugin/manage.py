@@ -25,16 +25,18 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
     if not tree.version:
         raise RefusedError(f"cannot tell which {tree.engine} version {tree.root} is; patches are pinned to versions",
                            hint="point --path at a tree with its version file, or install the engine as a distribution")
+    from compat.patching import tree_lock
     from compat.plugin import build  # the patch registry and libcst: only to install
 
-    planned = build.plan_patches(tree, select, skip, options)
-    why = build.refusal(planned, select)
-    if why:
-        raise RefusedError(f"{tree.engine} {tree.version} at {tree.root}: {why}; nothing was installed",
-                           hint="compat patch --status lists what each patch would do here")
     exe = Interpreter.of(python)
     site = dist.site_packages(exe)
-    data = build.build_data(tree, planned, python=exe.path, options=options)
+    with tree_lock(tree, shared=True):  # a compat patch run on this tree is never seen half-way
+        planned = build.plan_patches(tree, select, skip, options)
+        why = build.refusal(planned, select)
+        if why:
+            raise RefusedError(f"{tree.engine} {tree.version} at {tree.root}: {why}; nothing was installed",
+                               hint="compat patch --status lists what each patch would do here")
+        data = build.build_data(tree, planned, python=exe.path, options=options)
     dist.check_writable(site)
     with dist.site_lock(site):
         replaced = dist.is_installed(site, tree.engine)

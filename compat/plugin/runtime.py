@@ -6,8 +6,10 @@ never imports compat or libcst. Beside it, `plugin.json` holds, per module, the 
 engine's original source, the patched source (computed by compat's own transforms at install
 time) and its sha256.
 
-How it runs: a `.pth` file calls `install()` at interpreter start-up, which puts a meta-path
-finder first on `sys.meta_path`; for vLLM the `vllm.general_plugins` entry point calls
+How it runs: the `.pth` file puts a tiny finder first on `sys.meta_path` at interpreter start-up
+(dist.HOOK: it compares module names and nothing else, so pip and unrelated scripts never import
+this file); at the engine's first import it steps aside and calls `hook_spec`, which puts this
+module's finder first on `sys.meta_path`; for vLLM the `vllm.general_plugins` entry point calls
 `register()` too (it installs the finder when the `.pth` did not run, and names the modules that
 were imported before it could). For a module it knows, the finder asks the other finders for the
 real spec, checks that every file the module's patches touch (and the engine's version file) is
@@ -38,6 +40,8 @@ def say(key, message, level="warning"):
     if key in STATE["said"]:
         return
     STATE["said"].add(key)
+    if level == "info" and not os.environ.get(VERBOSE_ENV) and "logging" not in sys.modules:
+        return  # nothing configured logging in this process: an info line would reach no handler (and importing logging costs ms)
     try:
         import logging
 
@@ -211,7 +215,8 @@ class PatchedLoader(SourceFileLoader):
             forget_lines(self.path)
             reset_namespace(module)
             return self.run_original(module)
-        say(module.__name__, "%s patched in memory (%s)" % (module.__name__, ", ".join(self.entry.get("patches", []))), level="info")
+        say(module.__name__, "%s patched in memory (%s) in pid %d" % (module.__name__, ", ".join(self.entry.get("patches", [])),
+                                                                        os.getpid()), level="info")
 
     def run_original(self, module):
         module.__loader__ = self.original
@@ -263,7 +268,8 @@ class PatchFinder:
 
     def original_spec(self, fullname, path, target):
         for finder in sys.meta_path:
-            if getattr(finder, "compat_plugin_engine", None) == ENGINE or not hasattr(finder, "find_spec"):
+            if ENGINE in (getattr(finder, "compat_plugin_engine", None), getattr(finder, "compat_plugin_hook", None)) \
+                    or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
@@ -281,6 +287,16 @@ def install():
             sys.meta_path.insert(0, PatchFinder())
     except Exception:
         pass
+
+
+def hook_spec(fullname, path=None, target=None):
+    """The .pth hook's hand-over at the engine's first import: the finder goes first on sys.meta_path and
+    answers this import (None: the import goes on to the other finders, stock)."""
+    install()
+    for finder in sys.meta_path:
+        if getattr(finder, "compat_plugin_engine", None) == ENGINE:
+            return finder.find_spec(fullname, path, target)
+    return None
 
 
 def register():
@@ -301,7 +317,8 @@ def diagnose(root=None):
     """What the finder would do for each module, without importing the engine (for compat plugin status)."""
     data = load_data()
     out: dict = {"engine": ENGINE, "data": DATA_FILE, "readable": data is not None, "modules": {},
-           "hook_active": any(getattr(f, "compat_plugin_engine", None) == ENGINE for f in sys.meta_path),
+           "hook_active": any(ENGINE in (getattr(f, "compat_plugin_engine", None), getattr(f, "compat_plugin_hook", None))
+                              for f in sys.meta_path),
            "disabled": bool(os.environ.get(DISABLE_ENV))}
     if data is None:
         return out

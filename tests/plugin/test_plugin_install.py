@@ -10,6 +10,7 @@ nothing left behind by `remove` or `pip uninstall`.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -148,7 +149,11 @@ def test_a_file_already_patched_on_disk_is_not_patched_twice(fake_venv, capsys):
     assert main(["patch", "--engine", "vllm", "--python", str(python), "--revert"]) == 0
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong-format", "tampered-source", "missing", "broken-runtime"])
+DAMAGES = ["garbage", "truncated", "wrong-format", "tampered-source", "missing", "broken-runtime", "missing-runtime",
+           "exiting-runtime", "hook-raises", "data-not-an-object"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_broken_plugin_never_breaks_the_import(fake_venv, capsys, damage):
     python, site = fake_venv
     assert install(capsys, python, "--select", BLOCK16)[0] == 0
@@ -166,11 +171,25 @@ def test_a_broken_plugin_never_breaks_the_import(fake_venv, capsys, damage):
         data_file.write_text(json.dumps(data))
     elif damage == "missing":
         data_file.unlink()
-    else:
+    elif damage == "broken-runtime":
         (site / "compat_plugin_vllm/__init__.py").write_text("raise RuntimeError('a broken plugin')\n")
+    elif damage == "missing-runtime":  # the package deleted by hand, its .pth left
+        shutil.rmtree(site / "compat_plugin_vllm")
+    elif damage == "exiting-runtime":
+        (site / "compat_plugin_vllm/__init__.py").write_text("import sys; sys.exit(3)\n")
+    elif damage == "hook-raises":  # an exception inside the finder itself
+        data = json.loads(text)
+        data["modules"][CPU_ATTN_MODULE] = 5
+        data_file.write_text(json.dumps(data))
+    else:
+        data_file.write_text("[1, 2]")
     seen, log = show(python)
     assert seen["sizes"] == ORIGINAL
-    assert len(log) == (0 if damage == "broken-runtime" else 1), log
+    assert len(log) == 1 and log[0].startswith("compat plugin (vllm): "), log  # one line, then the engine stock
+    if "runtime" in damage:
+        assert "cannot load compat_plugin_vllm" in log[0] and str(site / "compat_plugin_vllm.pth") in log[0], log
+    unrelated = run_python(python, "import json; print(1)")  # a script that never imports the engine: not a word
+    assert unrelated.returncode == 0 and unrelated.stdout == "1\n" and unrelated.stderr == "", unrelated.stderr
     assert compat(capsys, "plugin", "remove", "--engine", "vllm", "--python", str(python))[0] == 0
 
 
@@ -180,7 +199,7 @@ def test_the_vllm_entry_point_installs_the_hook_when_the_pth_did_not_run(fake_ve
     load_plugins = """
         import sys
         from importlib.metadata import entry_points
-        sys.meta_path[:] = [f for f in sys.meta_path if not hasattr(f, "compat_plugin_engine")]  # no .pth
+        sys.meta_path[:] = [f for f in sys.meta_path if not hasattr(f, "compat_plugin_hook")]  # no .pth
         def load_general_plugins():  # what vllm.plugins.load_general_plugins does
             for plugin in entry_points(group="vllm.general_plugins"):
                 plugin.load()()
@@ -401,3 +420,26 @@ def test_a_patched_model_module_turns_vllms_file_keyed_compile_cache_off(tmp_pat
     assert "VLLM_DISABLE_COMPILE_CACHE=1" in proc.stderr and "deepseek_v2" in proc.stderr
     proc = run_python(python, check, {"VLLM_DISABLE_COMPILE_CACHE": "0"})  # the user's setting wins
     assert proc.returncode == 0 and json.loads(proc.stdout) == ["0", "0"] and proc.stderr == "", proc.stderr
+
+
+def test_the_pth_hook_loads_nothing_until_the_engine_is_imported(fake_venv, capsys):
+    """At start-up the .pth only puts a name-comparing finder on sys.meta_path: the runtime (and plugin.json)
+    are loaded at the engine's first import, in that process only."""
+    python, site = fake_venv
+    assert install(capsys, python, "--select", BLOCK16)[0] == 0
+    pth = (site / "compat_plugin_vllm.pth").read_text()
+    assert pth.count("\n") == 1 and pth.startswith("import sys; exec(")
+    proc = run_python(python, f"""
+        import json, sys
+        before = {{"runtime": "compat_plugin_vllm" in sys.modules,
+                  "hook": [type(f).__name__ for f in sys.meta_path if getattr(f, "compat_plugin_hook", None) == "vllm"]}}
+        import {CPU_ATTN_MODULE} as m
+        after = {{"runtime": "compat_plugin_vllm" in sys.modules,
+                 "hook": [type(f).__name__ for f in sys.meta_path if getattr(f, "compat_plugin_hook", None) == "vllm"],
+                 "finder": [type(f).__name__ for f in sys.meta_path if getattr(f, "compat_plugin_engine", None) == "vllm"]}}
+        print(json.dumps([before, after, m.CPUAttentionBackend.get_supported_kernel_block_sizes().__repr__()]))
+    """)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    before, after, sizes = json.loads(proc.stdout)
+    assert before == {"runtime": False, "hook": ["CompatPluginHook"]}
+    assert after == {"runtime": True, "hook": [], "finder": ["PatchFinder"]} and sizes == PATCHED

@@ -43,6 +43,18 @@ def _sse_dribble(req):
         pass
 
 
+def _sse_dribble_no_newline(req):
+    """An event that never ends: one byte at a time, well within the socket timeout, never a newline."""
+    req.start_chunked()
+    try:
+        req.chunk(b"data: ")
+        for _ in range(400):
+            req.chunk(b"x")
+            time.sleep(0.05)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 def _huge_event(req):
     req.start_chunked()
     try:
@@ -62,6 +74,7 @@ ROUTES = {
     "GET /missing-route": lambda r: r.send(404, {"detail": "Not Found"}),
     "POST /stream": lambda r: sse(r, [{"n": i} for i in range(3)]),
     "POST /stream-dribble": _sse_dribble,
+    "POST /stream-dribble-no-newline": _sse_dribble_no_newline,
     "POST /stream-huge": _huge_event,
     "POST /stream-bad": lambda r: sse(r, []) if False else (r.start_chunked(), r.chunk(b"data: {not json\n\n"), r.end_chunked()),
 }
@@ -131,6 +144,10 @@ def test_server_sent_events(server):
     assert [e for _, e in client.stream_events("/stream", {}, deadline=10)] == [{"n": 0}, {"n": 1}, {"n": 2}]
     with pytest.raises(TooSlow):
         list(client.stream_events("/stream-dribble", {}, deadline=0.5))
+    started = time.monotonic()
+    with pytest.raises(TooSlow):  # found by tests/hostile: a readline waited for the newline as long as bytes came
+        list(Client(server.url, io_timeout=5).stream_events("/stream-dribble-no-newline", {}, deadline=0.5))
+    assert time.monotonic() - started < 5
     with pytest.raises(ResponseTooLarge):
         list(client.stream_events("/stream-huge", {}, deadline=10))
     with pytest.raises(NotJson):

@@ -140,10 +140,29 @@ def vllm_acceptance(before: Snapshot, after: Snapshot, facts: ReleaseFacts, scop
         before_pos = prometheus.by_label(list(before.samples), pos_series.sample, facts.position_label)
         for key in sorted(after_pos, key=lambda k: int(k) if k.isdigit() else 1 << 30):
             per_pos.append(round(after_pos[key] - before_pos.get(key, 0.0)))
+    counts = {"drafts": delta("num_drafts"), "draft tokens": delta("num_draft_tokens"),
+              "accepted tokens": delta("num_accepted_tokens")}
+    impossible = counter_contradictions(counts, per_pos)
+    if impossible:
+        return Measured(None, scope, [f"the server's spec-decode counters contradict each other over the run "
+                                      f"({'; '.join(impossible)}): restarted during the run, or not vLLM's counters? "
+                                      "acceptance not measured"])
     sample = AcceptanceSample.from_counts(
-        f"vLLM /metrics deltas ({drafts.sample} and its siblings, {drafts.location})", delta("num_drafts"),
-        delta("num_draft_tokens"), delta("num_accepted_tokens"), per_pos, num_speculative_tokens=len(per_pos) or None)
+        f"vLLM /metrics deltas ({drafts.sample} and its siblings, {drafts.location})", counts["drafts"],
+        counts["draft tokens"], counts["accepted tokens"], per_pos, num_speculative_tokens=len(per_pos) or None)
     return Measured(sample, scope)
+
+
+def counter_contradictions(counts: dict[str, int], per_pos: list[int]) -> list[str]:
+    """What no vLLM server's counters can show over a run: a counter going backwards, more tokens accepted than
+    drafted, a position accepted more often than there were drafts."""
+    found = [f"{name} went down by {-value}" for name, value in counts.items() if value < 0]
+    found += [f"accepted at position {i} went down by {-v}" for i, v in enumerate(per_pos) if v < 0]
+    if counts["accepted tokens"] > counts["draft tokens"] >= 0:
+        found.append(f"{counts['accepted tokens']} tokens accepted of {counts['draft tokens']} drafted")
+    found += [f"position {i} accepted {v} times in {counts['drafts']} drafts" for i, v in enumerate(per_pos)
+              if v > counts["drafts"] >= 0]
+    return found
 
 
 def positions_exposed(snap: Snapshot, facts: ReleaseFacts) -> int | None:

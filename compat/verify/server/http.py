@@ -131,7 +131,7 @@ class Client:
         data = self.get_bytes(path, max_bytes)
         try:
             return json.loads(data)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
             raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
 
     def stream_events(self, path: str, body: dict, *, deadline: float) -> Iterator[tuple[float, Any]]:
@@ -140,23 +140,8 @@ class Client:
         started = time.monotonic()
         request = self._request(path, body, accept="text/event-stream")
         response = self._open(request)
-        total = 0
         with response:
-            while True:
-                _check_deadline(started, deadline, request.full_url, self.base_url)
-                try:
-                    line = response.readline(MAX_LINE + 1)
-                except (socket.timeout, TimeoutError):
-                    raise TooSlow(f"{request.full_url} sent nothing for {self.io_timeout:.0f} s", url=self.base_url,
-                                  hint="a loaded server: raise --request-timeout, or lower --concurrency") from None
-                except (OSError, http_errors()) as err:
-                    raise Unreachable(f"{request.full_url}: the stream broke ({describe(err)})", url=self.base_url) from None
-                if not line:
-                    return
-                total += len(line)
-                if len(line) > MAX_LINE or total > MAX_STREAM:
-                    raise ResponseTooLarge(f"{request.full_url} sent more than {MAX_LINE if len(line) > MAX_LINE else MAX_STREAM}"
-                                           " bytes in one event or one answer; refused", url=self.base_url)
+            for line in self._lines(response, request.full_url, started, deadline):
                 text = line.strip()
                 if not text.startswith(b"data:"):
                     continue  # comments, event names, blank separators
@@ -164,10 +149,42 @@ class Client:
                 if payload == b"[DONE]":
                     return
                 try:
-                    yield time.monotonic(), json.loads(payload)
-                except (ValueError, UnicodeDecodeError):
+                    event = json.loads(payload)
+                except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
                     raise NotJson(f"{request.full_url} streamed an event that is not JSON ({_snippet(payload)})",
                                   url=self.base_url) from None
+                yield time.monotonic(), event
+
+    def _lines(self, response, url: str, started: float, deadline: float) -> Iterator[bytes]:
+        """The answer's lines, read with `read1` (whatever has arrived) and the deadline checked between reads: a
+        server dribbling a byte at a time, never a newline, is given up at the deadline (a `readline` would wait
+        for its newline as long as each byte came within the socket timeout)."""
+        buffer = bytearray()
+        total = 0
+        while True:
+            _check_deadline(started, deadline, url, self.base_url)
+            try:
+                chunk = response.read1(CHUNK) if hasattr(response, "read1") else response.readline(MAX_LINE + 1)
+            except (socket.timeout, TimeoutError):
+                raise TooSlow(f"{url} sent nothing for {self.io_timeout:.0f} s", url=self.base_url,
+                              hint="a loaded server: raise --request-timeout, or lower --concurrency") from None
+            except (OSError, http_errors()) as err:
+                raise Unreachable(f"{url}: the stream broke ({describe(err)})", url=self.base_url) from None
+            if not chunk:
+                if buffer:
+                    yield bytes(buffer)
+                return
+            total += len(chunk)
+            if total > MAX_STREAM:
+                raise ResponseTooLarge(f"{url} sent more than {MAX_STREAM} bytes in one answer; refused", url=self.base_url)
+            buffer += chunk
+            start = 0
+            while (end := buffer.find(b"\n", start)) >= 0:
+                yield bytes(buffer[start:end + 1])
+                start = end + 1
+            del buffer[:start]
+            if len(buffer) > MAX_LINE:
+                raise ResponseTooLarge(f"{url} sent more than {MAX_LINE} bytes in one event; refused", url=self.base_url)
 
 
 def http_errors() -> type[Exception]:

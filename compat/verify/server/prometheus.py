@@ -1,7 +1,8 @@
 """Prometheus text exposition (what `/metrics` answers), parsed for the series verify asks for.
 
 Only samples whose name is wanted are decoded (a large server exposes thousands of lines); a malformed
-line is skipped, never fatal: the answer is someone else's. Values are floats (`+Inf`, `NaN` included).
+line is skipped, never fatal: the answer is someone else's. Values are finite floats: `NaN` and `±Inf` (which no
+counter verify reads can hold) are no value, and a sum that overflows is none either.
 """
 
 from __future__ import annotations
@@ -72,13 +73,14 @@ def _number(text: str) -> float | None:
         value = float(text)
     except ValueError:
         return None
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def total(samples: list[Sample], name: str, **match: str) -> float | None:
     """Sum of `name` over its label sets (engines, DP ranks), restricted to labels `match`; None if absent."""
     values = [s.value for s in samples if s.name == name and all(s.label(k) == v for k, v in match.items())]
-    return sum(values) if values else None
+    summed = sum(values) if values else None
+    return summed if summed is not None and math.isfinite(summed) else None
 
 
 def by_label(samples: list[Sample], name: str, label: str, **match: str) -> dict[str, float]:
@@ -88,4 +90,4 @@ def by_label(samples: list[Sample], name: str, label: str, **match: str) -> dict
         if s.name == name and s.label(label) is not None and all(s.label(k) == v for k, v in match.items()):
             key = s.label(label) or ""
             out[key] = out.get(key, 0.0) + s.value
-    return out
+    return {key: value for key, value in out.items() if math.isfinite(value)}

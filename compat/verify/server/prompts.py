@@ -87,8 +87,8 @@ def _parse(text: str, where: str) -> list[Prompt]:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise RefusedError(f"{where}:{number}: not JSON ({err.msg})",
+        except (json.JSONDecodeError, RecursionError) as err:
+            raise RefusedError(f"{where}:{number}: not JSON ({getattr(err, 'msg', 'nested too deeply')})",
                                hint='one JSON object per line: {"messages": [{"role": "user", "content": "..."}]}') from None
         messages = record.get("messages") if isinstance(record, dict) else record
         problem = _check(messages)

@@ -75,8 +75,8 @@ class ServerRun:
     def client(self, url: str, *, stream: bool = False) -> Client:
         key, source = (self.api_key, "--api-key") if self.api_key else (os.environ.get(API_KEY_ENV) or None, API_KEY_ENV)
         return Client(normalize_url(url), api_key=key, key_source=source if key else None,
-                      io_timeout=self.request_timeout if stream else 30.0,
-                      deadline=self.request_timeout if stream else 60.0)
+                      io_timeout=self.request_timeout if stream else min(30.0, self.request_timeout),
+                      deadline=self.request_timeout if stream else min(60.0, self.request_timeout))
 
 
 @dataclass
