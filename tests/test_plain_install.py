@@ -59,8 +59,11 @@ def run(compat: Path, *args, cwd=None) -> subprocess.CompletedProcess:
     (["matrix", "--engine", "vllm", "--releases", "==0.16.0", "--target", "{target}", "--drafter", "{drafter}",
       "--family", "kimi-k2", "--kind", "specforge", "--out", "{tmp}/site"], (0,)),
     (["probe", "--host", "127.0.0.1:1", "--json"], (3,)),  # fleet mode: asyncssh and the bundle of a plain install
+    (["explain", "--engine", "vllm==0.16.0", "--json",
+      "ValueError: Eagle3 is only supported for ['llama', 'qwen'] models. "  # vLLM 0.16.0's message, shortened list
+      "Got self.target_model_config.hf_text_config.model_type='kimi_k2'"], (0,)),
 ], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "convert-dtype", "help",
-        "matrix", "fleet"])
+        "matrix", "fleet", "explain"])
 def test_every_main_job_runs_without_the_extras(plain, inputs, tmp_path, argv, codes):
     argv = [a.format(target=inputs["target"], drafter=inputs["drafter"], tmp=tmp_path) for a in argv]
     proc = run(plain, *argv)
