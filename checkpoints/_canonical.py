@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import AbstractSet, Literal
 
 from packaging.version import Version
 
@@ -337,7 +337,7 @@ CONSUMED_KEYS = {
 }
 
 
-def common_fields(config: dict, extra_consumed: set[str] = frozenset()) -> dict:
+def common_fields(config: dict, extra_consumed: AbstractSet[str] = frozenset()) -> dict:
     return {k: v for k, v in config.items() if k not in CONSUMED_KEYS and k not in extra_consumed}
 
 
@@ -381,10 +381,11 @@ def restore(config: dict, drafter: DrafterConfig, layout: str) -> dict:
     return config
 
 
-def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: set[str] = frozenset(),
+def read_common(config: dict, family: str, layer_ids: LayerIds, *, extra_consumed: AbstractSet[str] = frozenset(),
                 layout: str | None = None) -> DrafterConfig:
     """The fields every non-speculators layout spells the same way (a HF-style flat config)."""
-    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    nested = config.get("eagle_config")
+    eagle_config = nested if isinstance(nested, dict) else {}
     flags = {k: config[k] for k in FLAG_KEYS if k in config}
     flags.update({k: eagle_config[k] for k in ("norm_before_fc",) if k in eagle_config and k not in flags})
     rec = record(config) or {}
@@ -443,12 +444,14 @@ MODELOPT_FLAGS = ("use_input_layernorm_in_first_layer", "use_last_layernorm", "u
 
 
 def declared_ids(config: dict) -> tuple[list | None, list | None]:
-    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    nested = config.get("eagle_config")
+    eagle_config = nested if isinstance(nested, dict) else {}
     return config.get(TOP_IDS), eagle_config.get("eagle_aux_hidden_state_layer_ids")
 
 
 def is_modelopt(config: dict) -> bool:
-    eagle_config = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    nested = config.get("eagle_config")
+    eagle_config = nested if isinstance(nested, dict) else {}
     return any(flag in eagle_config for flag in MODELOPT_FLAGS)
 
 

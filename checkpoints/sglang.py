@@ -56,7 +56,7 @@ def _conditional(ids: list[int]) -> list[int]:
 
 def offset_rules(version: Version | None, family: str | None) -> dict[str, Callable[[list[int]], list[int]]]:
     """The rules that may apply: one when release and target family are known, else every candidate."""
-    rules = {}
+    rules: dict[str, Callable[[list[int]], list[int]]] = {}
     before_conditional = version is None or version < CONDITIONAL_DEEPSEEK_OFFSET
     if family in ("llama", None) or before_conditional:
         rules["+1"] = _plus_one

@@ -15,9 +15,12 @@ imports compat.doctor or another check); the decorator names it, once:
 - `fixes`: what may fix it when it fails, tried in this order by compat/doctor/fixes.py:
   "patch" (the release's patches applied in memory, then the check again), "convert" (the drafter
   a conversion would write, then the check again), "release" (a release the check itself names as
-  `Result.release`, or one the known issues name);
+  `Result.release`, or one the known issues name), "line" (doctor --launch: the check's `Result.edits`
+  applied to the user's line, then the check again on it);
 - `blocks`: fix kinds that cannot help any check while this one fails (no patch makes a release
-  load an architecture it does not have), so none of that kind is offered.
+  load an architecture it does not have), so none of that kind is offered;
+- `when`: "launch" for a check of the user's launch line (`doctor --launch`): it runs only when there is
+  one (the launch command doctor builds itself is the launch-command check's).
 
 The registry fills itself: `all_checks()` imports every module here whose name does not start
 with `_`, so adding a check is adding a file (and its offline test in tests/checks/). Modules
@@ -33,10 +36,10 @@ from typing import Callable
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, Options, Result, Verdict,
 )
-from compat.checks._launch import launch_command  # noqa: F401
+from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
 from compat.registry import Contract, Field, Folder
 
-FIX_KINDS = ("patch", "convert", "release")
+FIX_KINDS = ("patch", "convert", "release", "line")
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class Check:
     fixes: tuple[str, ...]
     func: Callable[[Ctx], Result]
     blocks: tuple[str, ...] = ()
+    when: str = ""
+
+    def applies(self, ctx: Ctx) -> bool:
+        return self.when != "launch" or ctx.options.launch is not None
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
         return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
@@ -74,23 +81,26 @@ CONTRACT = Contract("check", (
     Field("needs", (tuple, dict), default=(), doc="the probe facts it reads (per engine as a dict when they differ)"),
     Field("fixes", tuple, default=(), doc=f"what may fix it, tried in this order: of {FIX_KINDS}"),
     Field("blocks", tuple, default=(), doc="fix kinds no other check is offered while this one fails"),
+    Field("when", str, default="", doc='"launch": runs only on a launch line (doctor --launch)'),
 ))
 
 
 def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = (),
-          blocks: tuple[str, ...] = ()):
+          blocks: tuple[str, ...] = (), when: str = ""):
     """Register the decorated function as the check `id`."""
     unknown = [f for f in (*fixes, *blocks) if f not in FIX_KINDS]
     if unknown:
         raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
+    if when not in ("", "launch"):
+        raise ValueError(f"check {id}: when={when!r} (known: '', 'launch')")
 
     def register(func: Callable) -> Callable:
         CONTRACT.values(func.__module__, {"id": id, "title": title, "order": order, "needs": needs, "fixes": fixes,
-                                          "blocks": blocks})
+                                          "blocks": blocks, "when": when})
         known = _REGISTRY.get(id)
         if known is not None and known.func.__module__ != func.__module__:
             raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
-        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks))
+        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks), when)
         return func
 
     return register

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from compat import aux_layers
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
 from compat.interpreter import Interpreter
+from compat.launch_line import LaunchLine, LineEdit
 from compat.target import Target
 from compat.vocab_maps import MapTensor
 
@@ -38,6 +39,9 @@ class Options:
     # The serving venv the fixes name (`compat patch --python PY`): the one an installed engine was found in, or the
     # --python given beside a release or a tree; None: not known (the fixes say so). Never where the engine is read.
     fixes_python: Interpreter | None = None
+    # `doctor --launch`: the user's launch line (the launch-line checks read it; doctor prints it, fixed)
+    launch: LaunchLine | None = None
+    method: str | None = None  # `doctor --method` (vLLM "method" / SGLang --speculative-algorithm), without a line
 
 
 @dataclass
@@ -133,6 +137,7 @@ class Result:
     fix: dict[str, Any] | None = None
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
     remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
+    edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
@@ -146,6 +151,8 @@ class Result:
             out["needs_input"] = True
         if self.convert_refused is not None:
             out["convert_refused"] = self.convert_refused
+        if self.edits:
+            out["line_edits"] = [e.to_json() for e in self.edits]
         return out
 
 

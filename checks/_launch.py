@@ -66,3 +66,20 @@ def _sglang_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     argv = ["python", "-m", "sglang.launch_server", "--model-path", model_name(ctx.target.path), *extra, *args]
     return {"engine": "sglang", "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
             "location": (ctx.flag("--speculative-algorithm") or {}).get("location")}
+
+
+def launch_from_line(ctx: Ctx, edits: list, drafter_path: str | None = None) -> dict[str, Any]:
+    """`doctor --launch`: the user's line with the checks' edits applied (their other arguments kept, in order),
+    and the converted drafter in place of theirs when a conversion is one of the fixes."""
+    from compat.launch_line import SGLANG_DRAFTER, LineEdit, fixed_words
+
+    line = ctx.options.launch
+    assert line is not None
+    edits = list(edits)
+    if drafter_path is not None:
+        edits.append(LineEdit("spec", "the converted drafter", key="model", value=drafter_path) if line.engine == "vllm"
+                     else LineEdit("set", "the converted drafter", option=SGLANG_DRAFTER[0], aliases=SGLANG_DRAFTER[1:],
+                                   value=drafter_path))
+    words = fixed_words(line, edits)
+    return {"engine": line.engine, "argv": words, "module_argv": words, "problems": [], "dropped": {},
+            "edits": [e.to_json() for e in edits], "typed": line.text}

@@ -1,42 +1,95 @@
 """EAGLE-3 must be selected explicitly: an EAGLE-3 drafter run as EAGLE(-1) drafts with the wrong head
-(SGLang: accept length 1.00), and vLLM guesses the method from the drafter's path when none is given."""
+(SGLang: accept length 1.00), and vLLM guesses the method from the drafter's path when none is given.
+
+The method checked is the one the user runs: the launch line's ("method" in --speculative-config,
+--speculative-algorithm), else `doctor --method`, else the one doctor's own launch command passes (EAGLE-3).
+With a launch line, the fix sets it in the line doctor prints."""
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, Ctx, Result, check
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.launch_line import LineEdit
 
 
 @check("method", "method: EAGLE-3 is selected explicitly (no auto-detection trap)", order=70,
-       needs={"vllm": ("speculative_config", "method_autodetection"), "sglang": ("cli_flags",)})
+       needs={"vllm": ("speculative_config", "method_autodetection"), "sglang": ("cli_flags",)}, fixes=("line",))
 def method(ctx: Ctx) -> Result:
+    return _vllm(ctx) if ctx.engine == "vllm" else _sglang(ctx)
+
+
+def _asked(ctx: Ctx) -> tuple[str | None, str]:
+    """(the method the user runs, where it comes from); None: the launch line gives none."""
+    line = ctx.options.launch
+    if line is not None:
+        return line.method, "the launch line"
+    if ctx.options.method is not None:
+        return ctx.options.method, "--method"
     if ctx.engine == "vllm":
-        sc = ctx.fact("speculative_config")
-        methods = sc.get("methods") or []
-        if "eagle3" not in methods:
-            return Result(FAIL, f"SpeculativeConfig has no method 'eagle3' (methods: {methods})", sc.get("methods_location"))
-        asked = ctx.options.extra_spec.get("method", "eagle3")
-        if asked != "eagle3":
-            return Result(FAIL, f"--spec method={asked!r}: an EAGLE-3 drafter run as {asked!r} drafts "
-                          "with the wrong head (low acceptance, no error)", sc.get("methods_location"))
-        return Result(PASS, _without_method(ctx), sc.get("methods_location"))
-    flag = ctx.flag("--speculative-algorithm")
-    if flag is None:
-        return Result(FAIL, "no --speculative-algorithm flag in this release", None)
-    choices = flag.get("choices")
-    if isinstance(choices, list) and "EAGLE3" not in choices:
-        return Result(FAIL, f"--speculative-algorithm accepts {choices}, not EAGLE3", flag.get("location"))
-    return Result(PASS, "the launch command passes --speculative-algorithm EAGLE3 "
-                  "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", flag.get("location"))
+        return ctx.options.extra_spec.get("method", "eagle3"), "--spec"
+    return "EAGLE3", "doctor's launch command"
+
+
+def _vllm(ctx: Ctx) -> Result:
+    sc = ctx.fact("speculative_config")
+    methods = sc.get("methods") or []
+    where = sc.get("methods_location")
+    if "eagle3" not in methods:
+        return Result(FAIL, f"SpeculativeConfig has no method 'eagle3' (methods: {methods})", where)
+    asked, source = _asked(ctx)
+    fix = (LineEdit("spec", "EAGLE-3 drafter", key="method", value="eagle3"),)
+    if asked is None:  # a launch line without "method": this release guesses
+        guess = _guess(ctx)
+        if guess.get("method") == "eagle3" and guess.get("certain"):
+            return Result(PASS, f"the launch line gives no \"method\"; this release picks 'eagle3' for this drafter "
+                          f"({guess.get('location')}); the line doctor prints says so explicitly", guess.get("location"), edits=fix)
+        found = guess.get("method")
+        return Result(FAIL if found and found != "eagle3" else WARN,
+                      f"the launch line gives no \"method\": this release {'runs' if guess.get('certain') else 'may run'} "
+                      f"this drafter as {found!r} ({guess.get('location')})"
+                      + (": an EAGLE-3 drafter drafts with the wrong head (low acceptance, no error)" if found != "eagle3" else ""),
+                      guess.get("location") or where, edits=fix)
+    if asked != "eagle3":
+        return Result(FAIL, f"{source} runs method={asked!r}: an EAGLE-3 drafter run as {asked!r} drafts "
+                      "with the wrong head (low acceptance, no error)", where, edits=fix)
+    return Result(PASS, _without_method(ctx), where)
+
+
+def _guess(ctx: Ctx) -> dict:
+    from compat.probes.vllm.method_autodetection import detect_method
+
+    return detect_method(ctx.fact("method_autodetection"), None, str(ctx.drafter.path).lower(),
+                         ctx.drafter.config.get("model_type"), ctx.drafter.config.get("architectures") or [])
 
 
 def _without_method(ctx: Ctx) -> str:
     """What vLLM would guess from the drafter's path without "method" (the method_autodetection rules, replayed)."""
-    from compat.probes.vllm.method_autodetection import detect_method
-
     detail = "the launch command passes \"method\": \"eagle3\""
-    guess = detect_method(ctx.fact("method_autodetection"), None, str(ctx.drafter.path).lower(),
-                          ctx.drafter.config.get("model_type"), ctx.drafter.config.get("architectures") or [])
+    guess = _guess(ctx)
     if guess.get("method") and guess["method"] != "eagle3":
         detail += (f"; without it this release {'would' if guess.get('certain') else 'may'} run this drafter as "
                    f"{guess['method']!r} ({guess.get('location')}): the wrong head")
     return detail
+
+
+def _sglang(ctx: Ctx) -> Result:
+    flag = ctx.flag("--speculative-algorithm")
+    if flag is None:
+        return Result(FAIL, "no --speculative-algorithm flag in this release", None)
+    where = flag.get("location")
+    choices = flag.get("choices")
+    if isinstance(choices, list) and "EAGLE3" not in choices:
+        return Result(FAIL, f"--speculative-algorithm accepts {choices}, not EAGLE3", where)
+    asked, source = _asked(ctx)
+    fix = (LineEdit("set", "EAGLE-3 drafter", option="--speculative-algorithm", value="EAGLE3"),)
+    if asked is None:
+        return Result(FAIL, "the launch line gives no --speculative-algorithm: the drafter is not used at all "
+                      "(no speculative decoding)", where, edits=fix)
+    if asked.upper() != "EAGLE3":
+        return Result(FAIL, f"{source} runs --speculative-algorithm {asked}: an EAGLE-3 drafter run as {asked} drafts with "
+                      "the wrong head (EAGLE with an EAGLE-3 drafter runs at accept length 1.00, no error)", where, edits=fix)
+    if asked != "EAGLE3" and isinstance(choices, list):
+        return Result(FAIL, f"--speculative-algorithm {asked}: not among this release's choices {choices} "
+                      "(argparse compares them as typed)", where, edits=fix)
+    who = "the launch command" if source == "doctor's launch command" else source
+    return Result(PASS, f"{who} passes --speculative-algorithm EAGLE3 "
+                  "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", where)

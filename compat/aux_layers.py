@@ -129,8 +129,8 @@ def config_value(cfg: dict, where: str | None, key: str | None):
 
 
 def key_name(key: dict) -> str:
-    where = key.get("where")
-    return key.get("key") if where in (None, "top-level") else f"{where}.{key.get('key')}"
+    where, name = key.get("where"), str(key.get("key"))
+    return name if where in (None, "top-level") else f"{where}.{name}"
 
 
 def is_id_list(value) -> bool:

@@ -23,14 +23,13 @@ from compat.commands import command_names, get_command
 from compat.output import EXIT_CODES, exit_code_if_unread
 from compat.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
+TYPE_CHECKING = False  # typing costs milliseconds to import at start-up; mypy reads this as True
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
 DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
                "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
-
-GLOBAL_EPILOG = """global options (before or after the command name):
-  -q, --quiet      no progress bars or notes on stderr; -qq: nothing on stdout either (the exit code says it)
-  -v, --verbose    say where an error was raised and how long the run took (on stderr)
-  --color WHEN     auto (default: colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on), always, never
-"""
 
 _VALUED_GLOBALS = ("--color",)  # global options that take a value (the next word is not the command)
 
@@ -54,35 +53,40 @@ class CompatParser(argparse.ArgumentParser):
 
 def add_global_arguments(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """-q / -v / --color; `suppress`: leave them out of the namespace unless given (the command's copy)."""
-    default = {"default": argparse.SUPPRESS} if suppress else {}
-    group = parser.add_argument_group("global options (also before the command name)")
-    group.add_argument("-q", "--quiet", action="count", help="less output: no progress or notes; -qq: nothing on stdout",
+    default: dict[str, Any] = {"default": argparse.SUPPRESS} if suppress else {}
+    group = parser.add_argument_group("global options (before or after the command name)")
+    group.add_argument("-q", "--quiet", action="count", help="no progress bars or notes on stderr; -qq: nothing on stdout "
+                       "either (the exit code says it)",
                        **(default or {"default": 0}))
     group.add_argument("-v", "--verbose", action="count", help="where an error was raised, and the run's time (stderr)",
                        **(default or {"default": 0}))
     group.add_argument("--color", choices=("auto", "always", "never"), metavar="WHEN",
-                       help="auto|always|never (auto: on a terminal, unless NO_COLOR; FORCE_COLOR forces it)",
+                       help="auto (default: colour on a terminal; NO_COLOR turns it off, FORCE_COLOR on), always, never",
                        **(default or {"default": None}))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser: `compat --help` lists every command with its summary."""
     parser = CompatParser(prog="compat", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                          epilog=GLOBAL_EPILOG + "\n" + EXIT_CODES)
+                          epilog=EXIT_CODES)  # the global options are listed once, as their group
     parser.add_argument("--version", action="version", version=f"compat {__version__}")
     add_global_arguments(parser, suppress=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_names():
-        sub.add_parser(name, help=get_command(name).SUMMARY, add_help=False)
+        sub.add_parser(name, help=_command(name).SUMMARY, add_help=False)
     return parser
 
 
 def command_parser(name: str) -> argparse.ArgumentParser:
     """`compat NAME`'s own parser: its usage is what a user sees when a flag is wrong."""
-    module = get_command(name)
+    module = _command(name)
     parser = CompatParser(prog=f"compat {name}", description=module.DESCRIPTION,
                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=getattr(module, "EPILOG", EXIT_CODES))
     module.add_arguments(parser)
+    if getattr(module, "FLEET", False):  # --host/--hosts/--ray: declared once, for every command that runs on hosts
+        from compat.fleet import add_fleet_arguments
+
+        add_fleet_arguments(parser)
     _add_globals_everywhere(parser)
     return parser
 
@@ -94,6 +98,13 @@ def _add_globals_everywhere(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
             for sub in dict.fromkeys(action.choices.values()):
                 _add_globals_everywhere(sub)
+
+
+def _command(name: str) -> ModuleType:
+    """The module of a command known to exist (named by the registry, or checked by parse)."""
+    module = get_command(name)
+    assert module is not None, name
+    return module
 
 
 def _command_position(argv: list[str]) -> int | None:
@@ -112,21 +123,28 @@ def _command_position(argv: list[str]) -> int | None:
 def parse(argv: list[str]) -> argparse.Namespace | None:
     """The namespace of the command argv names (with `.command`), or None after top-level help/version."""
     at = _command_position(argv)
-    name = argv[at] if at is not None else None
-    if name is None or get_command(name) is None:
+    if at is None or get_command(argv[at]) is None:
         top = build_parser()
         top.parse_args(argv)  # --help / --version exit here; an unknown command is a usage error (exit 2)
         top.print_help()
         return None
+    name = argv[at]
     before = _parse_before(argv[:at])
     parser = command_parser(name)
-    args, extra = parser.parse_known_args(argv[at + 1:])
+    words, after = argv[at + 1:], None
+    dashes = getattr(get_command(name), "AFTER_DASHES", None)  # `compat doctor ... -- vllm serve ...`: a line, kept whole
+    if dashes and "--" in words:
+        words, after = words[:words.index("--")], words[words.index("--") + 1:]
+    args, extra = parser.parse_known_args(words)
+    if dashes:
+        setattr(args, dashes, after)
     if extra:  # said by the innermost parser (`compat convert ckpt`), with its usage
         getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     for key in ("quiet", "verbose", "color"):  # after the command wins over before it
         if not hasattr(args, key):
             setattr(args, key, getattr(before, key))
     args.command = name
+    args.words = argv[at + 1:]  # as typed: fleet mode passes them on to the hosts (compat/fleet/)
     return args
 
 
@@ -171,7 +189,11 @@ def _main(argv: list[str]) -> int:
 
 def _run(args, console, err_console) -> int:
     try:
-        return get_command(args.command).run(args, console)
+        if getattr(args, "host", None) or getattr(args, "hosts", None) or getattr(args, "ray", None):
+            from compat import fleet  # the same command on other hosts (compat/fleet/): imported only then
+
+            return fleet.run(args, args.words, console, err_console)
+        return _command(args.command).run(args, console)
     except CompatError as err:
         return _report_error(err, args, err_console)
     except KeyboardInterrupt as signal:  # Ctrl-C, or SIGTERM/SIGHUP during a conversion (its cleanup has run)

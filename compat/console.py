@@ -68,7 +68,7 @@ def _console_class():
 def console_options(stream, *, color: str, quiet: bool = False) -> dict:
     """The rich Console options for one stream (sys.stdout or sys.stderr)."""
     tty = _isatty(stream)
-    options = {"stderr": stream is sys.stderr, "highlight": False, "quiet": quiet}
+    options: dict[str, object] = {"stderr": stream is sys.stderr, "highlight": False, "quiet": quiet}
     if tty:
         options.update(soft_wrap=False)
     else:

@@ -32,15 +32,18 @@ from pathlib import Path
 from compat import __version__
 from compat.tree import EngineTree
 
-try:  # CPython's own sha256, without loading OpenSSL: `import hashlib` costs milliseconds at start-up
-    from _sha256 import sha256
-except ImportError:  # pragma: no cover - other Pythons, or 3.12+ (_sha2)
-    try:
-        from _sha2 import sha256
-    except ImportError:
-        from hashlib import sha256
-
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
+if TYPE_CHECKING:  # the private modules have no stubs; what they give is hashlib's sha256
+    from hashlib import sha256
+else:
+    try:  # CPython's own sha256, without loading OpenSSL: `import hashlib` costs milliseconds at start-up
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - other Pythons, or 3.12+ (_sha2)
+        try:
+            from _sha2 import sha256
+        except ImportError:
+            from hashlib import sha256
+
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
@@ -51,7 +54,8 @@ FORMAT = 1
 RACY_SECONDS = 2.0
 PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
 PROBE_FILES = ("compat.report",)  # how their answers become a report
-KEEP_PER_TREE = 16  # entries kept per tree (compat versions, worktrees, in-memory patches); oldest go first
+KEEP_PER_TREE = 48  # entries kept per tree (compat versions, worktrees, in-memory patches and the re-probed overlays of
+# every target family the matrix tries them for: ~20 a release, ~100 kB each); oldest go first
 KEEP_TREES = 64  # --path / installed trees remembered per engine
 ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
 _REPORT = "probe-report"

@@ -26,7 +26,7 @@ MAX_JSON_BYTES = 64 * 1024 * 1024  # a config or a safetensors index; the larges
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
 
-_FIXES = {
+_FIXES: dict[int | None, str] = {
     errno.ENOSPC: "free space on that filesystem or pick a DST on another one, then run again",
     errno.EDQUOT: "the disk quota is used up: free space or pick a DST elsewhere, then run again",
     errno.EFBIG: "a file size limit was reached (ulimit -f, or the filesystem's maximum): raise it, "

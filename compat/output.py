@@ -81,5 +81,5 @@ def exit_code_if_unread(code: int):
     try:
         yield
     except BrokenPipeError as gone:
-        gone.exit_code = code
+        setattr(gone, "exit_code", code)  # an attribute of our own: compat/cli.py reads it back (getattr)
         raise

@@ -20,9 +20,10 @@ from compat.tree import EngineTree, UnparseableFile
 
 TYPE_CHECKING = False  # typing and rich cost milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
-    from rich.console import Console
+    from rich.console import Console, Group
+    from rich.table import Table
 
 
 def build_report(tree: EngineTree) -> dict[str, Any]:
@@ -110,7 +111,7 @@ def _probe(tree: EngineTree) -> dict[str, Any]:
     return {"facts": values, "probe_errors": errors}
 
 
-def _well_formed(found: Any) -> bool:
+def _well_formed(found: Any) -> TypeGuard[dict]:
     return isinstance(found, dict) and isinstance(found.get("facts"), dict) and isinstance(found.get("probe_errors"), list)
 
 
@@ -168,6 +169,8 @@ def _render_dict(d: dict) -> Any:
     from rich.table import Table
     from rich.text import Text
 
+    if d.get("present") and isinstance(d.get("summary"), str):  # a fact too long to print whole (error_sites)
+        return Text(d["summary"])
     if d.get("present") is False and ("reason" in d or "error" in d):
         return Text("absent in this release: " + str(d.get("reason") or d.get("error")), style="yellow")
     if len(d) > 12 and all(isinstance(v, str) for v in d.values()):  # a long name -> location map
@@ -177,7 +180,7 @@ def _render_dict(d: dict) -> Any:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="cyan", no_wrap=True)
     table.add_column()
-    nested = []
+    nested: list[tuple[str, Any]] = []
     for k, v in d.items():
         if isinstance(v, list) and v and isinstance(v[0], dict):
             nested.append((k, v))
@@ -212,6 +215,7 @@ def _render_list(items: list) -> Any:
     if "location" in columns:  # last, so names line up on the left
         columns.remove("location")
         columns.append("location")
+    table: Table | Group
     if len(columns) <= 4:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in columns:

@@ -73,7 +73,8 @@ def read_target(path: str | Path) -> Target:
         raise UsageError(f"target {path}: no config.json there", hint="pass the target model directory or its config.json") from None
     if not isinstance(config, dict):
         raise RefusedError(f"target {config_path}: not a JSON object", hint="pass the target model's config.json")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    text_config = config.get("text_config")
+    text = text_config if isinstance(text_config, dict) else {}
 
     def pick(key: str) -> int | None:
         value = text.get(key) if text.get(key) is not None else config.get(key)

@@ -62,8 +62,8 @@ def vocab_map_problems(draft_vocab_size: int | None, vocab_size: int | None,
     """Every broken rule, most fundamental first. vocab_size None: t2d's length stands for it;
     draft_vocab_size None: d2t's length does."""
     problems: list[Problem] = []
-    t2d_ok = t2d is not None and _check_t2d_shape(t2d, vocab_size, problems)
-    vocab = vocab_size if vocab_size is not None else (t2d.shape[0] if t2d_ok else None)
+    shaped_t2d = t2d if t2d is not None and _check_t2d_shape(t2d, vocab_size, problems) else None
+    vocab = vocab_size if vocab_size is not None else (shaped_t2d.shape[0] if shaped_t2d is not None else None)
     draft = draft_vocab_size if draft_vocab_size is not None else (d2t.shape[0] if d2t is not None and len(d2t.shape) == 1 else None)
     if d2t is None and t2d is None:
         if draft is not None and vocab is not None and draft < vocab:
@@ -72,9 +72,9 @@ def vocab_map_problems(draft_vocab_size: int | None, vocab_size: int | None,
                                     "copy d2t/t2d from the training run that produced lm_head"))
         return problems
     targets = _d2t_targets(d2t, draft, vocab, problems) if d2t is not None else None
-    if t2d_ok:
-        mask = t2d.read()
-        if _t2d_valid(mask, t2d.shape[0], draft, problems) and targets is not None and not _marks_exactly(mask, targets):
+    if shaped_t2d is not None:
+        mask = shaped_t2d.read()
+        if _t2d_valid(mask, shaped_t2d.shape[0], draft, problems) and targets is not None and not _marks_exactly(mask, targets):
             marked = _marks(mask)
             i = next(i for i, (a, b) in enumerate(zip(targets, marked)) if a != b)
             problems.append(Problem(f"d2t and t2d disagree at draft id {i}: d2t gives target {targets[i]}, "
@@ -87,9 +87,9 @@ def derive_missing(draft_vocab_size: int | None, vocab_size: int | None,
                    d2t: MapTensor | None, t2d: MapTensor | None) -> tuple[list[DerivedMap], list[str]]:
     """The map a consistent pair lacks (d2t from t2d, t2d from d2t), and notes on what was not derived.
     Call only when vocab_map_problems found nothing."""
-    if d2t is None and t2d is None:
-        return [], []
     if d2t is None:
+        if t2d is None:
+            return [], []
         marked = _marks(t2d.read())
         offsets = array("q", (t - i for i, t in enumerate(marked)))
         return [DerivedMap("d2t", "I64", (len(marked),), _little_endian(offsets), f"d2t: derived from t2d (offsets, {len(marked)} entries)")], []
@@ -98,7 +98,9 @@ def derive_missing(draft_vocab_size: int | None, vocab_size: int | None,
     vocab = vocab_size
     if vocab is None:
         return [], ["t2d: not derived (vocab_size unknown; pass --target)"]
-    targets = _targets(_offsets(d2t))
+    d2t_offsets = _offsets(d2t)
+    assert d2t_offsets is not None, "vocab_map_problems reports a d2t of the wrong length"
+    targets = _targets(d2t_offsets)
     mask = bytearray(vocab)
     for t in targets:
         mask[t] = 1

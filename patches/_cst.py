@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import textwrap
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import libcst as cst
 import libcst.helpers
 import libcst.matchers as m
 
 from . import FileNotAsExpected
+
+# What a module or an indented block holds (libcst types their bodies as BaseStatement, whose only
+# kinds are these two; both carry leading_lines).
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 def parse(relpath: str, source: str) -> cst.Module:
@@ -148,7 +152,7 @@ def add_import_name(module: cst.Module, from_modules: tuple[str, ...], name: str
     body = list(module.body)
     for i, stmt in enumerate(body):  # imports are top-level: no need to walk the whole module
         if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.ImportFrom) for s in stmt.body):
-            body[i] = stmt.visit(adder)
+            body[i] = cst.ensure_type(stmt.visit(adder), cst.SimpleStatementLine)
             if adder.done:
                 break
     module = module.with_changes(body=body)
@@ -195,14 +199,29 @@ def replace_method(cls: cst.ClassDef, old: cst.FunctionDef, new: cst.FunctionDef
     return cls.with_changes(body=cls.body.with_changes(body=[new if stmt is old else stmt for stmt in cls.body.body]))
 
 
-def statements(code: str) -> list[cst.BaseStatement]:
+def block_statements(node: cst.BaseCompoundStatement | cst.ClassDef | cst.FunctionDef) -> list[Statement]:
+    """The statements of `node`'s indented block."""
+    return suite_statements(node.body)
+
+
+def suite_statements(suite: cst.BaseSuite) -> list[Statement]:
+    """The statements of an indented block (a one-line suite holds none)."""
+    return [s for s in suite.body if isinstance(s, (cst.SimpleStatementLine, cst.BaseCompoundStatement))]
+
+
+def statements(code: str) -> list[Statement]:
     """Statements from a snippet; a leading comment stays with the first statement.
 
     (Parsed inside an `if` so that comment is not taken as the module's header.)
     """
     wrapped = "if True:\n" + textwrap.indent(textwrap.dedent(code).strip() + "\n", "    ")
-    block = cst.parse_module(wrapped).body[0]
-    return list(block.body.body)
+    return block_statements(cst.ensure_type(cst.parse_module(wrapped).body[0], cst.If))
+
+
+def find_all(tree: cst.CSTNode, matcher: Any) -> list[Any]:
+    """`m.findall`: every node has the matcher's shape, which libcst checks at run time and mypy cannot
+    follow, so the nodes are typed Any here rather than CSTNode."""
+    return list(m.findall(tree, matcher))
 
 
 def is_self_attr(node: cst.BaseExpression, attr: str) -> bool:

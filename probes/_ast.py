@@ -9,11 +9,17 @@ from __future__ import annotations
 import ast
 import re as _re
 import weakref
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, overload
 
 from compat.tree import EngineTree, UnparseableFile
 
 
+@overload
+def unparse(node: ast.AST) -> str: ...
+@overload
+def unparse(node: None) -> None: ...
+@overload
+def unparse(node: ast.AST | None) -> str | None: ...
 def unparse(node: ast.AST | None) -> str | None:
     return None if node is None else ast.unparse(node)
 
@@ -41,7 +47,7 @@ def base_names(cls: ast.ClassDef) -> list[str]:
     return out
 
 
-def decorator_names(node: ast.ClassDef | ast.FunctionDef) -> list[str]:
+def decorator_names(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     out = []
     for dec in node.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec
@@ -67,6 +73,11 @@ def class_fields(cls: ast.ClassDef) -> Iterator[ast.AnnAssign]:
             if "ClassVar" in ast.unparse(stmt.annotation):
                 continue
             yield stmt
+
+
+def field_name(stmt: ast.AnnAssign) -> str:
+    """The name of a field `class_fields` yields (its target is a plain name)."""
+    return stmt.target.id if isinstance(stmt.target, ast.Name) else ast.unparse(stmt.target)
 
 
 def safe_parse(tree: EngineTree, relpath: str) -> ast.Module | None:
@@ -128,7 +139,7 @@ def assignments(node: ast.AST, name: str) -> Iterator[ast.Assign | ast.AnnAssign
 
 
 
-def source_segment(tree: EngineTree, relpath: str, node: ast.AST) -> str | None:
+def source_segment(tree: EngineTree, relpath: str, node: ast.expr | ast.stmt) -> str | None:
     """The exact source text of `node` (as written, unlike `ast.unparse`), or None."""
     if getattr(node, "end_lineno", None) is None:
         return None

@@ -145,6 +145,7 @@ def _landed(entry, current, stacked, pending, config, names, target_vocab) -> di
         missing = "skip"  # AutoWeightsLoader ignores unexpected biases (vLLM 0.25+)
     if path is None:
         return {"fate": missing, "name": current, "unknown": unknown.get("by"), "location": unknown.get("location")}
+    assert module is not None  # _module_for gives a path with its entry
     fc = entry.get("fc") or {}
     if current == f"{path}.bias" and path.rsplit(".", 1)[-1] == "fc" and fc.get("bias") is not None:
         if config_value(fc["bias"], config) is False:  # an fc built with bias=False has no fc.bias

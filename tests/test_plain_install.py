@@ -56,7 +56,11 @@ def run(compat: Path, *args, cwd=None) -> subprocess.CompletedProcess:
     (["convert", "ckpt", "{drafter}", "{tmp}/cast", "--to", "vllm", "--engine-version", "0.16.0", "--target", "{target}",
       "--dtype", "bfloat16"], (2,)),  # casting needs numpy: said, with the extra that brings it
     (["--help"], (0,)),
-], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "convert-dtype", "help"])
+    (["matrix", "--engine", "vllm", "--releases", "==0.16.0", "--target", "{target}", "--drafter", "{drafter}",
+      "--family", "kimi-k2", "--kind", "specforge", "--out", "{tmp}/site"], (0,)),
+    (["probe", "--host", "127.0.0.1:1", "--json"], (3,)),  # fleet mode: asyncssh and the bundle of a plain install
+], ids=["probe-json", "probe-sglang", "patch-dry-run", "doctor", "doctor-sglang-json", "convert", "convert-dtype", "help",
+        "matrix", "fleet"])
 def test_every_main_job_runs_without_the_extras(plain, inputs, tmp_path, argv, codes):
     argv = [a.format(target=inputs["target"], drafter=inputs["drafter"], tmp=tmp_path) for a in argv]
     proc = run(plain, *argv)

@@ -122,7 +122,9 @@ def build_fixtures(work: Path, commands: str, offline: bool) -> None:
         source = release_tree("vllm==0.11.0", offline)
         dest = work / "cache" / "releases" / "vllm" / "0.11.0"
         shutil.copytree(source / "vllm", dest / "vllm")
-        shutil.copy2(source / "release.json", dest / "release.json")
+        for name in ("release.json", "manifest.json"):  # the record names the manifest: without it the copy reads as damaged
+            if (source / name).exists():
+                shutil.copy2(source / name, dest / name)
 
 
 def normalise(text: str, work: Path) -> list[str]:

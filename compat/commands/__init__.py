@@ -7,6 +7,8 @@ A command module defines, in plain sight, the fields of `CONTRACT` below (checke
     DESCRIPTION   the paragraph `compat NAME --help` starts with
     EPILOG        examples and the exit codes (optional; default: the exit-code table)
     ORDER         where `compat --help` lists it (optional; default 50, lower first, then by name)
+    FLEET         True: it also runs on remote hosts (--host, --hosts, --ray; compat/fleet/) (optional)
+    AFTER_DASHES  the attribute that gets the words after `--`, kept whole (optional; doctor: a launch line)
     add_arguments(parser)        its options (shared groups come from `_source.py`, `_output.py`)
     run(args, console) -> int    the work; raise a CompatError for anything the user must fix
 
@@ -29,6 +31,8 @@ CONTRACT = Contract("command", (
     Field("DESCRIPTION", str, doc="the paragraph `compat NAME --help` starts with"),
     Field("EPILOG", str, default=EXIT_CODES, doc="examples and the exit codes"),
     Field("ORDER", int, default=50, doc="where `compat --help` lists it (lower first, then by name)"),
+    Field("FLEET", bool, default=False, doc="runs on remote hosts too: --host/--hosts/--ray (compat/fleet/)"),
+    Field("AFTER_DASHES", str, default="", doc="the attribute that gets the words after `--`, kept whole"),
     Field("add_arguments", FUNCTION, doc="add_arguments(parser): its options"),
     Field("run", FUNCTION, doc="run(args, console) -> int: the work"),
 ), key="NAME")

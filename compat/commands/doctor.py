@@ -15,7 +15,7 @@ from compat.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
-    WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
+    WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 NAME = "doctor"
 ORDER = 40
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
+AFTER_DASHES = "launch_words"  # compat doctor --engine vllm==0.32.0 -- vllm serve ./target --speculative-config '{...}'
 SUMMARY = "will this target + drafter work on this engine release, and the command to launch it"
 DESCRIPTION = (
     "Check, statically and before any GPU time, whether an EAGLE-3 drafter will work with a target model on a vLLM "
@@ -37,7 +39,10 @@ DESCRIPTION = (
     "names, vocab maps, the drafter's tokenizer files against the target's, the layer ids the release feeds against "
     "the ones the drafter was trained on (asked when the drafter does not record them), whether the target captures "
     "the last layer when the drafter is fed it, method auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
-    "the launch command uses only the flags and keys that release accepts."
+    "the launch command uses only the flags and keys that release accepts. With --launch \"LINE\" (or the line after "
+    "`--`), the line you run is read with that release's own arguments: what its parser refuses, the method it really "
+    "runs, SGLang's draft-tree rules, the draft's attention backend, tensor parallel size, quantization, KV-cache dtype "
+    "and dtype; and the launch printed is your line with the fixes applied."
 )
 
 EXAMPLES = """examples:
@@ -53,6 +58,13 @@ EXAMPLES = """examples:
                                    the layers a drafter that declares none was trained on
   compat doctor ./target ./drafter --engine vllm --python /opt/venv/bin/python --verify
                                    then run the engine on the pair (outputs, acceptance per position)
+  compat doctor --engine vllm==0.16.0 --launch "vllm serve ./Llama-3.1-8B -tp 2 --speculative-config '{\"model\": \"./eagle3\", \"num_speculative_tokens\": 3}'"
+                                   the line you run, read with that release's own arguments; doctor prints
+                                   it back with the fixes applied (TARGET and DRAFTER come from the line)
+  compat doctor ./local-target ./local-drafter --engine sglang==0.5.8 -- python -m sglang.launch_server \
+      --model-path /models/t --speculative-algorithm EAGLE3 --speculative-draft-model-path /models/d
+                                   everything after `--` is the line; local copies read in place of its paths
+  compat doctor ./target ./drafter --engine sglang==0.5.8 --method EAGLE    the method you run, without a line
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -70,10 +82,18 @@ EPILOG = EXAMPLES + "\n" + EXIT_CODES
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("target", metavar="TARGET", help="the target model directory or its config.json (only the config "
-                        "is read), or a Hugging Face id (org/name, org/name@rev) in the local Hugging Face cache")
-    parser.add_argument("drafter", metavar="DRAFTER", help="the drafter directory (config.json + safetensors; only headers "
-                        "are read), or a Hugging Face id in the local cache")
+    parser.add_argument("target", metavar="TARGET", nargs="?", help="the target model directory or its config.json (only "
+                        "the config is read), or a Hugging Face id (org/name, org/name@rev) in the local Hugging Face cache "
+                        "(optional with --launch: the line's model)")
+    parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the drafter directory (config.json + safetensors; "
+                        "only headers are read), or a Hugging Face id in the local cache (optional with --launch: the "
+                        "line's drafter)")
+    parser.add_argument("--launch", metavar="LINE", help="the engine launch line you run, quoted (or everything after "
+                        "`--`): `vllm serve ...`, `python -m vllm.entrypoints.openai.api_server ...` or `python -m "
+                        "sglang.launch_server ...`; read with the release's own argument names and value types, its "
+                        "target, drafter and speculative settings checked, and printed back with the fixes applied")
+    parser.add_argument("--method", metavar="NAME", help="the method you run without a launch line: vLLM's \"method\" "
+                        "(eagle3, eagle, ...) or SGLang's --speculative-algorithm (EAGLE3, EAGLE, ...)")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
@@ -105,6 +125,58 @@ def _extra_spec(items: list[str]) -> dict:
     return out
 
 
+def _launch_line(args, engine: str | None):
+    """The launch line of --launch or of the words after `--` (None: neither); its engine must be --engine's."""
+    from compat.launch_line import read_line
+
+    words = getattr(args, "launch_words", None)
+    if args.launch is not None and words is not None:
+        raise UsageError("give the launch line once: --launch \"...\" or after `--`, not both")
+    if words is not None and not words:
+        raise UsageError("nothing after `--`: give the launch line there", hint="compat doctor --engine vllm==0.32.0 -- vllm serve ...")
+    if args.launch is None and words is None:
+        return None
+    if args.method is not None:
+        raise UsageError("--method is for doctor without a launch line: the line's own method is checked")
+    source = args.launch if args.launch is not None else words
+    assert source is not None  # one of the two was given (checked above)
+    line = read_line(source)
+    if engine is not None and engine != line.engine:
+        raise UsageError(f"the launch line starts {line.engine} ({' '.join(line.entry)}), --engine names {engine}")
+    if engine is None and not args.path:
+        raise UsageError(f"name the {line.engine} release the line runs: --engine {line.engine}==VERSION, "
+                         f"--engine {line.engine} (installed), or --path DIR")
+    return line
+
+
+def _pair(args, line) -> tuple[str, str]:
+    """TARGET and DRAFTER: as given (local copies), else the launch line's."""
+    target = args.target or (line.target if line else None)
+    drafter = args.drafter or (line.drafter if line else None)
+    if target is None:
+        raise UsageError("no target: give TARGET" + (", or the model in the launch line" if line else "") + ", or --launch",
+                         hint="compat doctor --help lists the options")
+    if drafter is None:
+        where = ("\"model\" in --speculative-config" if line is None or line.engine == "vllm"
+                 else "--speculative-draft-model-path")
+        raise UsageError("no drafter: give DRAFTER" + (f", or {where} in the launch line" if line else ", or --launch"),
+                         hint="compat doctor --help lists the options")
+    return target, drafter
+
+
+def _line_numbers(line, steps: int, topk: int) -> tuple[int, int]:
+    """The draft steps and topk the line runs (its values when it gives them, as numbers)."""
+    raw = [line.spec.get("num_speculative_tokens")] if line.engine == "vllm" else [
+        line.spec.get("--speculative-num-steps"), line.spec.get("--speculative-eagle-topk")]
+    out = [steps, topk]
+    for i, value in enumerate(raw):
+        try:
+            out[i] = max(1, int(value)) if value is not None else out[i]
+        except (TypeError, ValueError):
+            pass  # a bad value: the launch-arguments check says what the engine makes of it
+    return out[0], out[1]
+
+
 def ignored_options(args, engine: str) -> list[str]:
     """The options this engine has no place for: said in the diagnosis (`notes`), never dropped silently."""
     notes = []
@@ -118,7 +190,8 @@ def ignored_options(args, engine: str) -> list[str]:
 
 
 def _dropped_keys(diagnosis: dict) -> list[str]:
-    launch = next((c for c in diagnosis.get("checks", []) if c.get("check") == "launch-command"), {}).get("launch") or {}
+    checks: list[dict] = diagnosis.get("checks", [])
+    launch = next((c for c in checks if c.get("check") == "launch-command"), {}).get("launch") or {}
     return [f"--spec {key}: {why}; left out of the launch command" for key, why in (launch.get("dropped") or {}).items()
             if key not in ("method", "model", "num_speculative_tokens")]
 
@@ -130,19 +203,24 @@ def run(args, console) -> int:
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine) if args.engine else None
+    line = _launch_line(args, spec.engine if spec else None)
     topk = DEFAULT_TOPK if args.topk is None else args.topk
     extra_spec = _extra_spec(args.spec)
-    target = read_target(resolve_model(args.target, what="target"))
-    drafter = read_drafter(resolve_model(args.drafter, what="drafter"), target, args.layer_ids_convention,
+    target_name, drafter_name = _pair(args, line)
+    target = read_target(resolve_model(target_name, what="target"))
+    drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids))
+    if line is not None:
+        args.num_speculative_tokens, topk = _line_numbers(line, args.num_speculative_tokens, topk)
     if args.releases:
-        if not args.engine or args.path:
+        if spec is None or args.path:  # spec: None without --engine
             raise UsageError("--releases needs --engine vllm|sglang (releases come from the package index)",
                              hint="e.g. compat doctor TARGET DRAFTER --engine vllm --releases '>=0.10,<0.34'")
         if spec.released:
             raise UsageError("give the range with --releases, and --engine without a version")
         # releases from the index: --python names only the serving venv the fixes patch
-        options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=args.python)
+        options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=args.python, launch=line,
+                          method=args.method)
         use_network_options(args)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=_progress if show_progress(args) else None)
@@ -165,7 +243,8 @@ def run(args, console) -> int:
     # fixes patch); else the installed engine of --python, or the --path tree (beside which --python runs it).
     engine_python = None if spec is not None and spec.released else args.python
     tree = open_source(args, python=engine_python, progress=show_progress(args))
-    options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python))
+    options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python),
+                      launch=line, method=args.method)
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
@@ -243,7 +322,7 @@ def _progress(items: list[str], what: str):
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
-                  WORKS_PATCHED_CONVERTED: "yellow", DOES_NOT_WORK: "bold red"}
+                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red"}
 
 
 def _hanging(console, head, text) -> None:
@@ -306,15 +385,29 @@ def render(d: dict, console, only_problems: bool = False) -> None:
     if d.get("instead"):
         console.print(Text("what would work instead: " + "; ".join(d["instead"]), style="bold"))
     launch = d["launch"]
+    yours = " (your line" + (", fixed" if launch.get("edits") else "") + ")" if launch.get("typed") else ""
     if not launch.get("runnable", True):
         why = ("nothing here makes it work" if d["verdict"] == DOES_NOT_WORK
                else "it depends on the answer above")
-        console.print(Text(f"launch: not shown as runnable ({why}); it would be:", style="bold"))
+        console.print(Text(f"launch{yours}: not shown as runnable ({why}); it would be:", style="bold"))
     else:
-        console.print(Text("launch" + (" (after the fixes above):" if steps else ":"), style="bold"))
+        console.print(Text("launch" + yours + (" (after the fixes above):" if steps else ":"), style="bold"))
     console.print(Text("  " + launch["command"]), soft_wrap=True)
+    for edit in launch.get("edits") or []:
+        console.print(Text(f"     changed: {_edit_words(edit)}", style="dim"), soft_wrap=True)
     if launch["module_argv"] != launch["argv"]:
         console.print(Text("  or: " + shlex.join(launch["module_argv"])), soft_wrap=True)
+
+
+def _edit_words(edit: dict) -> str:
+    if edit["kind"] == "spec":
+        what = (f"--speculative-config {edit['key']!r} removed" if edit.get("value") is None
+                else f"--speculative-config {edit['key']}={json.dumps(edit['value'])}")
+    elif edit["kind"] == "set":
+        what = f"{edit['option']} {edit.get('value') if edit.get('value') is not None else ''}".rstrip()
+    else:
+        return f"removed: {edit['why']}"
+    return f"{what} ({edit['why']})"
 
 
 def group_rows(rows: list[dict]) -> list[dict]:

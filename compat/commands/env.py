@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 NAME = "env"
 ORDER = 70
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "compat, Python, platform, the engines found (and what compat patched), torch/CUDA: for bug reports"
 DESCRIPTION = (
     "Print what a bug report needs: compat's version, the Python and platform, the vLLM/SGLang installed in this "

@@ -22,6 +22,7 @@ from compat.tree import EngineTree
 
 NAME = "patch"
 ORDER = 20
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "apply version-pinned fixes to an installed engine or a source tree (dry-run, revert)"
 DESCRIPTION = (
     "Apply the patches compat knows for this engine version: e.g. let vLLM 0.10.1-0.17.1 serve Kimi-K2/K2.5 and "

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 NAME = "plugin"
 ORDER = 25
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "apply the patches in memory at import time (a plugin in the serving venv; no engine file changed)"
 DESCRIPTION = (
     "Install into the serving environment a small distribution of compat's own that applies the patches selected "

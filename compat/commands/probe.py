@@ -9,6 +9,7 @@ from compat.commands._source import add_source_arguments
 
 NAME = "probe"
 ORDER = 10
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "what an engine release supports for EAGLE-3, read from its own source"
 DESCRIPTION = (
     "Read a vLLM or SGLang release's source (installed, released or a tree) statically and report, with file "
@@ -20,7 +21,8 @@ EPILOG = """examples:
   compat probe                                  which engines are installed here
   compat probe --engine vllm                    the vLLM installed in this interpreter
   compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
-  compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached)
+  compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached): the summary
+  compat probe --engine vllm==0.11.0 --full     ... then every fact, with its file and line
   compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
   compat probe --engine vllm==latest --json     for CI
   compat probe --path ./vllm-checkout           a source tree (checkout, unpacked or patched copy)
@@ -31,6 +33,8 @@ EPILOG = """examples:
 def add_arguments(parser) -> None:
     add_source_arguments(parser)
     add_json_argument(parser, "print the report as JSON (stable keys, for CI)")
+    parser.add_argument("--full", action="store_true", help="after the summary, every fact with its file and line "
+                        "(the default prints the one-screen summary only)")
 
 
 def run(args, console) -> int:
@@ -48,9 +52,27 @@ def run(args, console) -> int:
     report = build_report(tree)
     if args.json:
         print_json(report, "probe")
-    else:
-        render(report, console)
+        return EXIT_OK
+    from compat.report_summary import render_summary
+
+    again = "compat probe " + " ".join(_source_words(args))
+    render_summary(report, console, full_hint=None if args.full else f"every fact with its file and line: {again} --full; "
+                   f"as JSON: {again} --json")
+    if args.full:
+        console.print()
+        # a fact with no value (compat_plugin when no plugin is installed) is not a section of its own
+        render({k: v for k, v in report.items() if v is not None}, console)
     return EXIT_OK
+
+
+def _source_words(args) -> list[str]:
+    import shlex
+
+    words = []
+    for flag, value in (("--engine", args.engine), ("--path", args.path), ("--python", args.python)):
+        if value:
+            words += [flag, shlex.quote(str(value))]
+    return words
 
 
 def _list_installed(args, console) -> int:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 NAME = "verify"
 ORDER = 45
+FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = ("run the installed engine with the drafter: equal outputs, acceptance per position, speed-up (--canary: probe "
            "self-check; --server URL: measure a running deployment)")
 DESCRIPTION = (

@@ -91,7 +91,7 @@ def _bytes_of(tensor, nbytes: int) -> memoryview:
     if nbytes == 0:
         return memoryview(b"")
     window = (ctypes.c_char * nbytes).from_address(tensor.data_ptr())
-    window.owner = tensor
+    setattr(window, "owner", tensor)  # an attribute of our own on the ctypes array: it keeps the tensor alive
     return memoryview(window).cast("B")
 
 
@@ -134,7 +134,7 @@ def _tensors(path: Path, top) -> list[TensorRecord]:
         key, value = others[0]
         what = f"a reference to {value}" if isinstance(value, pickle_scan.Global) else type(value).__name__
         raise ScanError(f"holds {what} under {key!r}, not only tensors")
-    return [v for _, v in pairs]
+    return [v for _, v in pairs if isinstance(v, TensorRecord)]  # all of them (the others were refused)
 
 
 def _zip_records(path: Path, f) -> tuple[list[TensorRecord], dict[str, int]]:

@@ -18,7 +18,7 @@ def check_layers(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes
         raise RefusedError(f"the checkpoint has no {', '.join(missing_top)}: engines would leave "
                            f"{'it' if len(missing_top) == 1 else 'them'} randomly initialised without a word",
                            hint="export the drafter again with every trained tensor (lm_head included)")
-    layers = sorted({layer_index(name) for name in tensors if layer_index(name) is not None})
+    layers = sorted({k for k in map(layer_index, tensors) if k is not None})
     if not layers:
         raise RefusedError("the checkpoint has no decoder layer (no midlayer.* or layers.0.* tensors)")
     if layers != list(range(len(layers))):
@@ -40,13 +40,18 @@ def _shape(tensors: dict[str, SourceTensor], name: str) -> tuple[int, ...] | Non
     return tensors[name].shape if name in tensors else None
 
 
+def _required_shape(tensors: dict[str, SourceTensor], name: str) -> tuple[int, ...]:
+    """The shape of a REQUIRED_TOP tensor (check_layers refused a checkpoint without one)."""
+    return tensors[name].shape
+
+
 def check_shapes(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes: list[str]) -> None:
     hidden = drafter.hidden_size
-    norm = _shape(tensors, "norm.weight")
+    norm = _required_shape(tensors, "norm.weight")
     if norm != (hidden,):
         raise RefusedError(f"norm.weight has shape {list(norm)}, config.json hidden_size is {hidden}",
                            hint="the config does not belong to these weights")
-    lm_head = _shape(tensors, "lm_head.weight")
+    lm_head = _required_shape(tensors, "lm_head.weight")
     if len(lm_head) != 2 or lm_head[1] != hidden:
         raise RefusedError(f"lm_head.weight has shape {list(lm_head)}, expected [draft_vocab_size, {hidden}]")
     if drafter.draft_vocab_size is None:
@@ -62,7 +67,7 @@ def check_shapes(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes
             drafter.vocab_size = embed[0]
         if embed != (drafter.vocab_size, hidden):
             raise RefusedError(f"embed_tokens.weight has shape {list(embed)}, expected [vocab_size {drafter.vocab_size}, hidden {hidden}]")
-    fc = _shape(tensors, "fc.weight")
+    fc = _required_shape(tensors, "fc.weight")
     per_aux = drafter.target_hidden_size or hidden
     expected_in = drafter.aux_count * per_aux
     if len(fc) != 2 or fc[0] != hidden or fc[1] != expected_in:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+from typing import Literal
 
 SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s)
 
@@ -36,7 +37,7 @@ class SignalGuard:
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         return False

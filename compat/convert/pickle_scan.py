@@ -32,7 +32,9 @@ REBUILD_PARAMETER = "torch._utils._rebuild_parameter"
 ORDERED_DICT = "collections.OrderedDict"
 ALLOWED = REBUILD_TENSOR | {REBUILD_PARAMETER, ORDERED_DICT, "torch.Size", "_codecs.encode"}
 try:  # protocol <= 2 spells names the Python 2 way; the unpickler maps them back (fix_imports) with these tables
-    from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+    import _compat_pickle
+    IMPORT_MAPPING: dict[str, str] = _compat_pickle.IMPORT_MAPPING
+    NAME_MAPPING: dict[tuple[str, str], tuple[str, str]] = _compat_pickle.NAME_MAPPING
 except ImportError:  # pragma: no cover - every CPython has it
     IMPORT_MAPPING, NAME_MAPPING = {"__builtin__": "builtins", "copy_reg": "copyreg"}, {}
 
@@ -119,7 +121,7 @@ def scan(data: bytes | io.BytesIO) -> object:
 
 
 def _pop_mark(stack: list) -> list:
-    items = []
+    items: list = []
     while True:
         item = stack.pop()
         if item is _MARK:
@@ -258,8 +260,8 @@ def state_dict_tensors(top: object) -> list[tuple[str, object]]:
 
 def _tensor(name, value) -> object:
     if isinstance(value, Call) and str(value.func) == REBUILD_PARAMETER:
-        args = value.args if isinstance(value.args, tuple) else ()
-        value = args[0] if args else None
+        wrapped = value.args if isinstance(value.args, tuple) else ()
+        value = wrapped[0] if wrapped else None
     if not (isinstance(value, Call) and str(value.func) in REBUILD_TENSOR):
         return value
     args = value.args

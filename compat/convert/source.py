@@ -33,19 +33,23 @@ class SourceTensor:
     shape: tuple[int, ...]
     nbytes: int
     info: TensorInfo | None = None  # safetensors: a byte range of a file
-    data: object = None  # pytorch_model.bin: a memoryview of one tensor's bytes (mmap-backed)
+    data: memoryview | None = None  # pytorch_model.bin: a memoryview of one tensor's bytes (mmap-backed)
     keepalive: object = None  # what owns `data`'s memory
 
     def source(self) -> TensorSource:
         if self.info is not None:
             return file_source(self.info)
-        return bytes_source(self.dtype, self.shape, self.data, f"{BIN_FILE}: tensor {self.name!r}")
+        return bytes_source(self.dtype, self.shape, self._data(), f"{BIN_FILE}: tensor {self.name!r}")
 
     def read(self) -> bytes:
         """The whole tensor: only for small ones (d2t, t2d); the vocab_maps.MapTensor protocol."""
-        return read_tensor_bytes(self.info) if self.info is not None else bytes(self.data)
+        return read_tensor_bytes(self.info) if self.info is not None else bytes(self._data())
 
     read_all = read
+
+    def _data(self) -> memoryview:
+        assert self.data is not None, "a tensor is a file range (info) or its bytes (data)"
+        return self.data
 
 
 @dataclass
@@ -142,7 +146,9 @@ def _open_sharded(src: Path, config: dict, roots) -> SourceCheckpoint:
         metadata = metadata or header.metadata
         for tensor_name, tensor in _from_header(header).items():
             if tensor_name in tensors:
-                raise CheckpointFormatError(f"tensor {tensor_name!r} appears in two shards ({tensors[tensor_name].info.path.name} and {name})",
+                first = tensors[tensor_name].info
+                assert first is not None  # every tensor of a shard is a byte range of its file
+                raise CheckpointFormatError(f"tensor {tensor_name!r} appears in two shards ({first.path.name} and {name})",
                                             hint="the shards come from different exports; re-download them")
             if weight_map.get(tensor_name) != name:
                 raise CheckpointFormatError(f"{path}: holds tensor {tensor_name!r}, which {INDEX_FILE} places in {weight_map.get(tensor_name)}")

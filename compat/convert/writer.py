@@ -19,7 +19,11 @@ from compat.files import refuse_os_error
 from compat.safetensors_stream import CHECKSUM, OutputTensor, WrittenTensor, write_safetensors
 
 from .interrupts import SignalGuard
-from .plan import Plan
+
+TYPE_CHECKING = False  # rich is imported only when a progress bar is shown
+if TYPE_CHECKING:
+    from rich.progress import Progress
+from .plan import Plan, PlannedTensor
 from .record import build_record
 from .source import INDEX_FILE, copy_extra_file
 from .staging import commit, fsync_dir, make_staging
@@ -88,12 +92,17 @@ def execute(plan: Plan, progress: bool = True) -> Result:
     return Result(plan.dst, files, total, written, verified=True, checksum=plan.checksum, notes=notes)
 
 
+def _output(t: PlannedTensor) -> OutputTensor:
+    assert t.dest_name is not None and t.source is not None, "a shard holds only kept tensors, each with its bytes"
+    return OutputTensor(t.dest_name, t.source, t.out_dtype)
+
+
 def _write(plan: Plan, tmp: Path, total: int, progress: bool, step: _Step) -> list[WrittenTensor]:
     written: list[WrittenTensor] = []
     with _progress(total, enabled=progress) as advance:
         for file_name, items in plan.shards:
             step(file_name, f"writing {file_name}")
-            outputs = [OutputTensor(t.dest_name, t.source, t.out_dtype) for t in items]
+            outputs = [_output(t) for t in items]
             written += write_safetensors(tmp / file_name, outputs, plan.metadata, on_bytes=advance, checksum=plan.checksum)
     if len(plan.shards) > 1:
         step(INDEX_FILE, f"writing {INDEX_FILE}")
@@ -120,7 +129,8 @@ class _progress:
     """A rich progress bar on stderr over the bytes copied (only on a terminal)."""
 
     def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self._progress = total, enabled, None
+        self.total, self.enabled = total, enabled
+        self._progress: Progress | None = None
 
     def __enter__(self):
         if not self.enabled:
@@ -131,11 +141,11 @@ class _progress:
         console = Console(stderr=True)
         if not console.is_terminal:
             return lambda n: None
-        self._progress = Progress(TextColumn("copying tensors"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                  TimeRemainingColumn(), console=console, transient=True)
-        self._progress.start()
-        task = self._progress.add_task("copy", total=self.total)
-        return lambda n: self._progress.advance(task, n)
+        progress = self._progress = Progress(TextColumn("copying tensors"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                                             TimeRemainingColumn(), console=console, transient=True)
+        progress.start()
+        task = progress.add_task("copy", total=self.total)
+        return lambda n: progress.advance(task, n)
 
     def __exit__(self, *exc):
         if self._progress is not None:

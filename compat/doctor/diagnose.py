@@ -14,8 +14,8 @@ from typing import Any, Callable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_command
-from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_patches,
+from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_command, launch_from_line
+from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, patch_command, plugin_command, where_to_patch)
 from compat.doctor.releases import ReleaseFinder
 from compat.errors import SourceError, UsageError
@@ -27,6 +27,7 @@ WORKS = "works as is"
 WORKS_PATCHED = "works after compat patch"
 NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
+WORKS_LINE_FIXED = "works with the launch line as doctor prints it (your line, changed)"
 DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
@@ -34,7 +35,7 @@ SOURCE_UNAVAILABLE = "source unavailable"
 
 
 def run_checks(ctx: Ctx) -> list[Result]:
-    return [check(ctx) for check in all_checks()]
+    return [check(ctx) for check in all_checks() if check.applies(ctx)]
 
 
 def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Options | None = None, *, try_fixes: bool = True,
@@ -52,6 +53,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     ctx = Ctx(report, target, drafter, options, finder)
     checks = run_checks(ctx)
     if try_fixes:
+        fix_with_line(ctx, checks)
         fix_with_input(ctx, checks)
         fix_with_conversion(ctx, checks, first_only=True)  # a drafter-local fix before changing the engine
         fix_with_patches(tree, ctx, checks)
@@ -60,7 +62,10 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     verdict = classify(checks)
     steps = fix_steps(tree, ctx, checks) if verdict != DOES_NOT_WORK else []  # they would not make it work
     converted = next((step["dst"] for step in steps if step["kind"] == "convert"), None)
-    launch = launch_command(ctx, converted)
+    if options.launch is not None:  # the user's own line, fixed
+        launch = launch_from_line(ctx, [e for c in checks for e in c.edits], converted)
+    else:
+        launch = launch_command(ctx, converted)
     return {
         "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
         "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,
@@ -75,7 +80,8 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                     if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "release"],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
-                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps]},
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps],
+                   **({"typed": launch["typed"], "edits": launch["edits"]} if "typed" in launch else {})},
         "probe_errors": report.get("probe_errors") or [],
     }
 
@@ -101,6 +107,9 @@ def classify(checks: list[Result]) -> str:
     kinds = {(c.fix or {}).get("kind") for c in checks if c.verdict == FAIL}
     if not kinds:
         return WORKS
+    if kinds == {"line"}:
+        return WORKS_LINE_FIXED
+    kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide
     if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK
     if "ask" in kinds:
@@ -121,6 +130,19 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
     missing from the facts cache are probed in parallel first.
 
     `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
+    trees, finder = release_trees(engine, specifier, versions=versions, open_release=open_release, cache_dir=cache_dir,
+                                  offline=offline, progress=progress)
+    rows = [release_row(version, tree, target, drafter, options, finder) for version, tree in trees.items()]
+    return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
+
+
+def release_trees(engine: str, specifier: str, *, versions: list[str] | None = None,
+                  open_release: Callable[[str], EngineTree] | None = None, cache_dir: str | Path | None = None,
+                  offline: bool = False, progress: Callable[..., Any] | None = None,
+                  ) -> tuple[dict[str, EngineTree | SourceError], ReleaseFinder]:
+    """version -> its tree (or why it could not be had) for every release in `specifier`, oldest first, probed into
+    the facts cache (in parallel); and the finder of later releases the fixes name. doctor --releases and the
+    matrix both start here."""
     from compat.report import probe_missing
     from compat.sources.released import fetch_release, list_releases
 
@@ -142,16 +164,19 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
         except SourceError as err:
             trees[version] = err
     probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
-    rows: list[dict[str, Any]] = []
-    for version, tree in trees.items():
-        if isinstance(tree, SourceError):
-            rows.append({"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []})
-            continue
-        diagnosis = diagnose(tree, target, drafter, options, releases=finder)
-        rows.append({"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
-                     "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
-                     "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis})
-    return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
+    return trees, finder
+
+
+def release_row(version: str, tree: EngineTree | SourceError, target: Target, drafter: Drafter, options: Options | None,
+                finder: ReleaseFinder | None) -> dict[str, Any]:
+    """One release's row of doctor --releases (and one cell of the matrix): verdict, fixes, failing checks, launch,
+    and the whole diagnosis."""
+    if isinstance(tree, SourceError):
+        return {"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []}
+    diagnosis = diagnose(tree, target, drafter, options, releases=finder)
+    return {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
+            "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
+            "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
 
 
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
@@ -164,7 +189,8 @@ def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
         phrases: dict[str, Callable[[dict[str, Any]], str]] = {
             "patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
             "ask": lambda f: f"say {f.get('flag') or '--layer-ids-convention'}",
-            "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix"}
+            "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix",
+            "line": lambda f: "the line doctor prints"}
         text = phrases[fix["kind"]](fix)
         if text not in out:
             out.append(text)

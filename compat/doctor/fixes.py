@@ -14,6 +14,8 @@ otherwise the fix says plainly that nothing here fixes it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import shlex
 import tempfile
 from pathlib import Path
@@ -44,6 +46,24 @@ def may_fix(check: Result, kind: str) -> bool:
 
 def rerun(check: Result, ctx: Ctx) -> Result:
     return get_check(check.check)(ctx)
+
+
+# -- the user's launch line, changed -------------------------------------------------------------------------
+def fix_with_line(ctx: Ctx, checks: list[Result]) -> None:
+    """doctor --launch: a failing check whose line edits make it pass (the check run again on the changed line)
+    is fixed by the line doctor prints."""
+    from compat.launch_line import fixed_words, read_line
+
+    line = ctx.options.launch
+    if line is None:
+        return
+    for check in unfixed(checks):
+        if not check.edits or not may_fix(check, "line"):
+            continue
+        changed = read_line(fixed_words(line, list(check.edits)))
+        again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
+        if again.verdict != FAIL:
+            check.fix = {"kind": "line", "text": "the launch line below: " + "; ".join(e.why for e in check.edits)}
 
 
 # -- an answer only the user has ----------------------------------------------------------------------------

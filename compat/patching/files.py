@@ -159,7 +159,7 @@ def os_error(err: OSError, path: Path, outcome: str = "nothing was changed") -> 
         refusal = not_writable(where, err)
         return RefusedError(refusal.message.replace("nothing was changed", outcome), hint=refusal.hint)
     directory = where.parent
-    hints = {
+    hints: dict[int | None, str] = {
         errno.ENOSPC: f"the filesystem holding {directory} is full: free some space (a patch run needs about twice "
                       "the size of the files it replaces), then run again",
         errno.EDQUOT: f"your disk quota on {directory} is used up: free some of it, then run again",

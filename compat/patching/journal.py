@@ -246,6 +246,7 @@ def settle_for_reading(tree: EngineTree, force: bool = False) -> tuple[list[str]
     """
     if tree.source.kind == "released" or not needs_settling(tree):
         return [], None  # a fetched release is a shared cache compat never writes
+    problem: CompatError
     try:
         with tree_lock(tree):
             return settle(tree, force=force), None

@@ -32,7 +32,7 @@ DISABLE_ENV = "COMPAT_PLUGIN_DISABLE"
 VERBOSE_ENV = "COMPAT_PLUGIN_VERBOSE"  # also log the modules that were patched
 MARK = "__compat_plugin__"  # set on each patched module: {"patches": [...], "sha256_patched": ...}
 
-STATE = {"data": None, "loaded": False, "said": set(), "groups": {}}
+STATE: dict = {"data": None, "loaded": False, "said": set(), "groups": {}}
 
 
 def say(key, message, level="warning"):
@@ -316,7 +316,7 @@ def register():
 def diagnose(root=None):
     """What the finder would do for each module, without importing the engine (for compat plugin status)."""
     data = load_data()
-    out = {"engine": ENGINE, "data": DATA_FILE, "readable": data is not None, "modules": {},
+    out: dict = {"engine": ENGINE, "data": DATA_FILE, "readable": data is not None, "modules": {},
            "hook_active": any(ENGINE in (getattr(f, "compat_plugin_engine", None), getattr(f, "compat_plugin_hook", None))
                               for f in sys.meta_path),
            "disabled": bool(os.environ.get(DISABLE_ENV))}

@@ -27,7 +27,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Literal
 
 from compat.safetensors_stream.dtypes import DTYPE_BITS, DTYPE_NAMES, DTYPE_SIZES, FLOAT_DTYPES, convert_chunk
 from compat.safetensors_stream.header import (
@@ -150,7 +150,9 @@ class _Check:
 
     def compare_file_range(self, readback_fd: int, position: int, nbytes: int) -> None:
         """Compare output bytes [position, position + nbytes) with the matching source range."""
-        path, offset = self.tensor.source.file
+        file = self.tensor.source.file
+        assert file is not None  # the writer compares only tensors it copied from a file range
+        path, offset = file
         with open(path, "rb", buffering=0) as source:
             self._compare(readback_fd, position, _pread_chunks(source.fileno(), offset + position - self.start, nbytes,
                                                                self._source_buffer, self.tensor.source.label))
@@ -207,7 +209,7 @@ def _pread_chunks(fd: int, offset: int, nbytes: int, buffer: bytearray, label: s
 
 
 _SYNC_FILE_RANGE_WRITE = 2
-_libc_sync_file_range = None
+_libc_sync_file_range: Callable[..., int] | Literal[False] | None = None  # None: not looked up yet
 
 
 def _start_writeback(fd: int, offset: int, nbytes: int) -> None:
@@ -229,6 +231,7 @@ def _start_writeback(fd: int, offset: int, nbytes: int) -> None:
 
 def _copy_range(source: TensorSource, out, on_bytes: Callable[[int], None]) -> None:
     """Copy a byte range of the source file to the current position of `out`, in the kernel."""
+    assert source.file is not None  # the writer copies only tensors that are a file range
     path, offset = source.file
     remaining = source.nbytes
     with open(path, "rb", buffering=0) as f:

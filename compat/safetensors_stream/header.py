@@ -46,6 +46,7 @@ import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, NoReturn
 
 from compat.errors import RefusedError
 from compat.safetensors_stream import bounded_json
@@ -233,10 +234,11 @@ def _check_metadata(path: Path, metadata: object) -> None:
 
 
 _FIELDS = {"dtype", "shape", "data_offsets"}
+Fail = Callable[..., NoReturn]  # raises CheckpointFormatError naming the file and tensor
 
 
 def _tensor_info(path: Path, name: str, entry: object, data_start: int, data_len: int) -> TensorInfo:
-    def fail(detail: str, hint: str = _HINT_CORRUPT, stricter: str | None = None):  # the message is built only on error
+    def fail(detail: str, hint: str = _HINT_CORRUPT, stricter: str | None = None) -> NoReturn:  # the message is built only on error
         raise CheckpointFormatError(f"{path}: tensor {brief(name)}: {detail}", hint=hint, stricter=stricter)
 
     if type(entry) is list:  # serde's sequence form of a struct, read when it has the three fields in order
@@ -263,7 +265,7 @@ def _tensor_info(path: Path, name: str, entry: object, data_start: int, data_len
     return TensorInfo(name, dtype, tuple(shape), path, data_start + begin, end - begin)
 
 
-def _check_ignored(fail, entry: dict) -> None:
+def _check_ignored(fail: Fail, entry: dict) -> None:
     """The fields the library ignores: any JSON, within serde_json's depth (the top object and this
     entry are two of its levels). The known fields need no such walk: their types bound their depth."""
     for key, value in entry.items():
@@ -274,7 +276,7 @@ def _check_ignored(fail, entry: dict) -> None:
                 fail(f"field {brief(key)}: {exc.reason}", stricter=exc.stricter)
 
 
-def _dtype(fail, dtype: object) -> str:
+def _dtype(fail: Fail, dtype: object) -> str:
     if type(dtype) is bounded_json.JsonObject:  # serde's map form of an enum: {"F32": null}
         readable = len(dtype) == 1 and next(iter(dtype)) in DTYPE_BITS and next(iter(dtype.values())) is None
         fail(f"dtype {brief(dtype)} is an object, not a dtype name such as \"F32\"",
@@ -288,7 +290,7 @@ def _dtype(fail, dtype: object) -> str:
     return dtype
 
 
-def _integers(fail, field: str, value: object) -> list[int]:
+def _integers(fail: Fail, field: str, value: object) -> list[int]:
     """A list of integers 0..2**64-1 (ints beyond 64 bits were parsed as floats, as serde_json parses them)."""
     if type(value) is not list or not all(type(d) is int and d >= 0 for d in value):
         fail(f"{field} {brief(value)} is not a list of non-negative integers")

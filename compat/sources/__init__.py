@@ -18,6 +18,7 @@ from compat.tree import ENGINES, EngineTree, SourceInfo, find_package_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from compat.interpreter import Interpreter
     from compat.sources.installed import InstalledEngine
 
 __all__ = ["EngineSpec", "parse_engine_spec", "open_tree", "open_path", "find_installed"]
@@ -60,7 +61,7 @@ def parse_engine_spec(text: str) -> EngineSpec:
     return EngineSpec(name, spec or None)
 
 
-def find_installed(python: str | None = None) -> list[InstalledEngine]:
+def find_installed(python: Interpreter | str | None = None) -> list[InstalledEngine]:
     """Every vLLM/SGLang installed in `python` (default: this interpreter): see installed.py."""
     from compat.sources.installed import find_installed as find
 
@@ -85,7 +86,7 @@ def open_tree(
     engine: str | None = None,
     *,
     path: str | Path | None = None,
-    python: str | None = None,
+    python: Interpreter | str | None = None,
     cache_dir: str | Path | None = None,
     offline: bool = False,
     progress: bool = True,

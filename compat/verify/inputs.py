@@ -67,7 +67,8 @@ def read_model_dir(path: str | Path, role: str) -> ModelDir:
         raise ModelReadError(f"{config_path}: not readable JSON ({err})") from None
     if not isinstance(config, dict):
         raise ModelReadError(f"{config_path}: not a JSON object")
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    text = text_config if isinstance(text_config, dict) else config
     architectures = config.get("architectures") or []
     return ModelDir(
         path=directory.resolve(), config=config,
@@ -84,10 +85,10 @@ def _int(value) -> int | None:
 
 
 def _ids(config: dict, *keys: str) -> list[int]:
-    out = []
+    out: list[int] = []
     for key in keys:
         value = config.get(key)
-        out += [v for v in (value if isinstance(value, list) else [value]) if _int(v) is not None]
+        out += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, int) and not isinstance(v, bool)]
     return out
 
 

@@ -40,7 +40,8 @@ from packaging.specifiers import SpecifierSet
 from .. import FileNotAsExpected
 from .._capture import fix_present
 from .._cst import (
-    find_method, insert_before_method, parse, parse_methods, replace_class, replace_method, require_class, statements,
+    Statement, block_statements, find_method, insert_before_method, parse, parse_methods, replace_class, replace_method, require_class,
+    statements,
 )
 
 ID = "sglang-deepseek-eagle3-capture"
@@ -193,9 +194,9 @@ _TAKE_LAYER = m.SimpleStatementLine(body=[m.Assign(
 _RETURN_HIDDEN = m.SimpleStatementLine(body=[m.Return(m.Name("hidden_states"))])
 
 
-def _capture_before_layer(body: list[cst.BaseStatement]) -> tuple[list[cst.BaseStatement], bool]:
+def _capture_before_layer(body: list[Statement]) -> tuple[list[Statement], bool]:
     """`body` with the capture before `layer = self.layers[i]`, looking one `with` deep."""
-    out: list[cst.BaseStatement] = []
+    out: list[Statement] = []
     done = False
     for stmt in body:
         if not done and m.matches(stmt, _TAKE_LAYER):
@@ -204,25 +205,26 @@ def _capture_before_layer(body: list[cst.BaseStatement]) -> tuple[list[cst.BaseS
             stmt = stmt.with_changes(leading_lines=())
             done = True
         elif not done and isinstance(stmt, cst.With):
-            inner, done = _capture_before_layer(list(stmt.body.body))
+            inner, done = _capture_before_layer(block_statements(stmt))
             stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
         out.append(stmt)
     return out, done
 
 
-def _overlap_block(loop: cst.For) -> list[cst.BaseStatement]:
+def _overlap_block(loop: cst.For) -> list[Statement]:
     """The TBO extension for this loop's bounds: `range(end)` or `range(start, end)` with names."""
-    args = [a.value for a in loop.iter.args]
-    if all(isinstance(a, cst.Name) for a in args):
-        if len(args) == 1:
-            return statements(_TBO_ONE_BOUND.format(end=args[0].value))
-        if len(args) == 2:
-            return statements(_TBO_TWO_BOUNDS.format(start=args[0].value, end=args[1].value))
+    args = [a.value for a in cst.ensure_type(loop.iter, cst.Call).args]  # _LAYER_LOOP: `for i in range(...)`
+    names = [a.value for a in args if isinstance(a, cst.Name)]
+    if len(names) == len(args):
+        if len(names) == 1:
+            return statements(_TBO_ONE_BOUND.format(end=names[0]))
+        if len(names) == 2:
+            return statements(_TBO_TWO_BOUNDS.format(start=names[0], end=names[1]))
     return []  # range(len(self.layers)): no two-batch overlap in this release
 
 
 def _patch_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
-    body = list(forward.body.body)
+    body = block_statements(forward)
     loops = [i for i, s in enumerate(body) if m.matches(s, _LAYER_LOOP)]
     if len(loops) != 1 or not body or not m.matches(body[-1], _RETURN_HIDDEN):
         raise FileNotAsExpected(
@@ -230,8 +232,8 @@ def _patch_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
             "`for i in range(...)` (expected 1) and it must end in `return hidden_states`",
         )
     index = loops[0]
-    loop = body[index]
-    inner, found = _capture_before_layer(list(loop.body.body))
+    loop = cst.ensure_type(body[index], cst.For)  # matched _LAYER_LOOP
+    inner, found = _capture_before_layer(block_statements(loop))
     if not found:
         raise FileNotAsExpected(role, f"{MODEL_CLASS}.forward: the decoder-layer loop has no `layer = self.layers[i]`")
     start = [*_overlap_block(loop), *statements(f"aux_hidden_states = []  {MARK}")]
@@ -287,13 +289,13 @@ class _PassAuxToLogits(cst.CSTTransformer):
 
 
 def _patch_causal_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
-    body = list(forward.body.body)
+    body = block_statements(forward)
     calls = [i for i, s in enumerate(body) if m.matches(s, _CALLS_MODEL)]
     if len(calls) != 1:
         raise FileNotAsExpected(role, f"{CAUSAL_LM_CLASS}.forward has {len(calls)} `hidden_states = self.model(...)` (expected 1)")
     body = body[:calls[0] + 1] + statements(_UNPACK) + body[calls[0] + 1:]
     passer = _PassAuxToLogits()
-    forward = forward.with_changes(body=forward.body.with_changes(body=body)).visit(passer)
+    forward = cst.ensure_type(forward.with_changes(body=forward.body.with_changes(body=body)).visit(passer), cst.FunctionDef)
     if not passer.calls:
         raise FileNotAsExpected(role, f"{CAUSAL_LM_CLASS}.forward has no `self.logits_processor(input_ids, hidden_states, self.lm_head, forward_batch)`")
     return forward

@@ -27,7 +27,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, replace_class, replace_method, require_class, statements
+from .._cst import (
+    Statement, block_statements, find_all, find_class, find_method, parse, replace_class, replace_method, require_class, statements,
+    suite_statements,
+)
 
 ID = "sglang-eagle3-graph-aux-ids"
 DESCRIPTION = "the drafter's aux layer ids are set before CUDA-graph capture, so graph replays feed the same layers as eager passes"
@@ -62,7 +65,7 @@ def find_files(tree) -> dict[str, str]:
 
 # -- recognising the statements ----------------------------------------------------------------
 def _hook_calls(node: cst.CSTNode) -> list[cst.Call]:
-    return [c for c in m.findall(node, m.Call(func=m.Attribute(attr=m.Name(HOOK))))]
+    return find_all(node, m.Call(func=m.Attribute(attr=m.Name(HOOK))))
 
 
 def _is_reset(stmt: cst.BaseStatement) -> bool:
@@ -92,9 +95,9 @@ def _resets_in(node: cst.CSTNode) -> int:
 def _runner_parts(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.FunctionDef, int, int]:
     cls = find_class(module, RUNNER)
     init = find_method(cls, "initialize") if cls is not None else None
-    if init is None:
+    if init is None or cls is None:
         raise FileNotAsExpected(role, f"no {RUNNER}.initialize")
-    body = list(init.body.body)
+    body = block_statements(init)
     graphs = [i for i, s in enumerate(body) if _builds_graphs(s)]
     applies = [i for i, s in enumerate(body) if _applies_ids(s)]
     if len(graphs) != 1 or len(applies) != 1:
@@ -144,9 +147,9 @@ class _DropResets(cst.CSTTransformer):
         self.dropped = 0
 
     def _drop(self, block: cst.IndentedBlock) -> cst.IndentedBlock:
-        out: list[cst.BaseStatement] = []
+        out: list[Statement] = []
         carried: list[cst.EmptyLine] = []
-        for stmt in block.body:
+        for stmt in suite_statements(block):
             if _is_reset(stmt):
                 self.dropped += 1
                 note = statements(f"{MARK}: {self.why}\npass")[0].leading_lines
@@ -171,7 +174,7 @@ def _drop_resets(role: str, cls: cst.ClassDef, method: str, why: str, required: 
             raise FileNotAsExpected(role, f"no {cls.name.value}.{method}")
         return cls
     dropper = _DropResets(why)
-    new = fn.visit(dropper)
+    new = cst.ensure_type(fn.visit(dropper), cst.FunctionDef)
     if required and not dropper.dropped:
         raise FileNotAsExpected(role, f"{cls.name.value}.{method} has no `if ...: ...{HOOK}()` to remove")
     return replace_method(cls, fn, new)
@@ -180,7 +183,7 @@ def _drop_resets(role: str, cls: cst.ClassDef, method: str, why: str, required: 
 def _patch_runner(role: str, source: str) -> str:
     module = parse(role, source)
     cls, init, graphs, applies = _runner_parts(role, module)
-    body = list(init.body.body)
+    body = block_statements(init)
     note = statements(f"{MARK}: applied before the graphs are built, so they capture the drafter's ids (as 0.5.11)\npass")[0].leading_lines
     moved = body[applies].with_changes(leading_lines=[*body[applies].leading_lines, *note])
     builder = body[graphs]
@@ -190,12 +193,12 @@ def _patch_runner(role: str, source: str) -> str:
     new_init = init.with_changes(body=init.body.with_changes(body=rest))
     cls = replace_method(cls, init, new_init)
     cls = _drop_resets(role, cls, "_dummy_run", "initialize() applied the drafter's ids already", required=False)
-    return replace_class(module, find_class(module, RUNNER), cls).code
+    return replace_class(module, require_class(role, module, RUNNER), cls).code  # (_runner_parts found it)
 
 
 def _patch_graph_runner(role: str, source: str) -> str:
     module = parse(role, source)
-    cls = find_class(module, GRAPH_RUNNER)
+    cls = require_class(role, module, GRAPH_RUNNER)
     new = _drop_resets(role, cls, "__init__", "ModelRunner.initialize applied the drafter's ids before the graphs", required=True)
     return replace_class(module, cls, new).code
 

@@ -20,7 +20,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, statements
+from .._cst import Statement, block_statements, find_class, find_method, parse, statements
 
 ID = "vllm-cpu-attn-block16"
 DESCRIPTION = "CPU_ATTN also accepts block size 16, so an MLA target (CPU_MLA: [16]) and an EAGLE-3 drafter share the KV cache"
@@ -54,10 +54,11 @@ def _returned_list(role: str, source: str) -> tuple[cst.Module, cst.List]:
         raise FileNotAsExpected(role, f"no {BACKEND}.{METHOD}")
     if '"vec16"' not in source:
         raise FileNotAsExpected(role, "the CPU attention kernel selection has no 'vec16' (block size 16) path")
-    returns = [s.body[0] for s in method.body.body if m.matches(s, m.SimpleStatementLine(body=[m.Return(m.List())]))]
+    returns = [cst.ensure_type(s.body[0], cst.Return) for s in block_statements(method)
+               if isinstance(s, cst.SimpleStatementLine) and m.matches(s, m.SimpleStatementLine(body=[m.Return(m.List())]))]
     if len(returns) != 1:
         raise FileNotAsExpected(role, f"{BACKEND}.{METHOD} does not end in one `return [...]`")
-    return module, returns[0].value
+    return module, cst.ensure_type(returns[0].value, cst.List)  # matched `return [...]`
 
 
 def _accepts(node: cst.List, size: int) -> bool:
@@ -66,7 +67,7 @@ def _accepts(node: cst.List, size: int) -> bool:
         if isinstance(value, cst.Integer) and int(value.value) == size:
             return True
         if m.matches(value, m.Call(func=m.Name("MultipleOf"), args=[m.Arg(m.Integer())])):
-            base = int(value.args[0].value.value)
+            base = int(cst.ensure_type(cst.ensure_type(value, cst.Call).args[0].value, cst.Integer).value)  # as matched
             if base and size % base == 0:
                 return True
     return False
@@ -84,8 +85,8 @@ class _Declare16(cst.CSTTransformer):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         if original.name.value != METHOD:
             return updated
-        body = []
-        for stmt in updated.body.body:
+        body: list[Statement] = []
+        for stmt in block_statements(updated):
             if m.matches(stmt, m.SimpleStatementLine(body=[m.Return(m.List())])):
                 comment = statements(f"{MARK}: the kernel's vec16 path serves CPU_MLA's block size\npass")[0].leading_lines
                 stmt = stmt.with_changes(leading_lines=[*stmt.leading_lines, *comment])

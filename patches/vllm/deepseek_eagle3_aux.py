@@ -158,7 +158,7 @@ def _patch_model(role: str, module: cst.Module, model: cst.ClassDef) -> cst.Clas
         raise FileNotAsExpected(role, f"{MODEL_CLASS} has no __init__ or forward")
     new_init = init.with_changes(body=init.body.with_changes(body=list(init.body.body) + statements(_INIT_ATTR)))
     capture = _CaptureInForward()
-    new_forward = forward.visit(capture)
+    new_forward = cst.ensure_type(forward.visit(capture), cst.FunctionDef)
     if capture.loops != 1 or capture.returns != 1:
         raise FileNotAsExpected(
             role, f"{MODEL_CLASS}.forward is not as expected: found {capture.loops} decoder-layer loop(s) "

@@ -19,7 +19,7 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_class, find_method, parse, replace_class, replace_method, statements
+from .._cst import block_statements, find_class, find_method, parse, replace_class, replace_method, statements
 
 ID = "vllm-deepseek-eagle3-final-layer"
 DESCRIPTION = "DeepseekV2Model also captures the final layer's output (aux id = num_hidden_layers), as vLLM 0.25.0 does"
@@ -60,7 +60,7 @@ def find_files(tree) -> dict[str, str]:
 def _forward(role: str, module: cst.Module) -> tuple[cst.ClassDef, cst.FunctionDef]:
     cls = find_class(module, MODEL_CLASS)
     forward = find_method(cls, "forward") if cls is not None else None
-    if forward is None:
+    if forward is None or cls is None:
         raise FileNotAsExpected(role, f"no {MODEL_CLASS}.forward")
     if "self.aux_hidden_state_layers" not in module.code_for_node(forward):
         raise FileNotAsExpected(role, f"{MODEL_CLASS}.forward captures no aux hidden states (no self.aux_hidden_state_layers)")
@@ -78,7 +78,7 @@ def transform(role: str, source: str, options) -> str:
         return source
     module = parse(role, source)
     cls, forward = _forward(role, module)
-    body = list(forward.body.body)
+    body = block_statements(forward)
     norms = [i for i, s in enumerate(body) if m.matches(s, _FINAL_NORM)]
     if len(norms) != 1:
         raise FileNotAsExpected(role, f"{MODEL_CLASS}.forward has {len(norms)} `hidden_states, _ = self.norm(hidden_states, residual)` (expected 1)")

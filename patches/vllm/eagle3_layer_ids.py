@@ -27,7 +27,10 @@ import libcst.matchers as m
 from packaging.specifiers import SpecifierSet
 
 from .. import FileNotAsExpected
-from .._cst import find_method, insert_before_method, parse, parse_methods, replace_class, replace_method, require_class, statements
+from .._cst import (
+    Statement, block_statements, find_all, find_method, insert_before_method, parse, parse_methods, replace_class, replace_method,
+    require_class, statements,
+)
 
 ID = "vllm-eagle3-layer-ids"
 DESCRIPTION = "the model runners read the drafter's aux layer ids: top-level, then nested in eagle_config (convention: --nested-ids-convention)"
@@ -101,10 +104,10 @@ def _reader(role: str, module: cst.Module) -> tuple[cst.ClassDef | None, cst.Fun
 def _nested_read(fn: cst.FunctionDef) -> cst.Call | None:
     """`<x>.get("eagle_aux_hidden_state_layer_ids")` where x came from `getattr(hf_config, "eagle_config", ...)`."""
     holders = {
-        t.target.value for a in m.findall(fn, m.Assign(value=m.Call(func=m.Name("getattr"), args=[m.Arg(), m.Arg(m.SimpleString()), m.ZeroOrMore()])))
+        t.target.value for a in find_all(fn, m.Assign(value=m.Call(func=m.Name("getattr"), args=[m.Arg(), m.Arg(m.SimpleString()), m.ZeroOrMore()])))
         for t in a.targets if isinstance(t.target, cst.Name) and a.value.args[1].value.evaluated_value == NESTED
     }
-    for call in m.findall(fn, m.Call(func=m.Attribute(value=m.Name(), attr=m.Name("get")), args=[m.Arg(m.SimpleString()), m.ZeroOrMore()])):
+    for call in find_all(fn, m.Call(func=m.Attribute(value=m.Name(), attr=m.Name("get")), args=[m.Arg(m.SimpleString()), m.ZeroOrMore()])):
         if call.func.value.value in holders and call.args[0].value.evaluated_value == KEY:
             return call
     return None
@@ -115,8 +118,8 @@ def nested_offset(fn: cst.FunctionDef) -> int | None:
     read = _nested_read(fn)
     if read is None:
         return None
-    for comp in m.findall(fn, m.ListComp(for_in=m.CompFor(target=m.Name()))):
-        if m.findall(comp.for_in.iter, m.Call(func=m.Attribute(attr=m.Name("get")), args=[m.Arg(m.SimpleString(f'"{KEY}"')), m.ZeroOrMore()])):
+    for comp in find_all(fn, m.ListComp(for_in=m.CompFor(target=m.Name()))):
+        if find_all(comp.for_in.iter, m.Call(func=m.Attribute(attr=m.Name("get")), args=[m.Arg(m.SimpleString(f'"{KEY}"')), m.ZeroOrMore()])):
             elt = comp.elt
             if m.matches(elt, m.BinaryOperation(left=m.Name(comp.for_in.target.value), operator=m.Add(), right=m.Integer())):
                 return int(elt.right.value)
@@ -148,7 +151,7 @@ _ATTR_READ = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name
 _FINAL_CHECK = m.If(test=m.BooleanOperation(left=m.Name("layer_ids"), operator=m.And()))
 
 
-def _nested_block(offset: int) -> list[cst.BaseStatement]:
+def _nested_block(offset: int) -> list[Statement]:
     read = f'(eagle_config.get("{KEY}") or [])'
     ids = f"[i + {offset} for i in {read}]" if offset else f"list({read})"
     meaning = "output-of ids: + 1 is the layer vLLM captures before" if offset == 1 else (
@@ -163,9 +166,9 @@ def _nested_block(offset: int) -> list[cst.BaseStatement]:
 
 
 def _without_our_block(fn: cst.FunctionDef) -> cst.FunctionDef:
-    body: list[cst.BaseStatement] = []
+    body: list[Statement] = []
     carried = None
-    for stmt in fn.body.body:
+    for stmt in block_statements(fn):
         if isinstance(stmt, cst.If) and MARK in cst.Module([stmt]).code:
             carried = stmt.leading_lines  # the next statement gets back the spacing it had before
             continue
@@ -180,10 +183,10 @@ def _patch_reader(role: str, fn: cst.FunctionDef, offset: int) -> cst.FunctionDe
             raise FileNotAsExpected(role, f"{fn.name.value} reads {NESTED}.{KEY} already, with another offset than "
                                     f"nested_ids_convention asks for (+{offset}); this patch changes only its own reading")
         fn = _without_our_block(fn)  # applied before with the other convention: replace it
-    body = list(fn.body.body)
+    body = block_statements(fn)
     if not any(m.matches(s, m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget(m.Name("hf_config"))])])) for s in body):
         raise FileNotAsExpected(role, f"{fn.name.value} has no `hf_config = ...` (the drafter's config) to read from")
-    out: list[cst.BaseStatement] = []
+    out: list[Statement] = []
     for i, stmt in enumerate(body):
         if m.matches(stmt, _GUARD) and i + 1 < len(body) and m.matches(body[i + 1], _ATTR_READ):
             continue  # 0.11.1-0.19.1 return early without the top-level key; read it with getattr instead (as 0.20.0)
@@ -240,7 +243,7 @@ def _add_v1_reader(role: str, cls: cst.ClassDef, offset: int) -> cst.ClassDef:
     if load is None:
         raise FileNotAsExpected(role, f"no {RUNNER}.load_model")
     user = _UseTheReader()
-    new_load = load.visit(user)
+    new_load = cst.ensure_type(load.visit(user), cst.FunctionDef)
     if user.calls != 1:
         raise FileNotAsExpected(role, f"{RUNNER}.load_model has {user.calls} `self.model.{OLD_GETTER}()` (expected 1)")
     cls = replace_method(cls, load, new_load)
@@ -254,6 +257,7 @@ def transform(role: str, source: str, options) -> str:
     if _reader_has_fix(role, fn, options):
         return source
     if fn is None:  # v1 up to 0.11.0: no reader at all
+        assert cls is not None  # _reader gives v1's class with it
         return replace_class(module, cls, _add_v1_reader(role, cls, offset)).code
     new = _patch_reader(role, fn, offset)
     if cls is None:

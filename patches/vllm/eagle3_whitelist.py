@@ -15,6 +15,7 @@ EAGLE-3 interface (patch vllm-deepseek-eagle3-aux).
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 import libcst as cst
 from packaging.specifiers import SpecifierSet
@@ -95,11 +96,14 @@ class _FindWhitelist(cst.CSTVisitor):
 
 
 def _strings(node: cst.List) -> list[str] | None:
-    out = []
+    out: list[str] = []
     for element in node.elements:
         if not isinstance(element.value, cst.SimpleString):
             return None
-        out.append(element.value.evaluated_value)
+        value = element.value.evaluated_value
+        if not isinstance(value, str):  # a bytes literal: not a list of model types
+            return None
+        out.append(value)
     return out
 
 
@@ -115,7 +119,7 @@ def _whitelist(relpath: str, module: cst.Module) -> tuple[str, cst.List]:
     return names[0], finder.lists[names[0]]
 
 
-def missing(entries: list[str], wanted) -> list[str]:
+def missing(entries: Sequence[str], wanted) -> list[str]:
     """The requested types no entry matches (vLLM's test: `entry in model_type`), in order."""
     out: list[str] = []
     for model_type in wanted:

@@ -31,7 +31,7 @@ from .. import FileNotAsExpected
 from .._capture import enumerate_from_start_layer, fix_present, require_vllm_protocol
 from .._cst import (
     add_base, add_import_or_refuse, base_names, find_method, insert_before_method, parse, parse_methods, replace_class,
-    replace_method, require_class, statements,
+    Statement, block_statements, replace_method, require_class, statements,
 )
 
 ID = "vllm-glm4-moe-eagle3"
@@ -129,7 +129,7 @@ def _capturing_loop(loop: cst.For) -> cst.For:
 
 
 def _patch_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
-    body = list(forward.body.body)
+    body = block_statements(forward)
     loops = [i for i, s in enumerate(body) if m.matches(s, _ISLICE_LOOP) or m.matches(s, _RANGE_LOOP)]
     norms = [i for i, s in enumerate(body) if m.matches(s, _FINAL_NORM)]
     if len(loops) != 1 or len(norms) != 1 or not m.matches(body[-1], _RETURN_HIDDEN) or not loops[0] < norms[0]:
@@ -137,11 +137,11 @@ def _patch_forward(role: str, forward: cst.FunctionDef) -> cst.FunctionDef:
             role, f"{MODEL_CLASS}.forward is not as expected: {len(loops)} decoder-layer loop(s) over self.layers, "
             f"{len(norms)} final `hidden_states, _ = self.norm(...)` and a final `return hidden_states` (expected 1, 1, yes)",
         )
-    new: list[cst.BaseStatement] = []
+    new: list[Statement] = []
     for i, stmt in enumerate(body):
         if i == loops[0]:
             new.append(statements(f"aux_hidden_states = []  {MARK}")[0].with_changes(leading_lines=stmt.leading_lines))
-            stmt = _capturing_loop(stmt).with_changes(leading_lines=())
+            stmt = _capturing_loop(cst.ensure_type(stmt, cst.For)).with_changes(leading_lines=())  # matched a loop
         elif i == norms[0]:
             final = statements(_FINAL)
             new.extend([final[0].with_changes(leading_lines=[*stmt.leading_lines, *final[0].leading_lines]), *final[1:]])

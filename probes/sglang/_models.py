@@ -136,7 +136,7 @@ class CaptureMethod:
 
     cls: str
     relpath: str
-    node: ast.FunctionDef
+    node: ast.FunctionDef | ast.AsyncFunctionDef
     accepts_layer_ids: bool
     offset: object  # 1 | 0 | {"offset", "when", ...} | "delegates" | None (ids not accepted or not understood)
     delegates_to: str | None = None  # attribute name: "language_model", "model"
@@ -145,7 +145,7 @@ class CaptureMethod:
     default_shifted: bool = False  # the default ids also go through the offset
 
 
-def analyze_capture_method(cls_name: str, relpath: str, fn: ast.FunctionDef) -> CaptureMethod:
+def analyze_capture_method(cls_name: str, relpath: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> CaptureMethod:
     params = [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
     default, default_node = _default_ids(fn)
     if not params:
@@ -179,7 +179,7 @@ def analyze_capture_method(cls_name: str, relpath: str, fn: ast.FunctionDef) -> 
     return method
 
 
-def _shifting_comprehensions(fn: ast.FunctionDef, ids: str):
+def _shifting_comprehensions(fn: ast.FunctionDef | ast.AsyncFunctionDef, ids: str):
     """`[val + 1 for val in layer_ids]` (any constant, either order): yields (node, +/-constant)."""
     for node in ast.walk(fn):
         if not isinstance(node, (ast.ListComp, ast.GeneratorExp)) or len(node.generators) != 1:
@@ -221,7 +221,7 @@ def _negate(test: ast.AST) -> str:
     return f"not ({ast.unparse(test)})"
 
 
-def _conditions(node: ast.AST, parents: dict, fn: ast.FunctionDef, ids: str) -> list[str]:
+def _conditions(node: ast.AST, parents: dict, fn: ast.FunctionDef | ast.AsyncFunctionDef, ids: str) -> list[str]:
     """The `if` tests (as source) that must hold for `node` to run, minus 'ids were given' checks."""
     out: list[str] = []
     child = node
@@ -229,7 +229,7 @@ def _conditions(node: ast.AST, parents: dict, fn: ast.FunctionDef, ids: str) -> 
         parent = parents[child]
         if isinstance(parent, (ast.If, ast.IfExp)) and child is not parent.test:
             in_body = child in parent.body if isinstance(parent, ast.If) else child is parent.body
-            test = parent.test
+            test: ast.expr | None = parent.test
             if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
                 # `layer_ids and layer_ids[0] == 1`: the truthiness guard is not the rule
                 kept = [v for v in test.values if not _is_presence_check(v, ids)]
@@ -240,7 +240,7 @@ def _conditions(node: ast.AST, parents: dict, fn: ast.FunctionDef, ids: str) -> 
     return list(reversed(out))
 
 
-def _uses_ids_unchanged(fn: ast.FunctionDef, ids: str) -> bool:
+def _uses_ids_unchanged(fn: ast.FunctionDef | ast.AsyncFunctionDef, ids: str) -> bool:
     """An assignment of `layer_ids` or `list(layer_ids)` to an attribute (`self.model.layers_to_capture`)."""
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) for t in node.targets):
@@ -252,7 +252,7 @@ def _uses_ids_unchanged(fn: ast.FunctionDef, ids: str) -> bool:
     return False
 
 
-def _pass_through(fn: ast.FunctionDef, ids: str) -> str | None:
+def _pass_through(fn: ast.FunctionDef | ast.AsyncFunctionDef, ids: str) -> str | None:
     """`self.<attr>.set_eagle3_layers_to_capture(layer_ids)`: the attribute the ids are handed to."""
     for node in ast.walk(fn):
         if (
@@ -270,7 +270,7 @@ class _ToN(ast.NodeTransformer):
         return ast.copy_location(ast.Name("N", ast.Load()), node)
 
 
-def _default_ids(fn: ast.FunctionDef) -> tuple[str | None, ast.AST | None]:
+def _default_ids(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str | None, ast.AST | None]:
     """The default id list (`[2, num_layers // 2, num_layers - 3]`), with the layer count written N."""
     for node in ast.walk(fn):
         if isinstance(node, ast.List) and node.elts and any(isinstance(e, ast.BinOp) for e in node.elts):
@@ -353,7 +353,9 @@ def _build_targets(tree: EngineTree) -> list[Target]:
     for name in sorted(has_hook):
         registered_in = index.registered.get(name)
         header = index.find(name, registered_in[0] if registered_in else None, tree)
-        method = header and resolve(header)
+        if header is None:
+            continue
+        method = resolve(header)
         if not method:
             continue
         target = Target(name, header.relpath, header.line, registered_in is not None, method)
@@ -372,6 +374,7 @@ def _assigned_class(tree: EngineTree, index: ModelsIndex, method: CaptureMethod)
     header = index.find(method.cls, method.relpath, tree)
     if header is None:
         return None
+    assert method.delegates_to is not None  # asked only of a class that delegates
     data = tree.read_bytes(header.relpath)
     body = data[header.start:block_end(data, header.start)]
     m = re.search(rb"self\.%s\s*(?::[^=\n]*)?=\s*([A-Z]\w*)\s*\(" % re.escape(method.delegates_to.encode()), body)

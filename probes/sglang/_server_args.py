@@ -15,12 +15,13 @@ server_args.py imports), so a renamed or split namespace file is still found.
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 import functools
 import operator
 import re
 from dataclasses import dataclass, field
 
-from compat.probes._ast import class_fields, find_class, literal, methods, top_level_classes
+from compat.probes._ast import class_fields, field_name, find_class, literal, methods, top_level_classes
 from compat.probes.sglang._models import _memo
 from compat.probes.sglang._source import parse_piece, top_level_end
 from compat.tree import EngineTree
@@ -192,7 +193,7 @@ def _subscript_head(node: ast.AST) -> str | None:
 def _fields_of(tree: EngineTree, relpath: str, cls: ast.ClassDef, namespace: str | None) -> list[FieldDecl]:
     out = []
     for stmt in class_fields(cls):
-        name = stmt.target.id
+        name = field_name(stmt)
         if name.startswith("__"):
             continue
         annotated = _annotated(stmt.annotation)
@@ -221,8 +222,9 @@ def _module_level(body: list[ast.stmt]):
                 yield from _module_level(part)
 
 
-def _namespaces(tree: EngineTree, imported: list[str]) -> list[tuple[str, str, ast.ClassDef]]:
-    """Classes carrying `_NS_PATH` in the sglang modules that server_args.py imports."""
+def _namespaces(tree: EngineTree, imported: list[str], every: bool = False) -> list[tuple[str, str, ast.ClassDef]]:
+    """Classes carrying `_NS_PATH` in the sglang modules that server_args.py imports (every: not only the
+    namespaces with a speculative field)."""
     out, seen = [], set()
     for name in imported:
         if not name.startswith("sglang."):
@@ -233,7 +235,7 @@ def _namespaces(tree: EngineTree, imported: list[str]) -> list[tuple[str, str, a
         seen.add(relpath)
         data = tree.read_bytes(relpath)
         # only namespaces declaring a speculative field are parsed (a dozen files, ~0.1 s for all)
-        if b"_NS_PATH" not in data or not _SPEC_FIELD.search(data):
+        if b"_NS_PATH" not in data or not (every or _SPEC_FIELD.search(data)):
             continue
         for cls in top_level_classes(tree.parse(relpath)).values():
             path = _ns_path(cls)
@@ -243,7 +245,7 @@ def _namespaces(tree: EngineTree, imported: list[str]) -> list[tuple[str, str, a
 
 
 # -- flags -------------------------------------------------------------------------------
-def _is_add_argument(node: ast.AST) -> bool:
+def _is_add_argument(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
 
 
@@ -266,6 +268,7 @@ def _add_argument_flags(tree: EngineTree, relpath: str, calls: list[ast.Call], f
                 default = constant(dflt)
         else:
             default = False if action_text == "store_true" else True if action_text == "store_false" else None
+        type_text: str | None
         if action_text in ("store_true", "store_false"):
             type_text = "bool"
         elif "type" in kw:
@@ -287,17 +290,18 @@ def _annotated_flag(tree: EngineTree, decl: FieldDecl) -> Flag | None:
         return None
     name = literal(meta["cli_name"]) if "cli_name" in meta else "--" + decl.name.replace("_", "-")
     aliases = literal(meta.get("aliases")) or []
+    assert decl.inner_type is not None  # _fields_of sets it on every field
     inner = _unwrap_optional(decl.inner_type)
     choices = resolve_choices(tree, decl.relpath, meta.get("choices"))
     action = ast.unparse(meta["action"]) if "action" in meta else None
     nargs = literal(meta["nargs"]) if "nargs" in meta else None
     head = _subscript_head(inner)
     type_text = ast.unparse(meta["type_parser"]) if "type_parser" in meta else ast.unparse(inner)
-    if action is None and head == "Literal":
+    if action is None and head == "Literal" and isinstance(inner, ast.Subscript):  # (a head is a subscript's)
         values = inner.slice.elts if isinstance(inner.slice, ast.Tuple) else [inner.slice]
         choices = choices if choices is not None else [literal(v) for v in values]
         type_text = type(choices[0]).__name__ if choices and "type_parser" not in meta else type_text
-    elif action is None and head in ("List", "list") and "type_parser" not in meta:
+    elif action is None and head in ("List", "list") and "type_parser" not in meta and isinstance(inner, ast.Subscript):
         type_text, nargs = ast.unparse(inner.slice), nargs or "+"
     elif action is None and isinstance(inner, ast.Name) and inner.id == "bool":
         action, type_text = "store_true", "bool"
@@ -322,20 +326,34 @@ def _build(tree: EngineTree) -> ServerArgsSource | None:
     return _build_from_class(tree, *found) if found else None
 
 
-def _build_from_class(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> ServerArgsSource:
+def every_flag(tree: EngineTree) -> ServerArgsSource | None:
+    """Every flag of `python -m sglang.launch_server` (prepare_server_args: an argparse parser that
+    ServerArgs.add_cli_args fills), not only the speculative ones: server_args.py parsed whole."""
+    return _memo(tree, "server_args_every_flag", _build_every)
+
+
+def _build_every(tree: EngineTree) -> ServerArgsSource | None:
+    found = ((SERVER_ARGS_HOME, top_level_classes(tree.parse(SERVER_ARGS_HOME)).get("ServerArgs"))
+             if tree.exists(SERVER_ARGS_HOME) else find_class(tree, "ServerArgs", under="sglang/srt"))
+    if found is None or found[1] is None:
+        return None
+    return _build_from_class(tree, found[0], found[1], every=True)
+
+
+def _build_from_class(tree: EngineTree, relpath: str, cls: ast.ClassDef, every: bool = False) -> ServerArgsSource:
     module = tree.parse(relpath)
     source = ServerArgsSource(relpath, cls.lineno)
     source.fields = _fields_of(tree, relpath, cls, None)
     source.namespaces = _namespaces(tree, [n.module for n in _module_level(module.body)
-                                           if isinstance(n, ast.ImportFrom) and n.module])
+                                           if isinstance(n, ast.ImportFrom) and n.module], every)
     add_cli_args = methods(cls).get("add_cli_args")
     calls = [n for n in ast.walk(add_cli_args or module) if _is_add_argument(n)]
-    return _finish(tree, source, calls)
+    return _finish(tree, source, calls, every)
 
 
-def _finish(tree: EngineTree, source: ServerArgsSource, calls: list[ast.Call]) -> ServerArgsSource:
+def _finish(tree: EngineTree, source: ServerArgsSource, calls: list[ast.Call], every: bool = False) -> ServerArgsSource:
     for path, ns_relpath, ns_cls in source.namespaces:
-        source.fields.extend(f for f in _fields_of(tree, ns_relpath, ns_cls, path) if is_speculative(f.name))
+        source.fields.extend(f for f in _fields_of(tree, ns_relpath, ns_cls, path) if every or is_speculative(f.name))
     by_name = {f.name: f for f in source.fields}
     source.flags = _add_argument_flags(tree, source.relpath, calls, by_name)
     explicit = {f.dest for f in source.flags}
@@ -420,7 +438,7 @@ def _build_from_pieces(tree: EngineTree, relpath: str) -> ServerArgsSource | Non
                 raise _Fallback
             source.fields.extend(_fields_of(tree, relpath, ast.ClassDef("ServerArgs", [], [], [node], []), None))
         # add_argument calls inside add_cli_args whose text mentions a speculative word
-        calls = []
+        calls: list[ast.Call] = []
         dm = re.compile(rb"\n" + re.escape(indent) + rb"def add_cli_args\b").search(data, m.end() - 1, end)
         if dm is not None:
             method_end_m = re.compile(rb"\n" + (rb"[ \t]{0,%d}" % len(indent)) + rb"[^\s#)\]}]").search(data, dm.end(), end)
@@ -431,8 +449,7 @@ def _build_from_pieces(tree: EngineTree, relpath: str) -> ServerArgsSource | Non
                 if any(w in window for w in _SPEC_BYTES):
                     line_start = data.rfind(b"\n", 0, pos) + 1
                     node = _statement_at(data, line_start, lines(line_start))
-                    found = [n for n in ast.walk(node)] if node is not None else []
-                    found = [n for n in found if _is_add_argument(n)]
+                    found = [n for n in ast.walk(node) if _is_add_argument(n)] if node is not None else []
                     if not found:
                         raise _Fallback
                     calls.extend(found)

@@ -68,7 +68,7 @@ def parse_piece(data: bytes, start: int, end: int, line: int) -> ast.stmt | None
         module = ast.parse("if 1:\n" + text if indented else text)
     except SyntaxError:
         return None
-    body = module.body[0].body if indented and module.body else module.body
+    body = module.body[0].body if indented and module.body and isinstance(module.body[0], ast.If) else module.body  # `if 1:`
     if not body:
         return None
     node = body[0]
@@ -83,9 +83,9 @@ def parse_block(tree: EngineTree, relpath: str, start: int) -> ast.stmt | None:
     node = parse_piece(data, start, block_end(data, start), first_line)
     if node is not None:
         return node
-    for node in ast.walk(tree.parse(relpath)):  # raises UnparseableFile when the file itself is bad
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)) and node.lineno == first_line:
-            return node
+    for found in ast.walk(tree.parse(relpath)):  # raises UnparseableFile when the file itself is bad
+        if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)) and found.lineno == first_line:
+            return found
     return None
 
 

@@ -30,7 +30,7 @@ def _occurrences(data: bytes, needle: bytes):
         pos = data.find(needle, pos + 1)
 
 
-def _function_at(tree: EngineTree, relpath: str, offset: int) -> ast.FunctionDef | None:
+def _function_at(tree: EngineTree, relpath: str, offset: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     data = tree.read_bytes(relpath)
     start = enclosing_def_start(data, offset)
     node = parse_block(tree, relpath, start) if start is not None else None
@@ -52,7 +52,7 @@ def _config_reads(tree: EngineTree) -> list[dict]:
     return out
 
 
-def _reads_in(tree: EngineTree, relpath: str, fn: ast.FunctionDef) -> list[dict]:
+def _reads_in(tree: EngineTree, relpath: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict]:
     assigned = {}  # name -> source of what it was assigned from
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign):
@@ -149,7 +149,7 @@ def aux_layer_ids(tree: EngineTree) -> dict:
     calls = _capture_calls(tree)
 
     # defaults and rules as the defining classes write them
-    own = {}
+    own: dict = {}
     for t in targets:
         own.setdefault((t.method.relpath, t.method.cls), t.method)
     llama = next((m for m in own.values() if m.cls == "LlamaForCausalLM"), None)

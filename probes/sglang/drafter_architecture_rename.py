@@ -123,15 +123,14 @@ def _nested(sub: ast.AST, rule: ast.If, parents: dict) -> bool:
     return False
 
 
-def _architecture_test(code: ModuleCode, node: ast.AST) -> list[str] | None:
+def _architecture_test(code: ModuleCode, node: ast.AST) -> list | None:  # of literals as written
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and _first_architecture(node.left)):
         return None
     comp = node.comparators[0]
     if isinstance(node.ops[0], ast.Eq) and isinstance(comp, ast.Constant):
         return [comp.value]
     if isinstance(node.ops[0], ast.In):
-        if isinstance(comp, ast.Name) and isinstance(code.assigns.get(comp.id), (ast.List, ast.Tuple, ast.Set)):
-            comp = code.assigns[comp.id]  # MIMO_V2_MODEL_ARCHS = [...]
-        if isinstance(comp, (ast.List, ast.Tuple, ast.Set)):
-            return [e.value for e in comp.elts if isinstance(e, ast.Constant)]
+        listed = code.assigns.get(comp.id) if isinstance(comp, ast.Name) else comp  # MIMO_V2_MODEL_ARCHS = [...]
+        if isinstance(listed, (ast.List, ast.Tuple, ast.Set)):
+            return [e.value for e in listed.elts if isinstance(e, ast.Constant)]
     return None

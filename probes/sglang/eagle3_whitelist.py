@@ -12,6 +12,7 @@ among them would make `present` true.
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 from compat.probes import probe
 from compat.probes.sglang._models import CAPTURE_METHOD, MODELS_DIR, capture_methods, is_eagle3_drafter_name, models_index
@@ -44,7 +45,8 @@ def _message(exc: ast.AST | None) -> str | None:
         if isinstance(arg, ast.Constant):
             return str(arg.value)
         if isinstance(arg, ast.JoinedStr):
-            return "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}" for v in arg.values)
+            return "".join(str(v.value) if isinstance(v, ast.Constant) else "{" + ast.unparse(cast(ast.FormattedValue, v).value) + "}"
+                           for v in arg.values)  # an f-string's parts are str constants and formatted values
         return ast.unparse(arg)
     return ast.unparse(exc) if exc is not None else None
 
@@ -83,7 +85,8 @@ def _raises(tree: EngineTree, relpath: str, block: ast.AST, function: str | None
     for node in ast.walk(block):
         if not isinstance(node, ast.Raise):
             continue
-        test, child = None, node
+        test: ast.expr | None = None
+        child: ast.AST = node
         while child in parents:
             parent = parents[child]
             if isinstance(parent, ast.If):

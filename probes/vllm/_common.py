@@ -85,7 +85,7 @@ def imported_from(tree: EngineTree, relpath: str, module: ast.Module, name: str)
 
 def module_assignment(module: ast.Module, name: str) -> ast.Assign | ast.AnnAssign | None:
     """The last top-level `name = ...` / `name: T = ...` of a module (also inside `if TYPE_CHECKING:`)."""
-    found = None
+    found: ast.Assign | ast.AnnAssign | None = None
     stack = list(module.body)
     for node in stack:
         if isinstance(node, ast.If):
@@ -113,7 +113,7 @@ def resolve_name(tree: EngineTree, relpath: str, name: str, _depth: int = 0) -> 
     return None
 
 
-def resolve_function(tree: EngineTree, relpath: str, name: str, _depth: int = 0) -> tuple[str, ast.FunctionDef] | None:
+def resolve_function(tree: EngineTree, relpath: str, name: str, _depth: int = 0) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """Follow a function name from `relpath` to its `def` (across `from x import name`)."""
     if _depth > 5 or not tree.exists(relpath):
         return None
@@ -225,7 +225,8 @@ def _dict_entries(body: list[ast.stmt]) -> list[RegistryEntry]:
                 and isinstance(val, ast.Tuple) and len(val.elts) == 2
                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in val.elts)
             ):
-                out.append(RegistryEntry(target.id, key.value, val.elts[0].value, val.elts[1].value, key.lineno))
+                module_name, class_name = [e.value for e in val.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+                out.append(RegistryEntry(target.id, key.value, module_name, class_name, key.lineno))
     return out
 
 

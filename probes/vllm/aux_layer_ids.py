@@ -56,7 +56,7 @@ def aux_layer_ids(tree: EngineTree) -> dict:
     return out
 
 
-def _find_function(tree: EngineTree, name: str, home: str) -> tuple[str, ast.FunctionDef] | None:
+def _find_function(tree: EngineTree, name: str, home: str) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     needle = f"def {name}(".encode()
     candidates = [home] if tree.exists(home) and needle in tree.read_bytes(home) else []
     candidates = candidates or tree.grep(needle, under="vllm/v1")  # the runners live in vllm/v1
@@ -68,7 +68,7 @@ def _find_function(tree: EngineTree, name: str, home: str) -> tuple[str, ast.Fun
 
 
 # -- the keys a reader function reads ------------------------------------------------------------
-def _keys(tree: EngineTree, relpath: str, func: ast.FunctionDef) -> list[dict]:
+def _keys(tree: EngineTree, relpath: str, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[dict]:
     parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
     config_objects = _config_objects(func)
     results = _returned_names(func)
@@ -114,7 +114,7 @@ def _keys(tree: EngineTree, relpath: str, func: ast.FunctionDef) -> list[dict]:
 
     keys: list[dict] = []
 
-    def add(key: str, where: str, node: ast.AST, offset: int, condition: str | None = None) -> None:
+    def add(key: object, where: str, node: ast.AST, offset: int, condition: str | None = None) -> None:  # key: a literal, as written
         entry = {"key": key, "where": where, "offset": offset, "location": tree.loc(relpath, node)}
         if condition:
             entry["unshifted_when"] = condition
@@ -147,7 +147,7 @@ def _keys(tree: EngineTree, relpath: str, func: ast.FunctionDef) -> list[dict]:
     return keys
 
 
-def _config_objects(func: ast.FunctionDef) -> set[str]:
+def _config_objects(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Local names bound to the drafter's hf_config (`hf_config = ...draft_model_config.hf_config`)."""
     names = {"hf_config"}
     for node in ast.walk(func):
@@ -156,15 +156,15 @@ def _config_objects(func: ast.FunctionDef) -> set[str]:
     return names
 
 
-def _returned_names(func: ast.FunctionDef) -> set[str]:
-    out = set()
+def _returned_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    out: set[str] = set()
     for node in ast.walk(func):
         if isinstance(node, ast.Return) and node.value is not None:
             out.update(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
     return out
 
 
-def _shift(comp: ast.AST) -> int | None:
+def _shift(comp: ast.AST | None) -> int | None:
     """+c for `[i + c for i in ...]`, 0 for `[i for i in ...]`, None for anything else."""
     if isinstance(comp, (ast.ListComp, ast.GeneratorExp)) and len(comp.generators) == 1:
         var = comp.generators[0].target
@@ -177,7 +177,7 @@ def _shift(comp: ast.AST) -> int | None:
     return None
 
 
-def _offsets(node: ast.AST, parents: dict, results: set[str], func: ast.FunctionDef) -> list[tuple[int, str | None]]:
+def _offsets(node: ast.AST, parents: dict, results: set[str], func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, str | None]]:
     """How a read value reaches the returned ids: [(offset, condition under which it is not shifted)]."""
     child, parent = node, parents.get(node)
     while parent is not None:
@@ -201,9 +201,10 @@ def _offsets(node: ast.AST, parents: dict, results: set[str], func: ast.Function
     return []
 
 
-def _variable_offsets(names: list[str], parents: dict, results: set[str], func: ast.FunctionDef) -> list[tuple[int, str | None]]:
+def _variable_offsets(names: list[str], parents: dict, results: set[str], func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, str | None]]:
     """An intermediate variable (`dspark_layer_ids`): how each of its uses reaches the result."""
-    shifted, unshifted = [], []
+    shifted: list[tuple[int, ast.Name]] = []
+    unshifted: list[tuple[int, ast.Name]] = []
     for use in ast.walk(func):
         if isinstance(use, ast.Name) and use.id in names and isinstance(use.ctx, ast.Load):
             flows = _offsets(use, parents, results, func)
@@ -245,7 +246,7 @@ def _default(tree: EngineTree) -> dict:
             if func is None:
                 continue
             ret = next((n for n in ast.walk(func) if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple)), None)
-            if ret is None:
+            if ret is None or ret.value is None:  # (it returns a tuple)
                 continue
             counts = {
                 t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import TypeGuard, cast
 
 from compat.probes import probe
 from compat.probes._ast import find_class_field, find_def, literal, unparse
@@ -27,7 +28,7 @@ SCALARS = {"int": "int", "str": "str", "float": "float"}
 def cli_flags(tree: EngineTree) -> list[dict]:
     relpath = arg_utils_file(tree)
     func = find_def(tree, relpath, "add_cli_args") if relpath else None
-    if func is None:
+    if func is None or relpath is None:
         return []
     assigns = [n for n in ast.walk(func) if isinstance(n, ast.Assign)]
     groups = _groups(assigns)
@@ -43,7 +44,7 @@ def cli_flags(tree: EngineTree) -> list[dict]:
             "aliases": [n for n in names if n != long_names[0]],
             "parse": None,
             "choices": None,
-            "group": groups.get(unparse(call.func.value), unparse(call.func.value)),
+            "group": groups.get(_holder(call), _holder(call)),
             "location": tree.loc(relpath, call),
         }
         keywords = {k.arg: k.value for k in call.keywords if k.arg}
@@ -58,19 +59,24 @@ def cli_flags(tree: EngineTree) -> list[dict]:
     return out
 
 
-def _is_add_argument(node: ast.AST) -> bool:
+def _is_add_argument(node: ast.AST) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+
+
+def _holder(call: ast.Call) -> str:
+    """`vllm_group` of `vllm_group.add_argument(...)` (_is_add_argument checked the attribute call)."""
+    return unparse(cast(ast.Attribute, call.func).value)
 
 
 def _groups(assigns: list[ast.Assign]) -> dict[str, str]:
     """`vllm_group = parser.add_argument_group(title="VllmConfig", ...)` -> {"vllm_group": "VllmConfig"}."""
-    out = {}
+    out: dict[str, str] = {}
     for node in assigns:
         if isinstance(node.value, ast.Call):
             call = node.value
             if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument_group":
                 title = next((k.value for k in call.keywords if k.arg == "title"), call.args[0] if call.args else None)
-                if isinstance(title, ast.Constant):
+                if isinstance(title, ast.Constant) and isinstance(title.value, str):
                     for target in node.targets:
                         out[unparse(target)] = title.value
     return out
@@ -90,7 +96,8 @@ def _kwargs_sources(assigns: list[ast.Assign]) -> dict[str, str]:
 
 def _from_generated_kwargs(tree, relpath, assigns, call, splat, sources, flag) -> dict:
     """`**vllm_kwargs["speculative_config"]`: an override assigned before the call, else the annotation."""
-    if not (isinstance(splat, ast.Subscript) and isinstance(splat.value, ast.Name) and isinstance(splat.slice, ast.Constant)):
+    if not (isinstance(splat, ast.Subscript) and isinstance(splat.value, ast.Name) and isinstance(splat.slice, ast.Constant)
+            and isinstance(splat.slice.value, str)):
         return {}
     holder, field = splat.value.id, splat.slice.value
     out: dict = {"field": f"{sources.get(holder, holder)}.{field}"}
@@ -132,9 +139,9 @@ def _annotation(tree: EngineTree, cls_name: str | None, field: str) -> tuple[str
         return None
     for relpath in homes:
         if tree.exists(relpath):
-            stmt = find_class_field(tree, relpath, cls_name, field)
-            if stmt is not None:
-                return relpath, stmt
+            field_stmt = find_class_field(tree, relpath, cls_name, field)
+            if field_stmt is not None:
+                return relpath, field_stmt
     return None
 
 
@@ -143,6 +150,7 @@ def _derive(tree: EngineTree, relpath: str, annotation: ast.AST) -> dict:
     text = unparse(annotation)
     optional = "None" in text or text.startswith("Optional[")
     choices = literal_strings(tree, relpath, annotation)
+    inner: str | None
     if choices:
         inner = "str"
     else:

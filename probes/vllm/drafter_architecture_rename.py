@@ -78,8 +78,9 @@ def eagle_config_rule(tree: EngineTree) -> dict | None:
 def _method_tested(test: ast.AST) -> str | None:
     """`method == "eagle3"` -> "eagle3"."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-        if isinstance(test.left, ast.Name) and "method" in test.left.id and isinstance(test.comparators[0], ast.Constant):
-            return test.comparators[0].value
+        compared = test.comparators[0]
+        if isinstance(test.left, ast.Name) and "method" in test.left.id and isinstance(compared, ast.Constant) and isinstance(compared.value, str):
+            return compared.value
     return None
 
 
@@ -112,8 +113,8 @@ def _prefixed(node: ast.AST, var: str) -> str | None:
     if isinstance(node, ast.JoinedStr) and len(node.values) == 2:
         head, tail = node.values
         if isinstance(head, ast.Constant) and isinstance(tail, ast.FormattedValue) and getattr(tail.value, "id", None) == var:
-            return head.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant):
+            return str(head.value)  # an f-string's constant part is a str
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
         if getattr(node.right, "id", None) == var:
             return node.left.value
     return None
@@ -145,13 +146,13 @@ def mtp_override(tree: EngineTree) -> dict | None:
             if rule is not None:
                 rules.append(rule)
     used_at = [tree.loc(relpath, n) for n in ast.walk(cls) if isinstance(n, ast.Attribute) and n.attr == "hf_config_override"]
-    out = {"function": f"{cls.name}.hf_config_override", "location": tree.loc(relpath, func), "used_at": used_at, "rules": rules}
+    out: dict = {"function": f"{cls.name}.hf_config_override", "location": tree.loc(relpath, func), "used_at": used_at, "rules": rules}
     out["model_types"] = _replay_all(out, "model_type")
     out["architectures"] = _replay_all(out, "architecture")
     return out
 
 
-def _architecture_aliases(func: ast.FunctionDef, config: str) -> set[str]:
+def _architecture_aliases(func: ast.FunctionDef | ast.AsyncFunctionDef, config: str) -> set[str]:
     """Locals holding `hf_config.architectures[0]` (initial_architecture, the walrus `arch`)."""
     names = set()
     for node in ast.walk(func):
@@ -251,7 +252,7 @@ def _nested(node: ast.AST, stmt: ast.If, parents: dict) -> bool:
     return False
 
 
-def _architecture_values(node: ast.AST) -> list[list[str]]:
+def _architecture_values(node: ast.AST) -> list[list]:  # of literals as written (strings in every release)
     """`["X"]` -> [["X"]]; `["A" if c else "B"]` -> [["A"], ["B"]]; `[m[arch]]` -> [["?"]]."""
     if not isinstance(node, (ast.List, ast.Tuple)) or len(node.elts) != 1:
         return [[ast.unparse(node)]]

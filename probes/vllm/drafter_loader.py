@@ -61,14 +61,15 @@ def drafter_loader(tree: EngineTree) -> dict:
     groups: dict[tuple[str, str], list] = {}
     for entry in eagle3_entries(tree):
         groups.setdefault((entry.module, entry.cls), []).append(entry)
-    if not groups:
+    registry = registry_file(tree)
+    if not groups or registry is None:  # (no registry, no entries)
         return {"present": False, "reason": "no EAGLE-3 drafter in _SPECULATIVE_DECODING_MODELS", "drafters": {}}
     loader = auto_weights_loader(tree)
     drafters: dict[str, dict] = {}
     for (module, cls), entries in groups.items():
         relpath = registry_module_file(tree, module)
-        fact = {"class": cls, "module": module, "architectures": [e.architecture for e in entries],
-                "registered": tree.loc(registry_file(tree), entries[0].lineno)}
+        fact: dict = {"class": cls, "module": module, "architectures": [e.architecture for e in entries],
+                "registered": tree.loc(registry, entries[0].lineno)}
         fact.update(describe(ModuleCode(tree, relpath), cls, loader) if relpath else {"error": f"module {module} not found"})
         known = drafters.get(fact["class"])
         if known is not None and known.get("location") == fact.get("location"):

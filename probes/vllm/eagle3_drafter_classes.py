@@ -12,6 +12,8 @@ from compat.tree import EngineTree
 @probe("vllm", "eagle3_drafter_classes", "EAGLE-3 drafter classes", order=61)
 def eagle3_drafter_classes(tree: EngineTree) -> list[dict]:
     registry = registry_file(tree)
+    if registry is None:  # no registry, no entries
+        return []
     out = []
     for entry in eagle3_entries(tree):
         module_path = registry_module_file(tree, entry.module)
@@ -24,6 +26,6 @@ def eagle3_drafter_classes(tree: EngineTree) -> list[dict]:
             "class": entry.cls,
             "registered": tree.loc(registry, entry.lineno),
             # The class may be a module-level alias (Eagle3DeepseekV3ForCausalLM = ...) or missing.
-            "location": tree.loc(module_path, header.lineno) if header else module_path,
+            "location": tree.loc(module_path, header.lineno) if header and module_path else module_path,
         })
     return out

@@ -92,7 +92,7 @@ def _whitelist_check(test: ast.AST) -> dict | None:
     return None
 
 
-def _describe(tree: EngineTree, relpath: str, cls: ast.ClassDef, func: ast.FunctionDef, node: ast.If, check: dict) -> dict:
+def _describe(tree: EngineTree, relpath: str, cls: ast.ClassDef, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.If, check: dict) -> dict:
     out: dict = {"present": True, "location": tree.loc(relpath, node), "function": f"{cls.name}.{func.name}"}
     if check["kind"] == "inline":
         out.update(variable=None, model_types=check["values"], list_location=tree.loc(relpath, node))
@@ -124,9 +124,11 @@ def _describe(tree: EngineTree, relpath: str, cls: ast.ClassDef, func: ast.Funct
 
 def _assignment_before(scope: ast.AST, name: str, before_line: int) -> ast.Assign | ast.AnnAssign | None:
     """The last `name = ...` in `scope` above `before_line`."""
-    best = None
+    best: ast.Assign | ast.AnnAssign | None = None
     for sub in ast.walk(scope):
-        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(sub, ast.AnnAssign) and sub.value else []
+        if not isinstance(sub, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if sub.value else []
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and sub.lineno < before_line:
             if best is None or sub.lineno > best.lineno:
                 best = sub

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
+from compat.probes.vllm._method_registry import read_detection_registry
 from compat.probes.vllm._common import literal_strings, resolve_name, speculative_config_class
 from compat.tree import EngineTree
 
@@ -46,19 +47,28 @@ def method_autodetection(tree: EngineTree) -> dict:
         out.update(_read_chain(tree, relpath, chain))
         out["samples"] = {p: detect_method(out, None, p)["method"] for p in SAMPLE_PATHS}
         return out
+    registry = read_detection_registry(tree, _test)  # 0.34.0+: detection moved to the speculator configs
+    if registry is not None:
+        out = {"present": True, **registry, "method_none": _method_none(tree, relpath, _post_init(cls))}
+        out["samples"] = {p: detect_method(out, None, p)["method"] for p in SAMPLE_PATHS}
+        return out
     return {"present": False, "reason": f"no if/elif chain assigning self.method from the draft path in {relpath}",
             "location": tree.loc(relpath, cls)}
+
+
+def _post_init(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
 
 
 def _sets_method(stmts: list[ast.stmt]) -> str | None:
     for stmt in stmts:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "method" for t in stmt.targets):
-            if isinstance(stmt.value, ast.Constant):
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                 return stmt.value.value
     return None
 
 
-def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.AST, list[ast.stmt]]], list[ast.stmt]]:
+def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.expr, list[ast.stmt]]], list[ast.stmt]]:
     branches = []
     while True:
         branches.append((node, node.test, node.body))
@@ -68,7 +78,7 @@ def _chain(node: ast.If) -> tuple[list[tuple[ast.If, ast.AST, list[ast.stmt]]], 
         return branches, node.orelse
 
 
-def _detection_chain(func: ast.FunctionDef):
+def _detection_chain(func: ast.FunctionDef | ast.AsyncFunctionDef):
     for node in ast.walk(func):
         if not isinstance(node, ast.If):
             continue
@@ -81,7 +91,10 @@ def _detection_chain(func: ast.FunctionDef):
 
 
 def _method_none(tree, relpath, func) -> dict | None:
-    """`if self.method is None: self.method = "ngram" | "draft_model"` before detection (0.17.0+)."""
+    """`if self.method is None: self.method = "ngram" | "draft_model"` before detection (0.17.0 - 0.33.x;
+    from 0.34.0 only a missing or ngram model is preset, a draft checkpoint is detected)."""
+    if func is None:
+        return None
     for node in ast.walk(func):
         if isinstance(node, ast.If) and ast.unparse(node.test) == "self.method is None":
             sets = [n.value.value for n in ast.walk(node) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
@@ -145,7 +158,7 @@ def _strings(tree, relpath, node: ast.AST) -> list[str]:
         return literal_strings(tree, relpath, node.args[0])
     if isinstance(node, ast.Name):
         found = resolve_name(tree, relpath, node.id)
-        if found is not None:
+        if found is not None and found[1].value is not None:  # (resolve_name finds assignments with a value)
             return _strings(tree, found[0], found[1].value) or literal_strings(tree, found[0], found[1].value)
     return [ast.unparse(node)]
 

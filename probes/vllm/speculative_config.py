@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.probes._ast import class_fields, decorator_names, find_def, methods, unparse
+from compat.probes._ast import class_fields, decorator_names, field_name, find_def, methods, unparse
 from compat.probes.vllm._common import (
     arg_utils_file,
     imported_from,
@@ -35,7 +35,7 @@ def speculative_config(tree: EngineTree) -> dict:
     relpath, cls = found
     fields = [
         {
-            "name": stmt.target.id,
+            "name": field_name(stmt),
             "type": unparse(stmt.annotation),
             "default": unparse(stmt.value),
             "location": tree.loc(relpath, stmt),
@@ -55,7 +55,7 @@ def speculative_config(tree: EngineTree) -> dict:
 
 # -- accepted `method` values ------------------------------------------------------------------
 def _methods(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> dict:
-    field = next((f for f in class_fields(cls) if f.target.id == "method"), None)
+    field = next((f for f in class_fields(cls) if field_name(f) == "method"), None)
     if field is None:
         return {"methods": [], "methods_location": None}
     values = list(dict.fromkeys(literal_strings(tree, relpath, field.annotation)))
@@ -93,7 +93,7 @@ def _unknown_keys(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> dict:
 def _construction(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> dict | None:
     arg_utils = arg_utils_file(tree)
     func = find_def(tree, arg_utils, "create_speculative_config") if arg_utils else None
-    if func is None:
+    if func is None or arg_utils is None:
         return None
     for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
         target = call.func
@@ -114,7 +114,7 @@ def _construction(tree: EngineTree, relpath: str, cls: ast.ClassDef) -> dict | N
     return None
 
 
-def _returned_cls_call(method: ast.FunctionDef) -> ast.Call | None:
+def _returned_cls_call(method: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
     """`return cls(**d)` inside a classmethod such as `from_dict`."""
     for node in ast.walk(method):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
@@ -161,7 +161,7 @@ def _dataclass_kind(tree: EngineTree, relpath: str, module: ast.Module, dec: ast
     return "error", f"{label} a standard dataclass, so unknown keys raise TypeError"
 
 
-def _dataclass_call_in(func: ast.FunctionDef) -> ast.Call | None:
+def _dataclass_call_in(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.Call | None:
     for node in ast.walk(func):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "dataclass":
             return node

@@ -120,7 +120,7 @@ def _read_of(value: ast.AST, source: str) -> tuple[str | None, object]:
     return None, None
 
 
-def _architecture(tree: EngineTree, relpath: str, func: ast.FunctionDef, node: ast.Assign) -> dict:
+def _architecture(tree: EngineTree, relpath: str, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.Assign) -> dict:
     """`[...] = ["Eagle3LlamaForCausalLM"]`, or `[arch_map[model_type]]` with `model_type = cfg.get("model_type", d)`."""
     value = node.value
     elt = value.elts[0] if isinstance(value, (ast.List, ast.Tuple)) and len(value.elts) == 1 else None
@@ -133,7 +133,7 @@ def _architecture(tree: EngineTree, relpath: str, func: ast.FunctionDef, node: a
     return {"value": None, "unknown": ast.unparse(value), "location": tree.loc(relpath, node)}
 
 
-def _local_dict(func: ast.FunctionDef, name: str) -> dict:
+def _local_dict(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> dict:
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name and isinstance(node.value, ast.Dict):
             return {k.value: v.value for k, v in zip(node.value.keys, node.value.values)
@@ -141,7 +141,7 @@ def _local_dict(func: ast.FunctionDef, name: str) -> dict:
     return {}
 
 
-def _local_default(func: ast.FunctionDef, name: str | None) -> str | None:
+def _local_default(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str | None) -> str | None:
     """`model_type = cfg.get("model_type", "llama")` -> "llama"."""
     for node in ast.walk(func):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == name and isinstance(node.value, ast.Call):

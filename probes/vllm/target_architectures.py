@@ -22,4 +22,6 @@ TARGET_TABLES = re.compile(r"GENERATION|MULTIMODAL")  # generation models; not p
 @probe("vllm", "target_architectures", "Target architectures the model registry knows", order=90)
 def target_architectures(tree: EngineTree) -> dict[str, str]:
     relpath = registry_file(tree)
+    if relpath is None:  # no registry, no entries
+        return {}
     return {e.architecture: tree.loc(relpath, e.lineno) for e in registry_entries(tree) if TARGET_TABLES.search(e.table)}

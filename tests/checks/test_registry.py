@@ -4,7 +4,8 @@ import pytest
 
 from compat.checks import all_checks, check, get_check
 
-EXPECTED = ["target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
+EXPECTED = ["launch-arguments", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
+            "draft-dtype", "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture", "drafter-tensors",
             "drafter-config", "vocab-maps", "tokenizer",
             "layer-ids", "aux-inputs", "final-layer", "method", "known-issues", "launch-command"]
 

@@ -8,7 +8,7 @@ import pytest
 
 from cli_helpers import compat
 
-COMMANDS = ["probe", "patch", "plugin", "convert", "doctor", "cache", "env"]
+COMMANDS = ["probe", "patch", "plugin", "convert", "doctor", "matrix", "cache", "env"]
 SUBCOMMANDS = [["convert", "ckpt"]]
 
 
@@ -81,3 +81,10 @@ def test_global_options_reach_the_command_from_either_side(tmp_path):
         assert "(raised at " in run.err and "compat probe: exit 3 in " in run.err  # -v: where, and how long
     quiet = compat("--color", "bogus", "probe")
     assert quiet.code == 2 and "argument --color: invalid choice: 'bogus'" in quiet.err
+
+
+def test_top_level_help_lists_the_global_options_once():
+    run = compat("--help")
+    assert run.code == 0
+    assert run.out.count("-q, --quiet") == 1 and run.out.count("\n  --color WHEN") == 1  # listed once (and in the usage line)
+    assert "global options (before or after the command name)" in run.out

@@ -221,6 +221,36 @@ def _disable_by_batch_size(tmp: Path) -> Pair:
                 convention="capture-before", options=Options(extra_spec={"disable_by_batch_size": 4}))
 
 
+def _sglang_line(tmp: Path, extra: str, *, env: str = "", algorithm: str = "EAGLE3") -> Pair:
+    """A Kimi-K2 (MLA, 61 layers) target with a SpecForge Llama head, launched by the thread's SGLang line."""
+    from compat.launch_line import read_line
+
+    tgt = target(tmp / "Kimi-K2-Instruct", "kimi_k2", "DeepseekV3ForCausalLM", 61, kv_lora_rank=512, qk_rope_head_dim=64,
+                 auto_map={"AutoConfig": "configuration_deepseek.DeepseekV3Config"})
+    head = specforge_drafter(tmp / "Kimi-K2-eagle3", layer_ids=[1, 29, 57])
+    line = (f"{env}python -m sglang.launch_server --model-path {tgt} --trust-remote-code --speculative-algorithm "
+            f"{algorithm} --speculative-draft-model-path {head} {extra}")
+    return Pair(tgt, head, convention="output-of", options=Options(launch=read_line(line)))
+
+
+def _sglang_eagle_algorithm(tmp: Path) -> Pair:
+    """sglang#21272: an EAGLE-3 head launched with --speculative-algorithm EAGLE (accept length exactly 1.00)."""
+    return _sglang_line(tmp, "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+                        algorithm="EAGLE")
+
+
+def _draft_attention_backend(tmp: Path) -> Pair:
+    """sglang#23490: Kimi-K2 served on trtllm_mla; the Llama (MHA) head inherits it and fails at start-up."""
+    return _sglang_line(tmp, "--attention-backend trtllm_mla --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                        "--speculative-num-draft-tokens 4")
+
+
+def _spec_v2_topk(tmp: Path) -> Pair:
+    """sglang#14077: SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk 4 (a tree) under the overlap scheduler."""
+    return _sglang_line(tmp, "--speculative-num-steps 3 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8",
+                        env="SGLANG_ENABLE_SPEC_V2=1 ")
+
+
 def _two_layers(tmp: Path) -> Pair:
     """SpecForge#129: a qwen3-coder-30B draft saved with num_hidden_layers 2 ("eagle3 only supports one layer")."""
     extra = {k.replace("layers.0.", "layers.1."): v for k, v in llama_layer("layers.0.").items()}
@@ -346,14 +376,24 @@ MODES: tuple[Mode, ...] = (
     Mode("mla-drafter-sglang", "an MLA EAGLE-3 head (Eagle3DeepseekV2ForCausalLM) on an SGLang without that class",
          "https://github.com/sgl-project/sglang/issues/25673", ("sglang",), "drafter-architecture", _sglang_mla,
          "Eagle3DeepseekV2ForCausalLM is not a registered EAGLE-3 drafter", {"sglang": "0.5.11"}, {"sglang": "0.5.14"}),
+    Mode("sglang-eagle-algorithm", "`--speculative-algorithm EAGLE` with an EAGLE-3 drafter: accept length exactly 1.00, no warning",
+         "https://github.com/sgl-project/sglang/pull/21272", ("sglang",), "method", _sglang_eagle_algorithm,
+         "EAGLE with an EAGLE-3 drafter runs at accept length 1.00", {"sglang": "0.5.8"},
+         holds=lambda r: r["verdict"] == FAIL and "accept length 1.00" in r["detail"]),
+    Mode("draft-attention-backend", "a Llama (MHA) drafter inherits the MLA target's trtllm_mla backend and fails at start-up",
+         "https://github.com/sgl-project/sglang/issues/23490", ("sglang",), "draft-attention-backend",
+         _draft_attention_backend, "gets the MLA-only backend 'trtllm_mla', inherited from the target", {"sglang": "0.5.8"}),
+    Mode("spec-v2-topk", "`SGLANG_ENABLE_SPEC_V2` with `--speculative-eagle-topk` > 1: tensor dimension error",
+         "https://github.com/sgl-project/sglang/issues/14077", ("sglang",), "speculative-tree", _spec_v2_topk,
+         "Spec v2 currently only supports topk = 1", {"sglang": "0.5.8"}, {"sglang": "0.5.23"},
+         holds=lambda r: r["verdict"] == FAIL and "Spec v2" in r["detail"]),
     Mode("tokenizer-mismatch", "a drafter trained for another tokenizer: garbled drafts, acceptance near zero",
          "https://github.com/SafeAILab/EAGLE/issues/258", ("vllm", "sglang"), "tokenizer", _tokenizer,
          "vocabulary size: drafter 1280 ids, target 1024", {"vllm": "0.32.0", "sglang": "0.5.23"}),
 )
 
-# Modes a check of the launch line answers (doctor --launch, branch `launch`): listed in the doc with that
-# branch's check ids (TODO for the lead where the branch has none yet), tested there.
-LAUNCH_MODES = ("sglang-eagle-algorithm", "draft-attention-backend", "spec-v2-topk")
+# Modes only a launch line shows (doctor --launch): none left outside MODES (each is a mode above, with its line).
+LAUNCH_MODES: tuple[str, ...] = ()
 
 
 def by_key(key: str) -> Mode:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from server_fixtures import chat_models, servers  # noqa: F401 - the session's vllm serve processes, for every module
+
 ENGINE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = ENGINE_DIR.parents[1]
 ENGINE_RUN = ENGINE_DIR / "engine_run.py"
@@ -72,6 +74,7 @@ class EngineResult:
     error: str | None
     log: str                   # the run's stdout + stderr tail, for failure messages
     seconds: float
+    output: str = ""           # the run's whole stdout + stderr, without the harness's result line
 
     def first_position_acceptance(self) -> float:
         """Share of drafts whose first proposed token was accepted."""
@@ -97,8 +100,9 @@ def _run_engine(python: Path, label: str, model: Path, prompts: list[list[int]],
                      **{f"{k}_s": v for k, v in data.get("seconds", {}).items()}})
     if data["ok"] and data["spec"]:
         print(f"[{label}] spec decode: {data['spec']}")
+    output = "\n".join(line for line in (proc.stdout + proc.stderr).splitlines() if not line.startswith(RESULT_PREFIX))
     return EngineResult(ok=data["ok"], outputs=data.get("outputs"), spec=data.get("spec"),
-                        error=data.get("error"), log=log, seconds=seconds)
+                        error=data.get("error"), log=log, seconds=seconds, output=output)
 
 
 @pytest.fixture(scope="session")

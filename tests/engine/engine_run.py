@@ -98,6 +98,7 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # report anything, including SystemExit from deep inside
         result = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc()}
+        traceback.print_exc()  # on stderr, as an uncaught exception would be: what a user sees (and pastes)
     sys.stdout.flush()
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0 if result["ok"] else 1

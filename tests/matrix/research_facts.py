@@ -33,6 +33,8 @@ VLLM_SPEC_FIELD_COUNT = [
     ("0.10.0", 19), ("0.11.0", 21), ("0.11.1", 22), ("0.15.0", 23), ("0.16.0", 24), ("0.17.0", 25),
     ("0.18.0", 26), ("0.19.0", 28), ("0.20.0", 29), ("0.21.0", 30), ("0.24.0", 31), ("0.25.0", 32),
     ("0.26.0", 33), ("0.28.0", 35), ("0.29.0", 36), ("0.30.0", 37), ("0.33.0", 43),
+    ("0.34.0", 45),  # counted by reading the class body: custom_method, draft_decode_context_parallel_size,
+    # speculator_options, suffix_decoding_corpus_tokens in; disable_padded_drafter_batch, use_heterogeneous_vocab out
 ]
 
 # vllm-eagle3.md Key findings 2, §3.4: DeepseekV2ForCausalLM (and V3, Kimi-K2's class) gain SupportsEagle3.
@@ -46,6 +48,9 @@ VLLM_SPECFORGE_NAME_FROM = "0.10.2"
 # §3.3: drafter-config layer ids read from 0.11.1 (top level); nested eagle_config from 0.22.0 (v1 runner).
 VLLM_CONFIG_IDS_FROM = "0.11.1"
 VLLM_NESTED_IDS_FROM = "0.22.0"
+# 0.34.0: vllm/v1/worker/gpu_model_runner.py and vllm/v1/spec_decode/eagle.py are gone; the gpu/ runner (v2) is the
+# only one, and it reads eagle_config.layer_ids, not eagle_config.eagle_aux_hidden_state_layer_ids.
+VLLM_V1_RUNNER_REMOVED_IN = "0.34.0"
 # §6: the -sc alias from 0.19.0; --spec-method/--spec-model/--spec-tokens from 0.22.0.
 VLLM_SC_ALIAS_FROM = "0.19.0"
 VLLM_SPEC_SHORT_FLAGS_FROM = "0.22.0"
@@ -100,6 +105,9 @@ VLLM_NEVER_REWRITTEN = ("kimi_k2", "deepseek_v2", "llama", "qwen3")
 # §5.1 step 4: "eagle3-" in the path ran as EAGLE-1 before 0.10.2; from 0.10.2 "eagle3" anywhere -> eagle3.
 VLLM_EAGLE3_PATH_DETECTED_FROM = "0.10.2"
 VLLM_METHOD_NONE_PRESET_FROM = "0.17.0"  # method None is first set to "draft_model" (or "ngram")
+# 0.34.0: a method None with a draft checkpoint stays None; the speculator-config registry detects it
+# (vllm/v1/worker/gpu/spec_decode/speculator_config.py, each config class's `matches`).
+VLLM_METHOD_DETECTED_BY_REGISTRY_FROM = "0.34.0"
 
 # sglang-eagle3.md §3.2, §3.3, §3.5, §5.1 and checkpoint-formats.md §3.2.
 SGLANG_MODEL_PREFIX_ACCEPTED_FROM = "0.4.9"  # param_name = name if name in params_dict else f"model.{name}"

@@ -27,6 +27,7 @@ from research_facts import (
     VLLM_KIMI_K3_MTP_FROM,
     VLLM_LLAMA_DRAFTER_KEYS_FROM,
     VLLM_LLAMA_DRAFTER_NESTED_KEYS_FROM,
+    VLLM_METHOD_DETECTED_BY_REGISTRY_FROM,
     VLLM_METHOD_NONE_PRESET_FROM,
     VLLM_MLA_DRAFTER_FROM,
     VLLM_MTP_REWRITES_FROM,
@@ -215,7 +216,9 @@ def test_vllm_method_autodetection(vllm_report, vllm_version):
     assert samples["yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"] == ("eagle3" if fixed else "eagle")  # the trap
     assert (samples["AngelSlim/Qwen3-8B_eagle3"] == "eagle3") == fixed
     assert samples["yuhuili/EAGLE-LLaMA3-Instruct-8B"] == "eagle"
-    assert (fact["method_none"] is not None) == since(vllm_version, VLLM_METHOD_NONE_PRESET_FROM)
+    registry = since(vllm_version, VLLM_METHOD_DETECTED_BY_REGISTRY_FROM)
+    assert (fact["method_none"] is not None) == (since(vllm_version, VLLM_METHOD_NONE_PRESET_FROM) and not registry)
+    assert (fact.get("declared") is not None) == registry  # a speculators config's declaration comes first
     assert detect_method(fact, "eagle3", "yuhuili/EAGLE-anything")["method"] == "eagle3"  # explicit wins
     taken = detect_method(fact, None, "/models/my-eagle3-drafter")
     assert taken["method"] == ("eagle3" if fixed else "eagle") and taken["location"]

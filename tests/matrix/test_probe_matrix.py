@@ -19,6 +19,7 @@ from research_facts import (
     VLLM_KIMI_K25_EAGLE3_FROM,
     VLLM_MLA_DRAFTER_FROM,
     VLLM_NESTED_IDS_FROM,
+    VLLM_V1_RUNNER_REMOVED_IN,
     VLLM_SC_ALIAS_FROM,
     VLLM_SPEC_FIELD_COUNT,
     VLLM_SPEC_SHORT_FLAGS_FROM,
@@ -99,8 +100,14 @@ def test_vllm_aux_layer_ids(vllm_report, vllm_version):
     assert aux["read_from_config"] == since(vllm_version, VLLM_CONFIG_IDS_FROM)
     if not aux["read_from_config"]:
         return
-    v1 = next(r for r in aux["runners"] if r["runner"] == "v1")
-    keys = {(k["key"], k["where"]): k for k in v1["keys"]}
+    runners = {r["runner"]: r for r in aux["runners"]}
+    assert ("v1" in runners) != since(vllm_version, VLLM_V1_RUNNER_REMOVED_IN)
+    if "v1" not in runners:
+        keys = {(k["key"], k["where"]): k for k in runners["v2"]["keys"]}
+        assert keys[("eagle_aux_hidden_state_layer_ids", "top-level")]["offset"] == 0
+        assert ("layer_ids", "eagle_config") in keys and ("eagle_aux_hidden_state_layer_ids", "eagle_config") not in keys
+        return
+    keys = {(k["key"], k["where"]): k for k in runners["v1"]["keys"]}
     top = keys[("eagle_aux_hidden_state_layer_ids", "top-level")]
     assert top["offset"] == 0
     assert (("eagle_aux_hidden_state_layer_ids", "eagle_config") in keys) == since(vllm_version, VLLM_NESTED_IDS_FROM)

@@ -85,3 +85,79 @@ def test_no_detection_chain(tmp_path):
     assert fact["present"] is False and fact["location"] == "vllm/config.py:1"
     nothing = method_autodetection(write_tree(tmp_path / "none", "vllm", {}))
     assert nothing == {"present": False, "reason": "no class SpeculativeConfig in vllm/"}
+
+
+# The 0.34.0 shape: SpeculativeConfig presets only a missing or ngram model; a registry of speculator configs
+# detects the method from the checkpoint, each class answering `matches` (one inherited here, the table's
+# values built by a helper), in the order of a module-level tuple. Names and folders differ from vLLM's.
+REGISTRY_CONFIG = '''
+class SpeculativeConfig:
+    method: str = None
+
+    def __post_init__(self):
+        if self.method is None and self.model in ("ngram", "[ngram]"):
+            self.method = "ngram"
+        elif self.method is None and self.model is None:
+            self.method = "draft_model"
+'''
+REGISTRY_TABLE = '''
+def _qual(module, name):
+    return f"vllm.spec.{module}.{name}"
+
+
+_BY_METHOD = {"draft_model": "vllm.spec.base.DraftConfig", "eagle": _qual("eagle", "EagleConfig"),
+              "eagle3": _qual("eagle", "Eagle3Config"), "eagle3_alias": _qual("eagle", "Eagle3AliasConfig")}
+_ORDER = ("eagle", "eagle3", "eagle3_alias")
+
+
+def _method_class(spec):
+    method = spec.method
+    if method is None:
+        method = "draft_model"
+    return method
+
+
+def _pick(spec, configured):
+    declared_cls = getattr(spec.draft_model_config, "speculator_config_class", None)
+    if declared_cls is not None:
+        return declared_cls
+    for method in _ORDER:
+        cls = load(_BY_METHOD[method])
+        if cls.matches(spec):
+            return cls
+    return configured  # marker: otherwise
+'''
+REGISTRY_CLASSES = '''
+class EagleConfig:
+    @classmethod
+    def matches(cls, spec):
+        return "eagle-" in spec.draft_model_config.model.lower()
+
+
+class Eagle3Config(EagleConfig):
+    @classmethod
+    def matches(cls, spec):
+        return "eagle3" in spec.draft_model_config.model.lower()  # marker: eagle3
+
+
+class Eagle3AliasConfig(Eagle3Config):
+    pass
+'''
+
+
+def test_the_034_registry_shape_is_read_into_the_same_fact(tmp_path):
+    tree = write_tree(tmp_path, "vllm", {"vllm/config/speculative.py": REGISTRY_CONFIG,
+                                         "vllm/spec/table.py": REGISTRY_TABLE, "vllm/spec/eagle.py": REGISTRY_CLASSES},
+                      strip_first_newline=True)
+    fact = method_autodetection(tree)
+    assert fact["present"] and fact["function"] == "_pick" and fact["method_none"] is None
+    assert fact["explicit_methods"] == ["draft_model", "eagle", "eagle3", "eagle3_alias"]
+    assert [b["sets"] for b in fact["branches"]] == ["eagle", "eagle3", "eagle3_alias"]
+    assert fact["branches"][1]["location"] == f"vllm/spec/eagle.py:{line(REGISTRY_CLASSES, 'marker: eagle3')}"
+    assert fact["branches"][2]["when"] == {"path_contains": "eagle3"}  # inherited matches followed
+    assert fact["otherwise"]["sets"] == "draft_model"
+    assert fact["otherwise"]["location"] == f"vllm/spec/table.py:{line(REGISTRY_TABLE, 'marker: otherwise')}"
+    assert fact["declared"] is not None
+    assert detect_method(fact, None, "/m/my-eagle3-head")["method"] == "eagle3"
+    assert detect_method(fact, None, "/m/plain")["method"] == "draft_model"
+    assert detect_method(fact, "eagle", "/m/my-eagle3-head")["method"] == "eagle"  # explicit wins

@@ -1,0 +1,243 @@
+"""A launch line read the way this release's parser reads it (shared by the launch-line checks).
+
+The words come from compat/launch_line.py; the options, their aliases, the values they take and how the
+parser treats what is typed come from the release's `cli_arguments` probe fact. What argparse would refuse
+is said in argparse's words ("unrecognized arguments: ...", "argument --x: invalid int value: 'y'"), so
+the user sees what the engine would print, before any GPU time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.checks._context import Ctx
+from compat.launch_line import LaunchLine
+
+HELP = {"name": "--help", "aliases": ["-h"], "value": "flag", "location": None}
+HUMAN_INT = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]$")  # vLLM's human_readable_int (max-model-len 32k)
+
+
+@dataclass(frozen=True)
+class Given:
+    """One option of the line: as typed, the release's argument it names (None: none), its value, its words."""
+
+    typed: str
+    argument: dict[str, Any] | None
+    value: str | None
+    start: int  # words [start, end) of line.args
+    end: int
+    problem: str | None = None  # what the release's parser says about it, in its words
+
+    @property
+    def name(self) -> str | None:
+        return self.argument["name"] if self.argument else None
+
+
+@dataclass
+class ReadLine:
+    line: LaunchLine
+    given: list[Given] = field(default_factory=list)
+    positionals: list[tuple[int, str]] = field(default_factory=list)
+    extra_positionals: list[tuple[int, str]] = field(default_factory=list)  # more than the parser takes
+    unrecognized: list[str] = field(default_factory=list)  # the words argparse lists as "unrecognized arguments"
+    present: bool = True  # the release's argument list was read
+
+    def find(self, *names: str) -> Given | None:
+        """The last occurrence of the argument with one of these names (argparse keeps the last)."""
+        hits = [g for g in self.given if g.argument and (g.argument["name"] in names
+                                                         or set(g.argument.get("aliases") or []) & set(names))]
+        return hits[-1] if hits else None
+
+    def value(self, *names: str) -> str | None:
+        hit = self.find(*names)
+        return hit.value if hit else None
+
+    @property
+    def problems(self) -> list[Given]:
+        """The options the parser refuses: its errors, and the options it does not know."""
+        return [g for g in self.given if g.problem or g.argument is None]
+
+
+def read_against(ctx: Ctx) -> ReadLine | None:
+    """The launch line of ctx.options read against this release's arguments (None: no line)."""
+    line = ctx.options.launch
+    if line is None:
+        return None
+    fact = ctx.fact("cli_arguments")
+    if not fact.get("present"):
+        return ReadLine(line, present=False)
+    return _read(line, fact)
+
+
+def _table(fact: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for arg in [*(fact.get("arguments") or []), HELP]:
+        for name in [arg["name"], *(arg.get("aliases") or [])]:
+            table.setdefault(name, arg)
+        if arg.get("negatable"):
+            table.setdefault("--no-" + arg["name"][2:], {**arg, "value": "flag"})
+    return table
+
+
+def _read(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
+    table = _table(fact)
+    parser = fact.get("parser") or {}
+    positional_slots = sum(1 for a in fact.get("arguments") or [] if a.get("value") == "positional")
+    out = ReadLine(line)
+    words = line.args
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if not _is_option(word):
+            if len(out.positionals) < positional_slots:
+                out.positionals.append((i, word))
+            else:
+                out.extra_positionals.append((i, word))
+                out.unrecognized.append(word)
+            i += 1
+            continue
+        typed, eq, inline = word.partition("=")
+        name = typed
+        if parser.get("underscores_to_dashes") and name.startswith("--"):
+            head, dot, rest = name.partition(".")
+            name = head.replace("_", "-") + dot + rest
+        if name.startswith("-O") and name not in table and "--optimization-level" in table:
+            out.given.append(Given(word, table["--optimization-level"], name[2:].lstrip("=") or None, i, i + 1))
+            i += 1
+            continue
+        base = name.split(".", 1)[0] if name.startswith("--") else name
+        argument, problem = _lookup(table, base, parser)
+        if argument is None:
+            end = i + 1
+            while end < len(words) and not _is_option(words[end]) and not eq:
+                end += 1
+            out.given.append(Given(typed, None, inline if eq else None, i, end, problem))
+            if problem is None:  # argparse: the words after it fill an open positional first, the rest are extras
+                out.unrecognized.append(word)
+                for j in range(i + 1, end):
+                    if len(out.positionals) < positional_slots:
+                        out.positionals.append((j, words[j]))
+                    else:
+                        out.unrecognized.append(words[j])
+            i = end
+            continue
+        if "." in name and name.startswith("--"):  # vLLM: --speculative-config.method eagle3
+            value, end = (inline, i + 1) if eq else ((words[i + 1], i + 2) if i + 1 < len(words) else (None, i + 1))
+            out.given.append(Given(typed, argument, value, i, end))
+            i = end
+            continue
+        given, i = _take_value(argument, typed, words, i, inline if eq else None)
+        out.given.append(given)
+    return out
+
+
+def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    if name in table:
+        return table[name], None
+    if name.startswith("--") and parser.get("allow_abbrev", True):  # argparse: a unique prefix of a long option
+        matches = [k for k in table if k.startswith(name) and k.startswith("--")]  # in the order they were declared
+        if len({table[k]["name"] for k in matches}) == 1:
+            return table[matches[0]], None
+        if len(matches) > 1:
+            return None, f"ambiguous option: {name} could match {', '.join(matches)}"
+    return None, None
+
+
+def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
+    kind = argument.get("value")
+    negated = ["--no-" + argument["name"][2:]] if argument.get("negatable") else []  # BooleanOptionalAction's pair
+    label = "/".join([argument["name"], *(argument.get("aliases") or []), *negated])
+    if kind == "flag" or (kind == "bool" and argument.get("negatable")):
+        if inline is not None:
+            return Given(typed, argument, inline, i, i + 1, f"argument {label}: ignored explicit argument {inline!r}"), i + 1
+        return Given(typed, argument, None, i, i + 1), i + 1
+    if argument.get("nargs") in ("+", "*") or kind == "list":
+        end = i + 1
+        while end < len(words) and not _is_option(words[end]):
+            end += 1
+        value = inline if inline is not None else " ".join(words[i + 1:end]) or None
+        return Given(typed, argument, value, i, end if inline is None else i + 1), (end if inline is None else i + 1)
+    if inline is not None:
+        value, end = inline, i + 1
+    elif i + 1 < len(words) and not _is_option(words[i + 1]):
+        value, end = words[i + 1], i + 2
+    elif argument.get("nargs") == "?":
+        return Given(typed, argument, None, i, i + 1), i + 1
+    else:
+        return Given(typed, argument, None, i, i + 1, f"argument {label}: expected one argument"), i + 1
+    return Given(typed, argument, value, i, end, _bad_value(argument, label, value)), end
+
+
+def _bad_value(argument: dict[str, Any], label: str, value: str) -> str | None:
+    kind = argument.get("value")
+    if kind == "int":
+        try:
+            int(value)
+        except ValueError:
+            if not HUMAN_INT.match(value):
+                return f"argument {label}: invalid int value: {value!r}"
+    elif kind == "float":
+        try:
+            float(value)
+        except ValueError:
+            return f"argument {label}: invalid float value: {value!r}"
+    elif kind == "json":
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            return f"argument {label}: invalid loads value: {value!r}"
+    choices = argument.get("choices")
+    if isinstance(choices, list) and choices and value not in [str(c) for c in choices]:
+        listed = ", ".join(repr(str(c)) for c in choices)
+        return f"argument {label}: invalid choice: {value!r} (choose from {listed})"
+    return None
+
+
+def _is_option(word: str) -> bool:
+    if not word.startswith("-") or len(word) < 2:
+        return False
+    try:
+        float(word)
+        return False
+    except ValueError:
+        return True
+
+
+def settings(read: ReadLine, fact: dict[str, Any]) -> dict[str, Any]:
+    """dest -> the value the release starts with: the line's (as the argument's type), else the default it declares."""
+    out: dict[str, Any] = {}
+    by_name = {}
+    for arg in fact.get("arguments") or []:
+        dest = arg.get("dest") or arg["name"].lstrip("-").replace("-", "_")
+        by_name[arg["name"]] = dest
+        if "default" in arg:
+            out[dest] = arg["default"]
+    for given in read.given:
+        if given.argument is None or given.problem:
+            continue
+        dest = by_name.get(given.argument["name"], given.argument["name"].lstrip("-").replace("-", "_"))
+        out[dest] = _typed(given)
+    return out
+
+
+def _typed(given: Given) -> Any:
+    kind = (given.argument or {}).get("value")
+    if kind == "flag" or (kind == "bool" and given.value is None):
+        return not given.typed.startswith("--no-")
+    if kind in ("int", "float") and given.value is not None:
+        try:
+            return int(given.value) if kind == "int" else float(given.value)
+        except ValueError:
+            return given.value
+    return given.value
+
+
+def env_switches(line: LaunchLine, defaults: dict[str, Any]) -> dict[str, Any]:
+    """NAME -> its value for the rules: the line's VAR=value words (as booleans, like SGLang's EnvBool), else the default."""
+    out = {name: spec.get("default") for name, spec in defaults.items()}
+    for name, value in line.env.items():
+        out[name] = value.strip().lower() in ("1", "true", "yes", "on")
+    return out

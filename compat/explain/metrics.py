@@ -1,0 +1,131 @@
+"""Acceptance numbers from log lines: vLLM's `SpecDecoding metrics:` lines and SGLang's `accept len` lines.
+
+The line is recognised by the release's own logger call (an `error_sites` log site) and its numbers are
+read off the call's template: the literal text before each hole is that value's label ("Accepted: " ...
+" tokens"), so a release that reorders or renames the fields is still read by its own words. Each line
+is one logging interval; the intervals are summed (drafts weight the per-position rates) and judged by
+compat/acceptance.py, the rule `verify --server` uses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from compat.acceptance import AcceptanceSample, Judgement, judge
+from compat.explain.sites import Site
+
+VLLM_MARK = "SpecDecoding metrics"
+SGLANG_MARK = "accept len"
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def is_metrics_site(site: Site) -> bool:
+    return site.kind == "log" and (site.template.startswith(VLLM_MARK) or SGLANG_MARK in site.template)
+
+
+@dataclass(frozen=True)
+class Interval:
+    line: int
+    mean_accepted_length: float | None
+    accepted: int | None
+    drafted: int | None
+    per_position: tuple[float, ...]
+    rate: float | None  # accepted / drafted, 0..1
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "mean_accepted_length": self.mean_accepted_length, "accepted_tokens": self.accepted,
+                "draft_tokens": self.drafted, "per_position": list(self.per_position),
+                "rate": None if self.rate is None else round(self.rate, 4)}
+
+
+def read_interval(site: Site, text: str, line: int) -> Interval | None:
+    """The numbers of one metrics line, by the labels of the site's template; None when it does not parse."""
+    capturing = site.capturing
+    hit = capturing.search(text) if capturing is not None else None
+    if hit is None:
+        return None
+    values: dict[str, str] = {}
+    chunks = site.template.split("{}")
+    for i, value in enumerate(hit.groups()):
+        key = _role(chunks[i].lower()) if i < len(chunks) else None
+        if key == "rate" and chunks[i + 1:i + 2] and chunks[i + 1].startswith("%"):
+            key = "rate_percent"
+        if key and key not in values:
+            values[key] = value
+    per = tuple(float(v) for v in _NUMBER.findall(values.get("per_position", "")))
+    rate = _float(values.get("rate_percent"))
+    rate = rate / 100 if rate is not None else _float(values.get("rate"))
+    return Interval(line, _float(values.get("length")), _int(values.get("accepted")), _int(values.get("drafted")),
+                    per, rate)
+
+
+def _role(label: str) -> str | None:
+    label = label.rsplit(",", 1)[-1].strip()
+    if "per-position" in label or "per position" in label:
+        return "per_position"
+    if "length" in label or "accept len" in label:
+        return "length"
+    if "throughput" in label:
+        return None
+    if label.startswith("accepted") or label.endswith("accepted:"):
+        return "accepted"
+    if label.startswith("drafted") or label.endswith("drafted:"):
+        return "drafted"
+    if "acceptance rate" in label or "accept rate" in label:
+        return "rate"
+    return None
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value.replace(",", "")) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _int(value: str | None) -> int | None:
+    number = _float(value)
+    return int(number) if number is not None else None
+
+
+@dataclass
+class Series:
+    """The intervals of one log, in order."""
+
+    site: Site
+    engine: str
+    intervals: list[Interval] = field(default_factory=list)
+
+    def sample(self, intervals: list[Interval] | None = None) -> AcceptanceSample:
+        intervals = self.intervals if intervals is None else intervals
+        counted = [(i, i.drafted, i.accepted) for i in intervals if i.drafted is not None and i.accepted is not None]
+        k = max((len(i.per_position) for i in intervals), default=0) or None
+        if counted and k:
+            drafted = sum(d for _, d, _ in counted)
+            accepted = sum(a for _, _, a in counted)
+            drafts = drafted // k
+            per = tuple(sum(i.per_position[p] * (d // k) for i, d, _ in counted if len(i.per_position) > p) / drafts
+                        if drafts else 0.0 for p in range(k))
+            return AcceptanceSample(source=self._source(intervals), drafts=drafts, draft_tokens=drafted,
+                                    accepted_tokens=accepted, per_position=per,
+                                    mean_accepted_length=1 + accepted / drafts if drafts else None,
+                                    rate=accepted / drafted if drafted else None, num_speculative_tokens=k)
+        lengths = [i.mean_accepted_length for i in intervals if i.mean_accepted_length is not None]
+        return AcceptanceSample(source=self._source(intervals),
+                                mean_accepted_length=sum(lengths) / len(lengths) if lengths else None)
+
+    def _source(self, intervals: list[Interval]) -> str:
+        what = "SpecDecoding metrics" if self.engine == "vllm" else "accept len"
+        return f"{len(intervals)} `{what}` log lines (lines {intervals[0].line}-{intervals[-1].line})" if intervals else what
+
+    def judgement(self) -> Judgement:
+        return judge(self.sample())
+
+    def over_time(self) -> list[dict]:
+        """Each interval's position-0 acceptance (or mean accepted length) and verdict, for a trend."""
+        out = []
+        for interval in self.intervals:
+            verdict = judge(self.sample([interval])).verdict
+            out.append({**interval.to_json(), "verdict": verdict})
+        return out

@@ -1,0 +1,257 @@
+"""The engine launch line a user runs, read as typed (`compat doctor --launch "..."`).
+
+Three entry points: `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server --model MODEL ...`
+and `python -m sglang.launch_server --model-path MODEL ...` (after any `VAR=value` environment words). This
+module splits the line as a shell would and takes out what doctor must know before it opens a release:
+the engine, the target, the drafter and the speculative settings, by the names every release spells them.
+Which options the release itself knows, the values it takes and what it does with them is read against its
+`cli_arguments` probe fact, by the checks (checks/_launch_args.py). A line that cannot be read at all
+(unbalanced quotes, an unknown entry point, `--speculative-config` that is not JSON) is a UsageError naming
+the token: never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from compat.errors import UsageError
+
+VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+SGLANG_MODULES = ("sglang.launch_server",)
+ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
+# vLLM: the options that carry the speculative settings. --speculative-config (FlexibleArgumentParser also
+# takes --speculative_config; -sc from 0.2x) and the flat flags of releases before the JSON config.
+VLLM_SPEC_CONFIG = ("--speculative-config", "--speculative_config", "-sc")
+VLLM_FLAT = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
+             "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
+             "--speculative-model-quantization": "quantization", "--speculative-max-model-len": "max_model_len"}
+VLLM_TARGET = ("--model",)
+SGLANG_TARGET = ("--model-path", "--model")
+SGLANG_DRAFTER = ("--speculative-draft-model-path", "--speculative-draft-model")
+HINT = ('e.g. --launch "vllm serve ./target --speculative-config \'{\\"method\\": \\"eagle3\\", '
+        '\\"model\\": \\"./drafter\\", \\"num_speculative_tokens\\": 3}\'"')
+
+
+@dataclass(frozen=True)
+class LaunchLine:
+    """A launch line as typed: its words, the entry point, and what doctor reads before the release."""
+
+    text: str
+    engine: str  # "vllm" | "sglang"
+    env: dict[str, str]  # VAR=value words before the command
+    entry: tuple[str, ...]  # the words naming the entry point: ("vllm", "serve"), ("python", "-m", "sglang.launch_server")
+    args: tuple[str, ...]  # the words after the entry point
+    target: str | None
+    drafter: str | None
+    # vLLM: the --speculative-config object (JSON, dotted `--speculative-config.key v` merged, flat flags mapped);
+    # SGLang: {flag: value} of the --speculative-* options as typed
+    spec: dict[str, Any] = field(default_factory=dict)
+    spec_option: str | None = None  # the option that carried the JSON, as typed (vLLM)
+
+    @property
+    def module_form(self) -> bool:
+        return "-m" in self.entry
+
+    @property
+    def method(self) -> str | None:
+        """The method the line asks for (vLLM "method" key, SGLang --speculative-algorithm); None: not given."""
+        value = self.spec.get("method" if self.engine == "vllm" else "--speculative-algorithm")
+        return None if value is None else str(value)
+
+
+def split(text: str) -> list[str]:
+    """The words of the line as a POSIX shell splits them (backslash-newlines joined)."""
+    try:
+        return shlex.split(text.replace("\\\n", " "))
+    except ValueError as exc:
+        quote = next((q for q in ("'", '"') if text.count(q) % 2), None)
+        where = f" (the {quote} at column {text.rfind(quote) + 1} is never closed)" if quote else ""
+        raise UsageError(f"--launch: cannot split the line: {exc}{where}", hint="balance the quotes around the JSON") from None
+
+
+def read_line(text: str | list[str]) -> LaunchLine:
+    words = split(text) if isinstance(text, str) else list(text)
+    shown = text if isinstance(text, str) else shlex.join(words)
+    env: dict[str, str] = {}
+    while words and ENV_WORD.match(words[0]):
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    if words and words[0] == "env":
+        return read_line(words[1:])
+    engine, entry = _entry(words)
+    args = tuple(words[len(entry):])
+    line = LaunchLine(shown, engine, env, tuple(entry), args, None, None)
+    return _vllm(line) if engine == "vllm" else _sglang(line)
+
+
+def _entry(words: list[str]) -> tuple[str, list[str]]:
+    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] == "vllm" and words[1] == "serve":
+        return "vllm", words[:2]
+    if len(words) >= 3 and PYTHON.match(words[0]) and words[1] == "-m":
+        if words[2] in VLLM_MODULES:
+            return "vllm", words[:3]
+        if words[2] in SGLANG_MODULES:
+            return "sglang", words[:3]
+        raise UsageError(f"--launch: unknown entry point {words[2]!r} (python -m {words[2]})",
+                         hint="vllm serve, python -m vllm.entrypoints.openai.api_server or python -m sglang.launch_server")
+    first = " ".join(words[:2]) or "(an empty line)"
+    raise UsageError(f"--launch: unknown entry point {first!r}: doctor reads `vllm serve MODEL ...`, "
+                     "`python -m vllm.entrypoints.openai.api_server ...` and `python -m sglang.launch_server ...`", hint=HINT)
+
+
+def options(args: tuple[str, ...]) -> list[tuple[str, str | None, int]]:
+    """(option, the word after it or its =value, index) for every word that starts with '-' (syntax only)."""
+    out = []
+    for i, word in enumerate(args):
+        if word.startswith("-") and len(word) > 1 and not _number(word):
+            name, eq, inline = word.partition("=")
+            value = inline if eq else (args[i + 1] if i + 1 < len(args) and not _is_option(args[i + 1]) else None)
+            out.append((name, value, i))
+    return out
+
+
+def _number(word: str) -> bool:
+    try:
+        float(word)
+        return True
+    except ValueError:
+        return False
+
+
+def _is_option(word: str) -> bool:
+    return word.startswith("-") and len(word) > 1 and not _number(word)
+
+
+def spec_json(option: str, value: str | None) -> dict[str, Any]:
+    """The --speculative-config value as an object, or a UsageError naming the option and the fault."""
+    if value is None:
+        raise UsageError(f"--launch: {option} has no value", hint=HINT)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--launch: {option} {value!r} is not JSON: {exc.msg} at column {exc.colno}",
+                         hint="quote the whole object for the shell: --speculative-config '{\"method\": \"eagle3\", ...}'") from None
+    if not isinstance(parsed, dict):
+        raise UsageError(f"--launch: {option} {value!r} is JSON but not an object", hint=HINT)
+    return parsed
+
+
+def _vllm(line: LaunchLine) -> LaunchLine:
+    spec: dict[str, Any] = {}
+    target = None
+    spec_option = None
+    for name, value, i in options(line.args):
+        if name in VLLM_SPEC_CONFIG:
+            spec.update(spec_json(name, value))
+            spec_option = name
+        elif name.split(".", 1)[0] in VLLM_SPEC_CONFIG and "." in name:
+            spec[name.split(".", 1)[1]] = _json_or_text(value)  # --speculative-config.method eagle3
+        elif name.replace("_", "-") in VLLM_FLAT:
+            spec.setdefault(VLLM_FLAT[name.replace("_", "-")], _json_or_text(value))
+        elif name in VLLM_TARGET:
+            target = value
+    if target is None and line.entry[-1] == "serve" and line.args and not _is_option(line.args[0]):
+        target = line.args[0]
+    drafter = spec.get("model")
+    return LaunchLine(line.text, "vllm", line.env, line.entry, line.args, target,
+                      drafter if isinstance(drafter, str) else None, spec, spec_option)
+
+
+def _sglang(line: LaunchLine) -> LaunchLine:
+    spec: dict[str, Any] = {}
+    target = drafter = None
+    for name, value, _ in options(line.args):
+        if name in SGLANG_TARGET:
+            target = value
+        elif name in SGLANG_DRAFTER:
+            drafter = value
+        if name.startswith("--speculative-") and name not in SGLANG_DRAFTER:
+            spec[name] = value
+    return LaunchLine(line.text, "sglang", line.env, line.entry, line.args, target, drafter, spec)
+
+
+def _json_or_text(value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+# -- the line with the fixes applied --------------------------------------------------------------
+@dataclass(frozen=True)
+class LineEdit:
+    """One change doctor makes to the user's line, from a check that found what the release would refuse or
+    degrade: "drop" words [start, end) of the arguments; "set" option to value (its last occurrence, else
+    appended; value None: a bare flag); "spec" a --speculative-config key (value None: removed)."""
+
+    kind: str  # "drop" | "set" | "spec"
+    why: str
+    start: int = 0
+    end: int = 0
+    option: str = ""
+    aliases: tuple[str, ...] = ()
+    key: str = ""
+    value: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in ("", (), None, 0) or k in ("kind", "value")}
+
+
+def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
+    """The user's words with the edits applied: the other arguments kept, in their order."""
+    args = list(line.args)
+    dropped = {i for e in edits if e.kind == "drop" for i in range(e.start, e.end)}
+    spec_words = _spec_words(line) if line.engine == "vllm" else []
+    spec = dict(line.spec)
+    for edit in (e for e in edits if e.kind == "spec"):
+        if edit.value is None:
+            spec.pop(edit.key, None)
+        else:
+            spec[edit.key] = edit.value
+    kept: list[str | None] = [None if i in dropped else w for i, w in enumerate(args)]
+    one_json = len(spec_words) == 1 and line.args[spec_words[0]].partition("=")[0] in VLLM_SPEC_CONFIG
+    if line.engine == "vllm" and (spec != line.spec or not one_json or any(i in dropped for i in spec_words)):
+        first = min(spec_words) if spec_words else len(kept)
+        for i in spec_words:
+            for j in _words_of(line.args, i):
+                kept[j] = None
+        option = line.spec_option if line.spec_option and line.spec_option != "-sc" else "--speculative-config"
+        insert = [option, json.dumps(spec, separators=(",", ":"))] if spec else []
+        kept = kept[:first] + insert + kept[first:]
+    words = [w for w in kept if w is not None]
+    for edit in (e for e in edits if e.kind == "set"):
+        words = _set(words, edit)
+    return [*(f"{k}={v}" for k, v in line.env.items()), *line.entry, *words]
+
+
+def _spec_words(line: LaunchLine) -> list[int]:
+    out = []
+    for name, _, i in options(line.args):
+        base = name.split(".", 1)[0]
+        if base in VLLM_SPEC_CONFIG or name.replace("_", "-") in VLLM_FLAT:
+            out.append(i)
+    return out
+
+
+def _words_of(args: tuple[str, ...], i: int) -> list[int]:
+    """The option at i and its value word (when not given as option=value)."""
+    return [i] if "=" in args[i] or i + 1 >= len(args) or _is_option(args[i + 1]) else [i, i + 1]
+
+
+def _set(words: list[str], edit: LineEdit) -> list[str]:
+    names = (edit.option, *edit.aliases)
+    hit = max((i for i, w in enumerate(words) if w.partition("=")[0] in names), default=None)
+    value = [] if edit.value is None else [str(edit.value)]
+    if hit is None:
+        return [*words, edit.option, *value]
+    if "=" in words[hit]:
+        return [*words[:hit], f"{words[hit].partition('=')[0]}={edit.value}", *words[hit + 1:]]
+    has_value = hit + 1 < len(words) and not _is_option(words[hit + 1])
+    return [*words[:hit + 1], *value, *words[hit + 1 + (1 if has_value else 0):]]

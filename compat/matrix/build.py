@@ -1,0 +1,139 @@
+"""The matrix's data: one row per (engine, release, column), each doctor's row for that pair on that release.
+
+    releases (doctor's release_trees) x columns (templates.py, the user's pair) -> doctor's release_row -> cell
+
+Each cell is what `doctor --releases --json` says for the pair on that release (verdict, fixes, failing checks)
+plus the checks themselves, slimmed to what the page shows, each with a link to its evidence upstream
+(evidence.py). The template columns of a release are one facts-cache entry, keyed as the facts cache keys anything
+(the release, doctor's code) and by the templates and the release list, so a warm rebuild reads one entry per
+release. The entries live in a folder of their own (<cache>/matrix/cells/<engine>/<version>/), not beside the
+release's probe reports: a release's facts folder keeps only its newest few entries, and doctor runs of the same
+release would push the matrix's out. The user's pair is diagnosed afresh each time (its files are the user's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from compat.matrix.evidence import evidence_url, issue_links
+from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
+
+# the range a page covers unless --releases says otherwise: the releases with EAGLE-3 (as tools/failure_modes.py)
+DEFAULT_RELEASES = {"vllm": ">=0.10.0", "sglang": ">=0.4.4"}
+ENGINES = tuple(DEFAULT_RELEASES)
+USER = "your pair"
+# what a cell's value depends on besides the release and the templates: doctor, its checks, patches, probes
+CELL_CODE = ("compat.probes", "compat.doctor", "compat.matrix.build", "compat.matrix.evidence")
+
+
+def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
+    """doctor's release row without the whole diagnosis: the checks as the page shows them, with their evidence."""
+    cell = {key: row.get(key) for key in ("verdict", "fixes", "failing", "launch", "error") if row.get(key) is not None}
+    diagnosis = row.get("diagnosis") or {}
+    checks = []
+    for check in diagnosis.get("checks") or []:
+        fix = check.get("fix") or {}
+        item = {"check": check["check"], "title": check["title"], "verdict": check["verdict"], "detail": check["detail"],
+                "location": check.get("location"), "evidence": evidence_url(engine, version, check.get("location")),
+                "fix": fix.get("command") or fix.get("text")}
+        links = issue_links(check)
+        if links:
+            item["issues"] = links
+        checks.append(item)
+    if checks:
+        cell["checks"] = checks
+        cell["fix_steps"] = [step["command"] for step in diagnosis.get("fix_steps") or []]
+    return cell
+
+
+def template_cells(engine: str, version: str, tree: Any, columns: list[Column], options: Any, finder: Any,
+                   versions: list[str], cache_dir: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """column id -> cell for the template columns on one release: one facts-cache entry per release and column set
+    (the cache keeps a few entries per release, so not one per cell), keyed by the templates, doctor's options and
+    the release list the fixes search."""
+    from compat import facts
+    from compat.doctor import read_drafter, read_target, release_row
+
+    inputs = {"templates": templates_digest(), "columns": [c.id for c in columns], "options": _options_key(options),
+              "releases": versions}
+    # the slot first, while the tree is untouched: once doctor has read it, telling what it holds takes a file
+    # comparison per file read (facts._in_memory)
+    keyed = facts.slot(tree, "matrix-cells", inputs, CELL_CODE)
+    place = keyed if keyed.path is None else facts.Slot(cells_home(cache_dir) / engine / version / keyed.path.name, keyed.key)
+    found = place.load()
+    if isinstance(found, dict):
+        return found
+    cells = {}
+    for column in columns:
+        target = read_target(column.target)
+        cells[column.id] = slim(engine, version, release_row(version, tree, target, read_drafter(column.drafter, target),
+                                                             options, finder))
+    return place.store(cells)
+
+
+def cells_home(cache_dir: str | Path | None = None) -> Path:
+    """Where the matrix keeps its cells: under COMPAT_FACTS_DIR when the facts are moved, else under the cache."""
+    import os
+
+    from compat.sources.cache import cache_root
+
+    moved = os.environ.get("COMPAT_FACTS_DIR")
+    return (Path(moved).expanduser() if moved else cache_root(cache_dir)) / "matrix" / "cells"
+
+
+def _options_key(options: Any) -> list[Any]:
+    return [options.num_speculative_tokens, options.topk, sorted((options.extra_spec or {}).items())]
+
+
+def build(engines: list[str], columns: list[Column], *, releases: str | None = None, user: dict[str, Any] | None = None,
+          options: Any = None, cache_dir: str | Path | None = None, offline: bool = False,
+          progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """The matrix document (matrix.json): engines, their releases, the columns, and one row per cell.
+
+    `user`: {"target": Target, "drafter": Drafter} (read as doctor reads them), shown as the column USER.
+    `progress(items, what)` wraps each long iteration (a bar on a terminal); None iterates silently."""
+    from compat.doctor import Options, release_row, release_trees
+    from compat.errors import SourceError
+    from compat.sources.released import list_releases
+
+    options = options or Options()
+    document: dict[str, Any] = {"engines": {}, "columns": [], "rows": []}
+    if user is not None:
+        document["columns"].append({"id": USER, "family": USER, "drafter_kind": USER, "label": USER,
+                                    "target": str(user["target"].path), "drafter": str(user["drafter"].path)})
+    document["columns"] += [{"id": c.id, "family": c.family, "drafter_kind": c.drafter_kind, "label": c.label,
+                             "target": str(c.target), "drafter": str(c.drafter)} for c in columns]
+    for engine in engines:
+        spec = releases or DEFAULT_RELEASES[engine]
+        versions = list_releases(engine, cache_dir=cache_dir, offline=offline)
+        trees, finder = release_trees(engine, spec, versions=versions, cache_dir=cache_dir, offline=offline,
+                                      progress=progress)
+        document["engines"][engine] = {"releases": spec, "versions": list(trees)}
+        for version in (progress(list(trees), f"{engine} cells") if progress else trees):
+            tree = trees[version]
+            if isinstance(tree, SourceError):  # no tree: every column says so, as doctor --releases does
+                cells = {c.id: slim(engine, version, release_row(version, tree, None, None, options, finder))  # type: ignore[arg-type]
+                         for c in columns}
+            else:
+                cells = template_cells(engine, version, tree, columns, options, finder, versions,
+                                       cache_dir) if columns else {}
+            if user is not None:
+                cells = {USER: slim(engine, version, release_row(version, tree, user["target"], user["drafter"], options,
+                                                                 finder)), **cells}
+            for column_id, cell in cells.items():
+                document["rows"].append({"engine": engine, "version": version, "column": column_id, **cell})
+    return document
+
+
+def summary(document: dict[str, Any]) -> dict[str, Any]:
+    """What the page's header says: engines, release counts, families, drafter kinds."""
+    columns = document["columns"]
+    return {"engines": {e: len(v["versions"]) for e, v in document["engines"].items()},
+            "families": sorted({c["family"] for c in columns}, key=_family_order),
+            "drafter_kinds": [k for k in [USER, *DRAFTER_KINDS] if any(c["drafter_kind"] == k for c in columns)]}
+
+
+def _family_order(name: str) -> int:
+    ids = [USER] + [f.id for f in FAMILIES]
+    return ids.index(name) if name in ids else len(ids)

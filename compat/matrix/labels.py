@@ -1,0 +1,27 @@
+"""The words a matrix cell shows for doctor's verdicts: short enough for a table cell, never colour alone."""
+
+from __future__ import annotations
+
+from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
+                                    WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
+
+# verdict -> (cell text, css class); the class picks a colour, the text says the same thing
+SHORT = {
+    WORKS: ("works", "ok"),
+    WORKS_PATCHED: ("patch", "fix"),
+    NEEDS_CONVERT: ("convert", "fix"),
+    WORKS_PATCHED_CONVERTED: ("patch+convert", "fix"),
+    DEPENDS: ("ask: ids", "ask"),
+    DEPENDS_LAYERS: ("ask: layers", "ask"),
+    DOES_NOT_WORK: ("no", "no"),
+    SOURCE_UNAVAILABLE: ("n/a", "na"),
+}
+
+
+def short(verdict: str) -> tuple[str, str]:
+    return SHORT.get(verdict, (verdict, "na"))
+
+
+def legend() -> list[tuple[str, str, str]]:
+    """(cell text, css class, doctor's verdict) for each verdict, in the order above."""
+    return [(text, css, verdict) for verdict, (text, css) in SHORT.items()]

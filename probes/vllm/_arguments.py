@@ -1,0 +1,257 @@
+"""Every option the vLLM server's parser has, read from the add_argument calls that build it (a reader, not a probe).
+
+The server's parser is `make_arg_parser` (vllm/entrypoints/openai/cli_args.py, from 0.3x
+vllm/entrypoints/launchers/cli_args.py): its own add_argument calls, `FrontendArgs.add_cli_args`
+(one `--field-name` per field of FrontendArgs and its bases, generated in a loop) and
+`AsyncEngineArgs.add_cli_args` / `EngineArgs.add_cli_args` (vllm/engine/arg_utils.py), whose
+arguments are mostly `group.add_argument("--name", "-alias", **kwargs["field"])` with
+`kwargs = get_kwargs(SomeConfig)`: the value type is then what get_kwargs makes of the field's
+annotation (Literal -> choices, bool -> BooleanOptionalAction, so `--no-name` too), unless the code
+assigns `kwargs["field"]["type"]` first.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import TypeGuard
+
+from compat.probes._ast import base_names, class_fields, literal, unparse
+from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings
+from compat.tree import EngineTree
+
+CLI_ARGS_HOMES = ("vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/launchers/cli_args.py")
+SCALARS = ("int", "float", "str")
+
+
+@dataclass
+class Argument:
+    name: str  # the first long option string, or the positional's dest
+    aliases: list[str]
+    value: str  # int | float | str | json | bool (BooleanOptionalAction) | flag (store_true) | list | positional | TEXT
+    location: str
+    choices: list | None = None
+    negatable: bool = False  # BooleanOptionalAction: --no-NAME too
+    nargs: str | None = None
+    field: str | None = None  # Config.field it is generated from
+    annotation: str | None = None
+    default: object = None  # the field's default, when a literal (what the setting is when the line omits it)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, False) or k in ("name", "value")}
+
+
+@dataclass
+class _Reader:
+    tree: EngineTree
+    classes: dict[str, tuple[str, ast.ClassDef] | None] = field(default_factory=dict)
+
+    def cls(self, name: str) -> tuple[str, ast.ClassDef] | None:
+        if name not in self.classes:
+            self.classes[name] = find_class_def(self.tree, name, under="vllm")
+        return self.classes[name]
+
+    def annotation(self, cls_name: str, field_name: str, depth: int = 0) -> tuple[str, ast.AnnAssign] | None:
+        found = self.cls(cls_name)
+        if found is None:
+            return None
+        for stmt in class_fields(found[1]):
+            if isinstance(stmt.target, ast.Name) and stmt.target.id == field_name:
+                return found[0], stmt
+        if depth < 3:
+            for base in base_names(found[1]):
+                hit = self.annotation(base.split(".")[-1], field_name, depth + 1)
+                if hit:
+                    return hit
+        return None
+
+
+def cli_file(tree: EngineTree) -> str | None:
+    for relpath in CLI_ARGS_HOMES:
+        if tree.exists(relpath) and b"def make_arg_parser" in tree.read_bytes(relpath):
+            return relpath
+    return None
+
+
+def server_arguments(tree: EngineTree) -> list[Argument]:
+    """make_arg_parser's own arguments, the frontend's, then the engine's (the order argparse registers them)."""
+    reader = _Reader(tree)
+    out: list[Argument] = []
+    cli = cli_file(tree)
+    if cli is not None:
+        module = tree.parse(cli)
+        classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
+        for func in _functions(module, "make_arg_parser"):
+            out += _calls(reader, cli, func)
+            for name in _frontends_called(func):  # FrontendArgs.add_cli_args(parser): maybe a base's method
+                out += _frontend_fields(reader, cli, classes[name]) if name in classes else []
+    arg_utils = arg_utils_file(tree)
+    if arg_utils is not None:
+        for func in _functions(tree.parse(arg_utils), "add_cli_args"):
+            out += _calls(reader, arg_utils, func)
+    seen: set[str] = set()
+    unique = []
+    for arg in out:
+        if arg.name not in seen:
+            seen.add(arg.name)
+            unique.append(arg)
+    return unique
+
+
+def _functions(node: ast.AST, name: str) -> list[ast.FunctionDef]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef) and n.name == name]
+
+
+def _is_add_argument(node: ast.AST) -> TypeGuard[ast.Call]:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+
+
+def _calls(reader: _Reader, relpath: str, func: ast.FunctionDef) -> list[Argument]:
+    assigns = [n for n in ast.walk(func) if isinstance(n, ast.Assign)]
+    sources = _kwargs_sources(assigns)
+    out = []
+    for call in sorted((n for n in ast.walk(func) if _is_add_argument(n)), key=lambda n: n.lineno):
+        if any(isinstance(a, ast.JoinedStr) for a in call.args):  # f"--{key}" in a loop: _frontend_fields
+            continue
+        names = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not names:
+            continue
+        long_names = [n for n in names if n.startswith("--")]
+        first = long_names[0] if long_names else names[0]
+        arg = Argument(first, [n for n in names if n != first], "str", reader.tree.loc(relpath, call))
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        splat = next((k.value for k in call.keywords if k.arg is None), None)
+        if splat is not None:
+            _generated(reader, relpath, assigns, call, splat, sources, arg)
+        _explicit(keywords, arg)
+        if not first.startswith("-"):
+            arg.value = "positional"
+        out.append(arg)
+    return out
+
+
+def _explicit(keywords: Mapping[str, ast.AST], arg: Argument) -> None:
+    action = keywords.get("action")
+    action_text = (literal(action) if isinstance(action, ast.Constant) else unparse(action)) if action is not None else None
+    if action_text in ("store_true", "store_false", "store_const", "count"):
+        arg.value = "flag"
+    elif action_text and "BooleanOptionalAction" in action_text:
+        arg.value, arg.negatable = "bool", True
+    if "type" in keywords:
+        arg.value = _parse_name(unparse(keywords["type"]) or "")
+    if "choices" in keywords:
+        value = literal(keywords["choices"])
+        arg.choices = list(value) if isinstance(value, (list, tuple, set)) else None
+    if "nargs" in keywords:
+        arg.nargs = str(literal(keywords["nargs"]))
+
+
+def _parse_name(text: str) -> str:
+    """`int`, `optional_type(int)`, `json.loads`, `human_readable_int` -> what the value must be."""
+    for scalar in SCALARS:
+        if text in (scalar, f"optional_type({scalar})"):
+            return scalar
+    if "json" in text:
+        return "json"
+    return text
+
+
+def _kwargs_sources(assigns: list[ast.Assign]) -> dict[str, str]:
+    """`model_kwargs = get_kwargs(ModelConfig)` -> {"model_kwargs": "ModelConfig"}."""
+    out = {}
+    for node in assigns:
+        value = node.value
+        if isinstance(value, ast.Call) and value.args and getattr(value.func, "id", None) == "get_kwargs":
+            if isinstance(value.args[0], ast.Name):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        out[target.id] = value.args[0].id
+    return out
+
+
+def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) -> None:
+    """`**model_kwargs["dtype"]`: what get_kwargs makes of ModelConfig.dtype, then the overrides assigned before."""
+    if isinstance(splat, ast.Dict):  # `**{**cache_kwargs["x"], "default": None}`
+        splat = next((v for k, v in zip(splat.keys, splat.values) if k is None), splat)
+    if not (isinstance(splat, ast.Subscript) and isinstance(splat.value, ast.Name) and isinstance(splat.slice, ast.Constant)):
+        arg.value = "unknown"
+        return
+    cls_name, field_name = sources.get(splat.value.id), str(splat.slice.value)
+    arg.field = f"{cls_name}.{field_name}"
+    found = reader.annotation(cls_name, field_name) if cls_name else None
+    if found is not None:
+        where, stmt = found
+        arg.annotation = unparse(stmt.annotation)
+        arg.default = _literal_default(stmt)
+        _derive(reader.tree, where, stmt.annotation, arg)
+    else:
+        arg.value = "unknown"
+    for node in assigns:
+        if node.lineno >= call.lineno:
+            continue
+        for target in node.targets:
+            if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                    and unparse(target.value) == unparse(splat)):
+                if target.slice.value == "type":
+                    arg.value = _parse_name(unparse(node.value) or "")
+                elif target.slice.value == "choices":
+                    value = literal(node.value)
+                    arg.choices = list(value) if isinstance(value, (list, tuple, set)) else None
+
+
+def _literal_default(stmt: ast.AnnAssign) -> object:
+    """`tensor_parallel_size: int = 1` -> 1; `Field(default=1, ...)` -> 1; anything else None."""
+    value = stmt.value
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "Field":
+        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+    result = literal(value) if isinstance(value, ast.Constant) else None
+    return result if isinstance(result, (bool, int, float, str)) else None
+
+
+def _derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg: Argument) -> None:
+    """What get_kwargs makes of a field's annotation (the cases a launch line's values are checked against)."""
+    choices = literal_strings(tree, relpath, annotation)
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} - {"Optional", "None", "SkipValidation"}
+    if choices and names <= {"Literal", "str", *(_alias_names(annotation))}:
+        arg.value, arg.choices = "str", choices
+    elif "bool" in names and len(names - {"bool"}) == 0:
+        arg.value, arg.negatable = "bool", True
+    elif len(names) == 1 and next(iter(names)) in SCALARS:
+        arg.value = next(iter(names))
+    elif names & {"list", "List"}:
+        arg.value, arg.nargs = "list", "+"
+    else:
+        arg.value = "json" if names & {"dict", "Dict"} else "unknown"
+
+
+def _alias_names(annotation: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name) and n.id[:1].isupper()}
+
+
+def _frontends_called(func: ast.FunctionDef) -> list[str]:
+    """`FrontendArgs.add_cli_args(parser)` in make_arg_parser -> ["FrontendArgs"]."""
+    return [n.func.value.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "add_cli_args" and isinstance(n.func.value, ast.Name) and "Frontend" in n.func.value.id]
+
+
+def _frontend_fields(reader: _Reader, relpath: str, cls: ast.ClassDef) -> list[Argument]:
+    """One `--field-name` per field of the frontend class and its bases (add_cli_args loops over get_kwargs(cls))."""
+    out = []
+    chain = [cls]
+    while len(chain) < 4:
+        bases = [reader.cls(b.split(".")[-1]) for b in base_names(chain[-1])]
+        found = next((b for b in bases if b is not None), None)
+        if found is None:
+            break
+        chain.append(found[1])
+    for owner in chain:
+        for stmt in class_fields(owner):
+            if not isinstance(stmt.target, ast.Name) or stmt.target.id.startswith("_"):
+                continue
+            name = stmt.target.id
+            arg = Argument("--" + name.replace("_", "-"), [], "str", reader.tree.loc(relpath, stmt),
+                           field=f"{cls.name}.{name}", annotation=unparse(stmt.annotation))
+            _derive(reader.tree, relpath, stmt.annotation, arg)
+            out.append(arg)
+    return out

@@ -1,0 +1,90 @@
+"""launch-arguments: the line's options, values and --speculative-config keys against the release's own
+argument list (a hand-written cli_arguments fact in the probe's shape; the real releases are in
+tests/doctor/test_launch_line.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compat.checks import Options
+from compat.errors import UsageError
+from compat.launch_line import fixed_words, read_line
+
+ARGS = {"present": True, "location": "vllm/entrypoints/openai/cli_args.py",
+        "parser": {"underscores_to_dashes": True, "allow_abbrev": True},
+        "arguments": [
+            {"name": "model_tag", "aliases": [], "value": "positional", "nargs": "?", "location": "cli_args.py:10"},
+            {"name": "--model", "aliases": [], "value": "str", "location": "arg_utils.py:1"},
+            {"name": "--tensor-parallel-size", "aliases": ["-tp"], "value": "int", "location": "arg_utils.py:2"},
+            {"name": "--kv-cache-dtype", "aliases": [], "value": "str", "choices": ["auto", "fp8"], "location": "arg_utils.py:3"},
+            {"name": "--enforce-eager", "aliases": [], "value": "bool", "negatable": True, "location": "arg_utils.py:4"},
+            {"name": "--speculative-config", "aliases": [], "value": "json", "location": "arg_utils.py:5"},
+            {"name": "--max-model-len", "aliases": [], "value": "int", "location": "arg_utils.py:6"},
+        ]}
+SPEC = "--speculative-config '{\"method\": \"eagle3\", \"model\": \"/m/d\", \"num_speculative_tokens\": 3}'"
+
+
+def run_line(ctx, run, text, **report):
+    return run("launch-arguments", ctx("vllm", "0.18.0", report_changes={"cli_arguments": ARGS, **report},
+                                       options=Options(launch=read_line(text))))
+
+
+def test_a_line_the_release_takes_passes(ctx, run):
+    result = run_line(ctx, run, f"vllm serve /m/t -tp 8 --enforce-eager --no-enforce-eager --max-model-len 32k "
+                      f"--kv_cache_dtype fp8 {SPEC}")
+    assert result["verdict"] == "pass", result["detail"]
+    assert [a["argument"] for a in result["arguments"]] == ["--tensor-parallel-size", "--enforce-eager", "--enforce-eager",
+                                                            "--max-model-len", "--kv-cache-dtype", "--speculative-config"]
+
+
+@pytest.mark.parametrize("words, said", [
+    ("--foo bar", "unrecognized arguments: --foo bar"),
+    ("-tp eight", "argument --tensor-parallel-size/-tp: invalid int value: 'eight'"),
+    ("--kv-cache-dtype fp9", "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'fp8')"),
+    ("--max-model-len", "argument --max-model-len: expected one argument"),
+    ("--enforce-eager=yes", "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'yes'"),
+    ("/m/other", "unrecognized arguments: /m/other"),  # a second positional: serve takes one
+])
+def test_what_the_engine_refuses_in_its_words(ctx, run, words, said):
+    result = run_line(ctx, run, f"vllm serve /m/t {SPEC} {words}")
+    assert result["verdict"] == "fail" and said in result["detail"]
+
+
+def test_an_unknown_option_is_dropped_from_the_printed_line(ctx, run):
+    line = read_line(f"vllm serve /m/t --foo bar -tp 8 {SPEC}")
+    result = run("launch-arguments", ctx("vllm", "0.18.0", report_changes={"cli_arguments": ARGS},
+                                         options=Options(launch=line)))
+    from compat.launch_line import LineEdit
+
+    edits = [LineEdit(**{k: (tuple(v) if k == "aliases" else v) for k, v in e.items()}) for e in result["line_edits"]]
+    assert fixed_words(line, edits)[:6] == ["vllm", "serve", "/m/t", "-tp", "8", "--speculative-config"]
+
+
+@pytest.mark.parametrize("rejects, verdict", [(True, "fail"), (False, "fail")])  # ignored: the setting never applies
+def test_a_spec_key_the_release_has_no_field_for(ctx, run, rejects, verdict):
+    sc = {"fields": [{"name": n} for n in ("method", "model", "num_speculative_tokens")], "rejects_unknown_keys": rejects,
+          "rejects_unknown_keys_reason": "why", "location": "speculative.py:1"}
+    line = ("vllm serve /m/t --speculative-config '{\"method\": \"eagle3\", \"model\": \"/m/d\", "
+            "\"num_speculative_tokens\": 3, \"disable_by_batch_size\": 4}'")
+    result = run_line(ctx, run, line, speculative_config=sc)
+    assert result["verdict"] == verdict and "'disable_by_batch_size'" in result["detail"]
+    assert result["line_edits"] == [{"kind": "spec", "why": result["line_edits"][0]["why"], "key": "disable_by_batch_size",
+                                     "value": None}]
+
+
+def test_an_ambiguous_prefix_is_refused_a_unique_one_taken(ctx, run):
+    assert run_line(ctx, run, f"vllm serve /m/t --max-model 4096 {SPEC}")["verdict"] == "pass"
+    args = {**ARGS, "arguments": [*ARGS["arguments"], {"name": "--max-num-seqs", "aliases": [], "value": "int"}]}
+    result = run_line(ctx, run, f"vllm serve /m/t --max 4096 {SPEC}", cli_arguments=args)
+    assert "ambiguous option: --max could match --max-model-len, --max-num-seqs" in result["detail"]
+
+
+@pytest.mark.parametrize("text, token", [
+    ("vllm serve /m/t --speculative-config '{\"model\": \"/m/d\"", "never closed"),
+    ("vllm serve /m/t --speculative-config '{model: /m/d}'", "is not JSON"),
+    ("torchrun serve.py", "unknown entry point 'torchrun serve.py'"),
+    ("python -m sglang.launch_router --x", "unknown entry point 'sglang.launch_router'"),
+])
+def test_a_line_that_cannot_be_read_is_a_usage_error_naming_the_token(text, token):
+    with pytest.raises(UsageError, match=token.replace("(", r"\(").replace(".", r"\.")):
+        read_line(text)

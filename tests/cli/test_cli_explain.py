@@ -1,0 +1,105 @@
+"""`compat explain` says what it does not know: text that matches nothing, failures that are not about speculative
+decoding, binary input, and usage errors. The inputs are produced by real programs (a Python script's own
+traceback, an allocation that fails, the interpreter's binary), never written here. Read against the cached
+vLLM 0.32.0 source (--offline; skipped when it is not cached)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RELEASE = ("--engine", "vllm==0.32.0", "--offline")
+
+
+def compat(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "compat", *args], input=stdin, capture_output=True, timeout=300,
+                          cwd=REPO)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(errors="replace"),
+                                       proc.stderr.decode(errors="replace"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def release_cached():
+    proc = compat("explain", "x", *RELEASE, "--json")
+    if proc.returncode == 3:
+        pytest.skip("vLLM 0.32.0 is not in the release cache (run once without --offline)")
+
+
+def produced(tmp_path: Path, code: str) -> Path:
+    """What a real Python program prints when it fails (its traceback on stderr)."""
+    script = tmp_path / "user_script.py"
+    script.write_text(code)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    log = tmp_path / "run.log"
+    log.write_text(proc.stdout + proc.stderr)
+    return log
+
+
+def explain_json(*args: str, stdin: bytes | None = None) -> tuple[int, dict]:
+    proc = compat("explain", *args, *RELEASE, "--json", stdin=stdin)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_key_error_in_user_code_is_unrelated(tmp_path):
+    log = produced(tmp_path, "config = {'model': 'x'}\nprint(config['speculative_model'])\n")
+    code, doc = explain_json("--log", str(log))
+    assert code == 0
+    (finding,) = doc["findings"]
+    assert finding["kind"] == "unrelated" and finding["cause_id"] == "user-code"
+    assert "user_script.py" in finding["cause"] and finding["fix"] is None
+    assert "EAGLE" not in finding["cause"]
+
+
+def test_running_out_of_memory_is_unrelated(tmp_path):
+    log = produced(tmp_path, "buffers = bytearray(1 << 62)\n")
+    code, doc = explain_json("--log", str(log))
+    assert code == 0
+    kinds = {f["kind"] for f in doc["findings"]}
+    assert kinds == {"unrelated"}, doc["findings"]
+    assert any(f["cause_id"] == "out-of-memory" for f in doc["findings"])
+
+
+def test_text_that_matches_nothing_is_not_recognised(tmp_path):
+    zen = subprocess.run([sys.executable, "-c", "import this"], capture_output=True, text=True).stdout
+    code, doc = explain_json(zen)
+    assert code == 1 and doc["findings"] == [] and doc["recognised"] is False
+    assert [s["version"] for s in doc["releases_searched"]] == ["0.32.0"]
+    proc = compat("explain", zen, *RELEASE)
+    assert proc.returncode == 1 and "not recognised" in proc.stdout and "vllm 0.32.0" in proc.stdout
+
+
+def test_binary_input_is_one_clear_error():
+    proc = compat("explain", "--log", sys.executable, *RELEASE)
+    assert proc.returncode == 2
+    assert "is not text" in proc.stderr and "Traceback" not in proc.stderr
+    with open(sys.executable, "rb") as fh:
+        piped = compat("explain", "-", *RELEASE, "--json", stdin=fh.read(1 << 16))
+    assert piped.returncode == 2 and json.loads(piped.stdout)["exit_code"] == 2
+
+
+def test_usage_errors():
+    assert compat("explain", "x", "--log", "y", *RELEASE).returncode == 2
+    assert compat("explain", "--log", "/nonexistent/file.log", *RELEASE).returncode == 2
+    assert compat("explain", "x").returncode == 2  # no release named
+    assert compat("explain", "x", "--engine", "vllm==0.0.999", "--offline").returncode == 3
+
+
+def test_colours_and_a_huge_line_are_read_through(tmp_path):
+    """A real program's coloured output and a 20 MB line before its traceback: the traceback is still found."""
+    code = ("import sys\n"
+            "from rich.console import Console\n"
+            "Console(file=sys.stderr, force_terminal=True).print('[bold red]ERROR[/] starting', highlight=False)\n"
+            "print('x' * 20_000_000)\n"
+            "{}['speculative_config']\n")
+    log = produced(tmp_path, code)
+    assert log.stat().st_size > 20_000_000 and "\x1b[" in log.read_text()
+    rc, doc = explain_json("--log", str(log))
+    assert rc == 0
+    (finding,) = doc["findings"]
+    assert finding["cause_id"] == "user-code" and finding["message"] == "KeyError: 'speculative_config'"

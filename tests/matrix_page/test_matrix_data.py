@@ -1,0 +1,139 @@
+"""matrix.json: every release of the range, every column, a verdict and evidence in every cell; the user's pair is
+what `compat doctor --releases --json` says, release for release; the evidence lines exist in the release."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from cli_helpers import compat
+from matrix_site import FAMILIES, RANGES
+
+from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, WORKS, WORKS_PATCHED,
+                                    WORKS_PATCHED_CONVERTED)
+from compat.matrix import DRAFTER_KINDS, USER
+from compat.matrix import FAMILIES as ALL_FAMILIES
+
+VERDICTS = {WORKS, WORKS_PATCHED, NEEDS_CONVERT, WORKS_PATCHED_CONVERTED, DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK}
+EVIDENCE = {"vllm": re.compile(r"^https://github\.com/vllm-project/vllm/blob/v(?P<v>[\w.]+)/(?P<path>vllm/[\w/.-]+\.py)#L(?P<line>\d+)$"),
+            "sglang": re.compile(r"^https://github\.com/sgl-project/sglang/blob/v(?P<v>[\w.]+)/python/(?P<path>sglang/[\w/.-]+\.py)#L(?P<line>\d+)$")}
+
+pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into the user cache
+
+
+@pytest.fixture(scope="module")
+def document(site):
+    return json.loads((site / "matrix.json").read_text())
+
+
+def test_every_release_of_the_range_and_every_column(document):
+    from compat.sources.released import list_releases
+
+    assert document["schema"] == "compat.matrix/1"
+    for engine, spec in RANGES.items():
+        expected = [v for v in list_releases(engine, offline=True) if SpecifierSet(spec).contains(Version(v))]
+        assert document["engines"][engine]["versions"] == sorted(expected, key=Version)
+        assert document["engines"][engine]["releases"] == spec
+    ids = [c["id"] for c in document["columns"]]
+    assert ids == [USER] + [f"{f.id}/{k}" for f in ALL_FAMILIES if f.id in FAMILIES for k in DRAFTER_KINDS]  # built-in order
+    cells = {(r["engine"], r["version"], r["column"]) for r in document["rows"]}
+    assert cells == {(e, v, c) for e in RANGES for v in document["engines"][e]["versions"] for c in ids}
+
+
+def test_every_cell_has_a_verdict_and_evidence_at_the_release_tag(document):
+    from compat.sources.released import fetch_release
+
+    trees = {}
+    for row in document["rows"]:
+        assert row["verdict"] in VERDICTS, row
+        links = [c["evidence"] for c in row["checks"] if c["evidence"]]
+        assert links, f"no evidence in {row['engine']} {row['version']} {row['column']}"
+        for url in links:
+            match = EVIDENCE[row["engine"]].match(url)
+            assert match and match["v"] == row["version"], url
+            key = (row["engine"], row["version"])
+            if key not in trees:
+                trees[key] = fetch_release(row["engine"], f"=={row['version']}", offline=True, progress=False)
+            source = (trees[key].root / match["path"]).read_text(encoding="utf-8", errors="replace")
+            assert 1 <= int(match["line"]) <= source.count("\n") + 1, url  # the line is in the file the release ships
+        failing = {c["check"] for c in row["checks"] if c["verdict"] == "fail"}
+        assert set(row["failing"]) == failing
+        assert (row["verdict"] == WORKS) == (not failing)
+
+
+def test_the_columns_differ_where_the_families_and_drafters_do(document):
+    """Not one verdict copied everywhere: the SpecForge and no-ids drafters differ on a release, and so do targets."""
+    rows = [r for r in document["rows"] if r["engine"] == "vllm" and r["version"] == "0.34.0"]
+    by_column = {r["column"]: r["verdict"] for r in rows}
+    assert by_column["llama/no-ids"] == DEPENDS_LAYERS and by_column["llama/modelopt"] == DEPENDS
+    assert by_column["llama/specforge"] == WORKS
+    assert by_column["glm4-moe/specforge"] == DOES_NOT_WORK and "target-interface" in next(
+        r["failing"] for r in rows if r["column"] == "glm4-moe/specforge")
+
+
+@pytest.mark.parametrize("engine", sorted(RANGES))
+def test_the_users_pair_is_what_doctor_releases_says(document, pair, engine):
+    run = compat("doctor", pair[0], pair[1], "--engine", engine, "--releases", RANGES[engine], "--json", timeout=1800)
+    assert run.code in (0, 1), run.err
+    doctor = {r["version"]: r for r in run.json()["rows"]}
+    mine = {r["version"]: r for r in document["rows"] if r["engine"] == engine and r["column"] == USER}
+    assert sorted(mine) == sorted(doctor)
+    for version, row in mine.items():
+        for key in ("verdict", "fixes", "failing", "launch"):
+            assert row.get(key) == doctor[version].get(key), (engine, version, key)
+        assert [c["check"] for c in row["checks"]] == [c["check"] for c in doctor[version]["diagnosis"]["checks"]]
+
+
+def test_markdown_groups_releases_and_prints_to_stdout(pair):
+    run = compat("matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--format", "md")
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
+    assert lines[0] == f"**vLLM {RANGES['vllm']}**"
+    assert lines[2] == "| releases | llama<br>speculators | llama<br>specforge | llama<br>modelopt | llama<br>no-ids |"
+    assert any(line.startswith("| 0.33.0") for line in lines) and "ask: layers" in run.out
+    assert run.out.rstrip().splitlines()[-1].startswith("cells: works = works as is")
+
+
+def test_usage_errors_name_the_flag(pair):
+    run = compat("matrix", "--engine", "vllm", "--target", pair[0])
+    assert run.code == 2 and "--target and --drafter go together" in run.err
+    run = compat("matrix", "--engine", "vllm", "--releases", "sglang:>=0.5")
+    assert run.code == 2 and "add --engine sglang" in run.err
+    run = compat("matrix", "--engine", "vllm", "--releases", "not a spec", "--format", "json")
+    assert run.code == 2 and "not a version specifier" in run.err
+
+
+def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
+    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe: not a byte of it."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from cli_helpers import COMPAT
+
+    args = [str(COMPAT), "matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--kind", "no-ids"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*args, "--out", tmp_path / "tty"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        ready = select.select([master], [], [], 1)[0]
+        try:
+            chunk = os.read(master, 65536) if ready else b""
+        except OSError:  # the pty's other end closed: the process is done
+            break
+        seen += chunk
+        if not chunk and proc.poll() is not None:
+            break
+    assert proc.wait(timeout=600) == 0
+    os.close(master)
+    assert b"matrix: vllm releases" in seen
+    assert (tmp_path / "tty" / "matrix.html").stat().st_mode & 0o044  # readable by others, as a page is
+    piped = compat(*args[1:], "--out", tmp_path / "pipe")
+    assert piped.code == 0 and piped.err == ""
+    assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
