@@ -52,6 +52,9 @@ class Case:
     deadline: float = 60.0                  # seconds, start-up included
     env: dict[str, str] = field(default_factory=dict)
     json: bool = True                       # stdout is one JSON document
+    error_schema: str = "compat.error/1"    # the JSON document's schema on an error exit (fleet: compat.fleet/1)
+    stderr_errors: bool = True              # an error exit says exactly one `error:` line on stderr (a fleet's are per host, in its JSON)
+    check: Callable[["Outcome"], str | None] | None = None  # the surface's own rule on top of these, or None
 
 
 @dataclass
@@ -121,7 +124,7 @@ def judge(case: Case, outcome: Outcome) -> str | None:
     if len(outcome.stderr) > STDERR_LIMIT:
         return f"{where}: {len(outcome.stderr)} characters on stderr (one clear error expected)\n{outcome.stderr[:600]}"
     errors = [line for line in outcome.stderr.splitlines() if ERROR_LINE.match(line)]
-    if len(errors) > 1 or (outcome.code in ERROR_EXITS and len(errors) != 1):
+    if len(errors) > 1 or (case.stderr_errors and outcome.code in ERROR_EXITS and len(errors) != 1):
         return f"{where}: exit {outcome.code} with {len(errors)} error lines\n{tail}"
     if case.json:
         import json
@@ -130,8 +133,12 @@ def judge(case: Case, outcome: Outcome) -> str | None:
             doc = json.loads(outcome.stdout)
         except ValueError:
             return f"{where}: --json printed no JSON document (exit {outcome.code})\n{outcome.stdout[:600]}\n{tail}"
-        if outcome.code in ERROR_EXITS and doc.get("schema") != "compat.error/1":
-            return f"{where}: exit {outcome.code} without an error document"
+        if outcome.code in ERROR_EXITS and (not isinstance(doc, dict) or doc.get("schema") != case.error_schema):
+            return f"{where}: exit {outcome.code} without an error document ({case.error_schema})"
+    if case.check is not None:
+        problem = case.check(outcome)
+        if problem is not None:
+            return f"{where}: {problem}\n{tail}"
     return None
 
 
