@@ -9,6 +9,7 @@ compat/acceptance.py, the rule `verify --server` uses.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from compat.explain.sites import Site
 
 VLLM_MARK = "SpecDecoding metrics"
 SGLANG_MARK = "accept len"
+MAX_COUNT = 2**53  # a counter past this is not a count of tokens (and its sums would leave float range)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -54,6 +56,7 @@ def read_interval(site: Site, text: str, line: int) -> Interval | None:
         if key and key not in values:
             values[key] = value
     per = tuple(float(v) for v in _NUMBER.findall(values.get("per_position", "")))
+    per = per if all(math.isfinite(p) for p in per) else ()  # a rate of 1e5000 digits says nothing per position
     rate = _float(values.get("rate_percent"))
     rate = rate / 100 if rate is not None else _float(values.get("rate"))
     return Interval(line, _float(values.get("length")), _int(values.get("accepted")), _int(values.get("drafted")),
@@ -78,15 +81,18 @@ def _role(label: str) -> str | None:
 
 
 def _float(value: str | None) -> float | None:
+    """A finite number, or None: a log's NaN, inf or 1e999 is not a count (the hostile campaign's lying counters)."""
     try:
-        return float(value.replace(",", "")) if value is not None else None
+        number = float(value.replace(",", "")) if value is not None else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _int(value: str | None) -> int | None:
+    """A token count, or None: a negative one or one past MAX_COUNT is a lying counter, not a count."""
     number = _float(value)
-    return int(number) if number is not None else None
+    return int(number) if number is not None and 0 <= number <= MAX_COUNT else None
 
 
 @dataclass
