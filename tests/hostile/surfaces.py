@@ -26,6 +26,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -184,4 +185,5 @@ def campaign(name: str, count: int, workdir: Path, seed: int = 23) -> Campaign:
         problem = judge(case, outcome)
         assert problem is None, f"case {index} (seed {seed}): {problem}"
         result.add(case, outcome)
+        shutil.rmtree(case_dir, ignore_errors=True)  # a passed case's inputs (logs of 100s of MB) are not kept
     return result
