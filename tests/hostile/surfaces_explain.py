@@ -138,6 +138,7 @@ def explain_logs(rng: random.Random, workdir: Path) -> Iterator[Case]:
     if how == "text":  # a pasted message: what fits in one argument
         with log.open("rb") as head:
             words = head.read(100_000).replace(b"\x00", b"").decode("utf-8", "replace")
+        words = words.encode()[:100_000].decode("utf-8", "ignore")  # U+FFFD is 3 bytes: under 128 KiB encoded
         argv = [*base, words]
     else:
         argv = [*base, "--log", str(log)] if how == "--log" else [*base, "-"]
