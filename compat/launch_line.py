@@ -134,10 +134,14 @@ def spec_json(option: str, value: str | None) -> dict[str, Any]:
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"--launch: {option} {value!r} is not JSON: {exc.msg} at column {exc.colno}",
+        raise UsageError(f"--launch: {option} {_shown(value)} is not JSON: {exc.msg} at column {exc.colno}",
                          hint="quote the whole object for the shell: --speculative-config '{\"method\": \"eagle3\", ...}'") from None
+    except RecursionError:  # json.loads recurses per level: thousands of [ or { exhaust the stack
+        raise UsageError(f"--launch: {option} {_shown(value)} is nested too deeply to read", hint=HINT) from None
+    except ValueError as exc:  # a number past Python's 4,300-digit limit for int()
+        raise UsageError(f"--launch: {option} {_shown(value)} cannot be read: {exc}", hint=HINT) from None
     if not isinstance(parsed, dict):
-        raise UsageError(f"--launch: {option} {value!r} is JSON but not an object", hint=HINT)
+        raise UsageError(f"--launch: {option} {_shown(value)} is JSON but not an object", hint=HINT)
     return parsed
 
 
@@ -180,8 +184,13 @@ def _json_or_text(value: str | None) -> Any:
         return None
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a number over 4,300 digits, nested too deeply
         return value
+
+
+def _shown(value: str, width: int = 200) -> str:
+    """A value as an error message quotes it: a 100 kB JSON is cut, never echoed whole."""
+    return repr(value) if len(value) <= width else f"{value[:width]!r}... ({len(value)} characters)"
 
 
 # -- the line with the fixes applied --------------------------------------------------------------

@@ -172,7 +172,7 @@ def _line_numbers(line, steps: int, topk: int) -> tuple[int, int]:
     for i, value in enumerate(raw):
         try:
             out[i] = max(1, int(value)) if value is not None else out[i]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: Infinity, which json.loads takes
             pass  # a bad value: the launch-arguments check says what the engine makes of it
     return out[0], out[1]
 

@@ -101,7 +101,8 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
 
 def acceptance_finding(evidence: Evidence, release: Release) -> dict | None:
     series = evidence.series
-    if series is None or not series.intervals:
+    intervals = series.intervals if series is not None else []
+    if series is None or not intervals:
         return None
     judgement = series.judgement()
     sample = series.sample()
@@ -118,7 +119,7 @@ def acceptance_finding(evidence: Evidence, release: Release) -> dict | None:
             "message": f"{sample.source}: {numbers}", "cause": f"{judgement.verdict}: {judgement.why}. {diagnosis.summary}",
             "fix": fix, "cause_id": f"acceptance-{diagnosis.pattern}", "exception": None,
             "function": series.site.function, "template": series.site.template, "located_by": "log line",
-            "also_at": [], "line": series.intervals[0].line, "count": len(series.intervals),
+            "also_at": [], "line": intervals[0].line, "count": series.count,
             "verdict": judgement.verdict, "judgement": judgement.to_json(), "over_time": series.over_time()}
 
 

@@ -104,7 +104,7 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
         if interval is not None:
             if evidence.series is None:
                 evidence.series = Series(site, evidence.engine)
-            evidence.series.intervals.append(interval)
+            evidence.series.add(interval)
         return
     if site.kind == "log":
         if site.template.startswith("Resolved architecture") and site.capturing is not None:

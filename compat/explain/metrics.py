@@ -9,6 +9,7 @@ compat/acceptance.py, the rule `verify --server` uses.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from compat.explain.sites import Site
 
 VLLM_MARK = "SpecDecoding metrics"
 SGLANG_MARK = "accept len"
+MAX_COUNT = 2**53  # a counter past this is not a count of tokens (and its sums would leave float range)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -32,11 +34,34 @@ class Interval:
     drafted: int | None
     per_position: tuple[float, ...]
     rate: float | None  # accepted / drafted, 0..1
+    last_line: int | None = None  # a merged interval (a long log): the last log line it sums
+    merged: int = 1  # how many log lines it sums
 
     def to_json(self) -> dict:
-        return {"line": self.line, "mean_accepted_length": self.mean_accepted_length, "accepted_tokens": self.accepted,
-                "draft_tokens": self.drafted, "per_position": list(self.per_position),
-                "rate": None if self.rate is None else round(self.rate, 4)}
+        out = {"line": self.line, "mean_accepted_length": self.mean_accepted_length, "accepted_tokens": self.accepted,
+               "draft_tokens": self.drafted, "per_position": list(self.per_position),
+               "rate": None if self.rate is None else round(self.rate, 4)}
+        return out if self.merged == 1 else {**out, "last_line": self.last_line, "log_lines": self.merged}
+
+
+def merge(intervals: list[Interval]) -> Interval:
+    """Consecutive intervals as one: counts summed, per-position rates weighted by drafts (as Series.sample does)."""
+    if len(intervals) == 1:
+        return intervals[0]
+    counted = [i for i in intervals if i.drafted is not None and i.accepted is not None]
+    k = max((len(i.per_position) for i in intervals), default=0)
+    per: tuple[float, ...] = ()
+    if counted and k:
+        weights = [(i, i.drafted // k) for i in counted if i.drafted is not None]
+        per = tuple(sum(i.per_position[p] * w for i, w in weights if len(i.per_position) > p)
+                    / (sum(w for i, w in weights if len(i.per_position) > p) or 1) for p in range(k))
+    accepted = sum(i.accepted for i in counted if i.accepted is not None) if counted else None
+    drafted = sum(i.drafted for i in counted if i.drafted is not None) if counted else None
+    lengths = [i.mean_accepted_length for i in intervals if i.mean_accepted_length is not None]
+    rates = [i.rate for i in intervals if i.rate is not None]
+    rate = accepted / drafted if accepted is not None and drafted else (sum(rates) / len(rates) if rates else None)
+    return Interval(intervals[0].line, sum(lengths) / len(lengths) if lengths else None, accepted, drafted, per, rate,
+                    intervals[-1].last_line or intervals[-1].line, sum(i.merged for i in intervals))
 
 
 def read_interval(site: Site, text: str, line: int) -> Interval | None:
@@ -54,6 +79,7 @@ def read_interval(site: Site, text: str, line: int) -> Interval | None:
         if key and key not in values:
             values[key] = value
     per = tuple(float(v) for v in _NUMBER.findall(values.get("per_position", "")))
+    per = per if all(math.isfinite(p) for p in per) else ()  # a rate of 1e5000 digits says nothing per position
     rate = _float(values.get("rate_percent"))
     rate = rate / 100 if rate is not None else _float(values.get("rate"))
     return Interval(line, _float(values.get("length")), _int(values.get("accepted")), _int(values.get("drafted")),
@@ -78,24 +104,49 @@ def _role(label: str) -> str | None:
 
 
 def _float(value: str | None) -> float | None:
+    """A finite number, or None: a log's NaN, inf or 1e999 is not a count (the hostile campaign's lying counters)."""
     try:
-        return float(value.replace(",", "")) if value is not None else None
+        number = float(value.replace(",", "")) if value is not None else None
     except ValueError:
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _int(value: str | None) -> int | None:
+    """A token count, or None: a negative one or one past MAX_COUNT is a lying counter, not a count."""
     number = _float(value)
-    return int(number) if number is not None else None
+    return int(number) if number is not None and 0 <= number <= MAX_COUNT else None
+
+
+MAX_KEPT = 512  # intervals kept for a trend: past twice this, neighbours are merged in pairs (bounded memory)
 
 
 @dataclass
 class Series:
-    """The intervals of one log, in order."""
+    """The intervals of one log, in order: every line up to 2 * MAX_KEPT, then merged runs of `span` lines (a log of
+    millions of metrics lines is read in bounded memory; the totals are the same)."""
 
     site: Site
     engine: str
-    intervals: list[Interval] = field(default_factory=list)
+    count: int = 0  # metrics lines read
+    span: int = 1  # log lines per kept interval
+    _kept: list[Interval] = field(default_factory=list)
+    _pending: list[Interval] = field(default_factory=list)
+
+    def add(self, interval: Interval) -> None:
+        self.count += 1
+        self._pending.append(interval)
+        if len(self._pending) < self.span:
+            return
+        self._kept.append(merge(self._pending))
+        self._pending = []
+        if len(self._kept) >= 2 * MAX_KEPT:
+            self._kept = [merge(self._kept[i:i + 2]) for i in range(0, len(self._kept), 2)]
+            self.span *= 2
+
+    @property
+    def intervals(self) -> list[Interval]:
+        return self._kept + ([merge(self._pending)] if self._pending else [])
 
     def sample(self, intervals: list[Interval] | None = None) -> AcceptanceSample:
         intervals = self.intervals if intervals is None else intervals
@@ -117,7 +168,10 @@ class Series:
 
     def _source(self, intervals: list[Interval]) -> str:
         what = "SpecDecoding metrics" if self.engine == "vllm" else "accept len"
-        return f"{len(intervals)} `{what}` log lines (lines {intervals[0].line}-{intervals[-1].line})" if intervals else what
+        if not intervals:
+            return what
+        last = intervals[-1].last_line or intervals[-1].line
+        return f"{sum(i.merged for i in intervals)} `{what}` log lines (lines {intervals[0].line}-{last})"
 
     def judgement(self) -> Judgement:
         return judge(self.sample())

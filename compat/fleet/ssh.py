@@ -159,6 +159,9 @@ def _connection_error(host: Host, err: BaseException) -> Outcome:
                       "check the user and the key (ssh HOST must log in without a password prompt)", EXIT_HOST_KEY)
     if isinstance(err, asyncssh.Error):
         return failed(name, f"{name}: SSH failed ({err.reason})", "check that ssh HOST works", EXIT_UNREACHABLE)
+    if isinstance(err, asyncssh.packet.PacketDecodeError):  # a ValueError, not an asyncssh.Error
+        return failed(name, f"{name}: SSH failed (the server sent a malformed packet: {err})",
+                      "check that sshd (not another service) listens on that port", EXIT_UNREACHABLE)
     if isinstance(err, TimeoutError):
         return failed(name, f"{name}: no answer within the connect timeout", "check that the host is up and reachable", EXIT_UNREACHABLE)
     return failed(name, f"{name}: cannot connect ({getattr(err, 'strerror', None) or err})",
@@ -172,14 +175,14 @@ async def run_on_host(host: Host, words: list[str], python: str | None, bundle: 
     started = time.monotonic()
     try:
         conn = await _connect(host, options)
-    except (OSError, asyncssh.Error, TimeoutError, HostKeyRefused) as err:
+    except (OSError, asyncssh.Error, asyncssh.packet.PacketDecodeError, TimeoutError, HostKeyRefused) as err:
         outcome = _connection_error(host, err)
         outcome.seconds = time.monotonic() - started
         return outcome
     try:
         async with conn:
             outcome = await _run(conn, host, words, python, bundle, options)
-    except (OSError, asyncssh.Error) as err:
+    except (OSError, asyncssh.Error, asyncssh.packet.PacketDecodeError) as err:
         outcome = _connection_error(host, err)
     except TimeoutError:
         outcome = failed(host.spec, f"{host.spec}: compat did not finish within {options.command_timeout} s",

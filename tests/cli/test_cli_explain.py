@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,63 @@ def test_colours_and_a_huge_line_are_read_through(tmp_path):
     assert rc == 0
     (finding,) = doc["findings"]
     assert finding["cause_id"] == "user-code" and finding["message"] == "KeyError: 'speculative_config'"
+
+
+LYING = ("INFO 12-02 11:00:{s:02d} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {length}, Accepted "
+         "throughput: 1.00 tokens/s, Drafted throughput: 4.00 tokens/s, Accepted: {acc} tokens, Drafted: {drafted} "
+         "tokens, Per-position acceptance rate: {per}, Avg Draft acceptance rate: 50.0%")
+
+
+@pytest.mark.parametrize("acc,drafted,per", [("NaN", "300", "0.5, 0.4, 0.3"), ("inf", "300", "0.5, 0.4, 0.3"),
+                                             ("1e308", "1e308", "0.5, 0.4, 0.3"), ("-5", "300", "0.5, 0.4, 0.3"),
+                                             ("100", "300", "9" * 400 + ", 0.4, 0.3")])
+def test_metrics_lines_whose_counters_lie_are_not_a_traceback(tmp_path, acc, drafted, per):
+    """NaN / infinite / 1e308 / negative counters and a 400-digit rate are no token counts: the line's other numbers
+    are read, the lying ones are not (found by the hostile campaign: int(NaN), and sums past float range)."""
+    honest = LYING.format(s=0, length="2.00", acc="150", drafted="300", per="0.5, 0.4, 0.3")
+    lines = [honest] + [LYING.format(s=i, length="2.00", acc=acc, drafted=drafted, per=per) for i in range(1, 4)]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    proc = compat("explain", "--log", str(log), *RELEASE, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    finding = next(f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "acceptance")
+    assert finding["count"] >= 1  # a line whose %d field holds NaN is not the logger's line at all
+    assert finding["over_time"][0]["accepted_tokens"] == 150
+    assert all(i["accepted_tokens"] is None or 0 <= i["accepted_tokens"] <= 2**53 for i in finding["over_time"])
+
+
+def test_a_log_of_many_metrics_lines_is_summed_whole_in_a_bounded_trend(tmp_path):
+    """5,000 intervals: every one counted and summed, the trend kept to at most 1,024 merged points (a log of
+    millions of lines held every interval and its JSON; found by the hostile campaign)."""
+    lines = [LYING.format(s=i % 60, length="2.00", acc=str(100 + i % 7), drafted="300", per="0.5, 0.4, 0.3")
+             for i in range(5000)]
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(lines) + "\n")
+    proc = compat("explain", "--log", str(log), *RELEASE, "--json")
+    assert proc.returncode == 0, proc.stderr
+    finding = next(f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "acceptance")
+    assert finding["count"] == 5000
+    assert 512 <= len(finding["over_time"]) <= 1024
+    assert sum(i.get("log_lines", 1) for i in finding["over_time"]) == 5000
+    assert sum(i["accepted_tokens"] for i in finding["over_time"]) == sum(100 + i % 7 for i in range(5000))
+    assert finding["over_time"][0]["per_position"] == pytest.approx([0.5, 0.4, 0.3])
+    assert "5000 `SpecDecoding metrics` log lines (lines 1-5000)" in finding["message"]
+
+
+def test_a_sparse_log_of_gigabytes_is_read_in_the_time_its_text_takes(tmp_path):
+    """8 GiB of hole between two pieces of text (truncate): both are read, the hole is skipped (SEEK_DATA), not
+    decoded (1 GiB of NULs took 3 s; found by the hostile campaign)."""
+    log = tmp_path / "server.log"
+    error = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    with log.open("wb") as out:
+        out.write(b"INFO starting\n" * 1000)
+        out.truncate(8 << 30)
+        out.seek(8 << 30)
+        out.write(b"\n" + error.encode())
+    started = time.monotonic()
+    proc = compat("explain", "--log", str(log), *RELEASE, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 20
+    doc = json.loads(proc.stdout)
+    assert [f["kind"] for f in doc["findings"]] == ["unrelated"] and doc["findings"][0]["line"] == 1002

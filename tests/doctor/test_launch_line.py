@@ -130,11 +130,29 @@ def test_human_output_names_the_changes(kimi, doctor_cli):
     (["--"], "nothing after `--`"),
     (["--launch", "vllm serve x", "--", "vllm", "serve", "x"], "give the launch line once"),
     (["--method", "eagle", "--launch", "vllm serve x"], "--method is for doctor without a launch line"),
+    # found by the hostile campaign: json.loads' RecursionError and its 4,300-digit int limit were a traceback
+    (["--launch", "vllm serve /m/t --speculative-config '" + "[" * 50_000 + "'"], "is nested too deeply to read"),
+    (["--launch", "vllm serve /m/t --speculative-config '" + '{"a":' * 2000 + "1" + "}" * 2000 + "'"], "nested too deeply"),
+    (["--launch", "vllm serve /m/t --speculative-config '{\"num_speculative_tokens\": " + "9" * 5000 + "}'"], "cannot be read"),
 ])
 def test_a_line_doctor_cannot_read_is_a_usage_error(kimi, doctor_cli, argv, said):
     code, out, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--engine", "vllm==0.18.0", "--json", *argv)
     assert code == 2 and "Traceback" not in out + err
     assert said in json.loads(out)["error"]
+
+
+def test_a_huge_value_is_not_echoed_whole(kimi, doctor_cli):
+    code, out, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--engine", "vllm==0.18.0", "--json", "--launch",
+                                "vllm serve /m/t --speculative-config '{" + "x" * 90_000 + "'")
+    assert code == 2 and "(90001 characters)" in json.loads(out)["error"] and len(out + err) < 3000
+
+
+def test_an_infinite_num_speculative_tokens_is_judged_not_a_traceback(kimi, doctor_cli):
+    """json.loads takes Infinity, as vLLM's own parser does; int() of it raised OverflowError (hostile campaign)."""
+    spec = {**SPEC, "model": str(kimi.drafter), "num_speculative_tokens": float("inf")}
+    code, out, err = doctor_cli("--engine", "vllm==0.32.0", "--json", "--launch", vllm_line(spec, target=str(kimi.target)))
+    assert code in (0, 1) and "Traceback" not in out + err
+    assert json.loads(out)["schema"] == "compat.doctor/1"
 
 
 def test_the_line_names_no_drafter(doctor_cli):

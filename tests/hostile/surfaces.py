@@ -12,14 +12,11 @@ process (`python -m compat ...`) under an address-space limit and a deadline, an
   the exit code says an error), stderr short (a huge input is never echoed back), and with --json a JSON
   document on stdout whatever happened.
 
-Adding a surface is one function in surfaces_*.py, decorated with @surface. Surfaces to add once their branches
-reach main (other helpers are building them now):
-  TODO doctor --launch LINE     launch lines: shell quoting gone wrong, 1 MB lines, NUL-free binary, ANSI escapes,
-                                unknown flags, --speculative-config JSON that is huge / deep / not JSON
-  TODO compat explain [LOG]     pasted logs: binary, gigabytes (a sparse file), ANSI escapes, CR-only lines,
-                                invalid UTF-8, a 100 MB single line, read from a FIFO or stdin that never ends
-  TODO --host HOST              remote hosts that hang: an sshd that accepts and never answers, answers slowly,
-                                drops the connection, returns garbage for the remote python
+Adding a surface is one function in surfaces_*.py, decorated with @surface, and one import in
+test_hostile_surfaces.py. The surfaces: doctor's flags (surfaces_doctor), verify --server (surfaces_verify),
+doctor --launch LINE (surfaces_launch), compat explain's pasted logs (surfaces_explain), remote hosts that hang
+(surfaces_fleet). A case may give stdin, a SIGINT after a while (a legitimate wait ended by the user), its own
+error document schema and a rule of its own (`check`).
 """
 
 from __future__ import annotations
@@ -29,6 +26,8 @@ import os
 import random
 import re
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -52,6 +51,12 @@ class Case:
     deadline: float = 60.0                  # seconds, start-up included
     env: dict[str, str] = field(default_factory=dict)
     json: bool = True                       # stdout is one JSON document
+    error_schema: str = "compat.error/1"    # the JSON document's schema on an error exit (fleet: compat.fleet/1)
+    stderr_errors: bool = True              # an error exit says exactly one `error:` line on stderr (a fleet's are per host, in its JSON)
+    check: Callable[["Outcome"], str | None] | None = None  # the surface's own rule on top of these, or None
+    stdin: Path | None = None               # a file (or FIFO) given as standard input; None: /dev/null
+    interrupt_after: float | None = None    # send SIGINT after this many seconds (the user's Ctrl-C on a legit wait)
+    quotes_input: bool = False              # stdout may quote the input, its tracebacks included (explain)
 
 
 @dataclass
@@ -85,8 +90,13 @@ def run_case(case: Case) -> Outcome:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_API_KEY", "PYTHONBREAKPOINT"))}
     env.update({"COLUMNS": "100", "NO_COLOR": "1", **case.env})
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "compat", *case.argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, cwd=ROOT, env=env, preexec_fn=_limit_memory)
+    stdin = open(case.stdin, "rb") if case.stdin is not None else subprocess.DEVNULL  # noqa: SIM115 (closed below)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "compat", *case.argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=stdin, cwd=ROOT, env=env, preexec_fn=_limit_memory)
+    finally:
+        if case.stdin is not None:
+            stdin.close()
     chunks: dict[str, bytes] = {}
     readers = [threading.Thread(target=lambda n=name, f=stream: chunks.__setitem__(n, f.read()), daemon=True)
                for name, stream in (("out", proc.stdout), ("err", proc.stderr))]
@@ -95,10 +105,14 @@ def run_case(case: Case) -> Outcome:
     killed = threading.Event()
     timer = threading.Timer(case.deadline, lambda: (killed.set(), proc.kill()))
     timer.start()
+    interrupt = threading.Timer(case.interrupt_after or 0, lambda: proc.send_signal(signal.SIGINT))
+    if case.interrupt_after is not None:
+        interrupt.start()
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     finally:
         timer.cancel()
+        interrupt.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join(timeout=30)
@@ -114,14 +128,14 @@ def judge(case: Case, outcome: Outcome) -> str | None:
     tail = outcome.stderr[-1500:]
     if outcome.code is None:
         return f"{where}: still running after {case.deadline:.0f} s (killed)\n{tail}"
-    if "Traceback (most recent call last)" in outcome.stderr + outcome.stdout:
+    if "Traceback (most recent call last)" in outcome.stderr + ("" if case.quotes_input else outcome.stdout):
         return f"{where}: a traceback\n{tail}"
     if outcome.code not in case.exits:
         return f"{where}: exit {outcome.code}, expected one of {sorted(case.exits)}\n{tail}"
     if len(outcome.stderr) > STDERR_LIMIT:
         return f"{where}: {len(outcome.stderr)} characters on stderr (one clear error expected)\n{outcome.stderr[:600]}"
     errors = [line for line in outcome.stderr.splitlines() if ERROR_LINE.match(line)]
-    if len(errors) > 1 or (outcome.code in ERROR_EXITS and len(errors) != 1):
+    if len(errors) > 1 or (case.stderr_errors and outcome.code in ERROR_EXITS and len(errors) != 1):
         return f"{where}: exit {outcome.code} with {len(errors)} error lines\n{tail}"
     if case.json:
         import json
@@ -130,8 +144,12 @@ def judge(case: Case, outcome: Outcome) -> str | None:
             doc = json.loads(outcome.stdout)
         except ValueError:
             return f"{where}: --json printed no JSON document (exit {outcome.code})\n{outcome.stdout[:600]}\n{tail}"
-        if outcome.code in ERROR_EXITS and doc.get("schema") != "compat.error/1":
-            return f"{where}: exit {outcome.code} without an error document"
+        if outcome.code in ERROR_EXITS and (not isinstance(doc, dict) or doc.get("schema") != case.error_schema):
+            return f"{where}: exit {outcome.code} without an error document ({case.error_schema})"
+    if case.check is not None:
+        problem = case.check(outcome)
+        if problem is not None:
+            return f"{where}: {problem}\n{tail}"
     return None
 
 
@@ -167,4 +185,5 @@ def campaign(name: str, count: int, workdir: Path, seed: int = 23) -> Campaign:
         problem = judge(case, outcome)
         assert problem is None, f"case {index} (seed {seed}): {problem}"
         result.add(case, outcome)
+        shutil.rmtree(case_dir, ignore_errors=True)  # a passed case's inputs (logs of 100s of MB) are not kept
     return result

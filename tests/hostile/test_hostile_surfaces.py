@@ -13,6 +13,9 @@ import pytest
 
 import surfaces_doctor  # noqa: F401  (registers its surface)
 import surfaces_verify  # noqa: F401
+import surfaces_explain  # noqa: F401
+import surfaces_fleet  # noqa: F401
+import surfaces_launch  # noqa: F401
 from surfaces import SURFACES, campaign
 
 pytestmark = pytest.mark.network  # the real vLLM 0.32.0 release, from the user cache
