@@ -41,6 +41,15 @@ _NUMBER_RX = r"-?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|nan|inf)"
 
 
 
+def sites_fact(tree: EngineTree, files: list[str]) -> dict:
+    """The error_sites fact of either engine, over the files its probe picked on the spec-decoding paths."""
+    if not files:
+        return {"present": False, "reason": "none of the speculative-decoding files are in this tree"}
+    sites, unparsed = sites_of(tree, files)
+    return {"present": True, "summary": f"{len(sites)} sites in {len(files)} files (the patterns are in --json)",
+            "files": files, "unparsed": unparsed, "sites": sites}
+
+
 def sites_of(tree: EngineTree, relpaths: list[str]) -> tuple[list[dict], list[str]]:
     """The sites of `relpaths` (in file and line order), and the files this Python could not parse."""
     sites: list[dict] = []

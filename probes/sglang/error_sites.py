@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 
 from compat.probes import probe
-from compat.probes._error_sites import sites_of
+from compat.probes._error_sites import sites_fact
 from compat.tree import EngineTree
 
 HOMES = ("sglang/srt/server_args.py", "sglang/srt/configs/model_config.py", "sglang/srt/model_executor/model_runner.py",
@@ -40,9 +40,4 @@ def spec_decode_files(tree: EngineTree) -> list[str]:
 
 @probe("sglang", "error_sites", "Errors and log messages on the speculative-decoding code paths (compat explain)", order=85)
 def error_sites(tree: EngineTree) -> dict:
-    files = spec_decode_files(tree)
-    if not files:
-        return {"present": False, "reason": "none of the speculative-decoding files are in this tree"}
-    sites, unparsed = sites_of(tree, files)
-    return {"present": True, "summary": f"{len(sites)} sites in {len(files)} files (the patterns are in --json)",
-            "files": files, "unparsed": unparsed, "sites": sites}
+    return sites_fact(tree, spec_decode_files(tree))

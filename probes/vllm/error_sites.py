@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 
 from compat.probes import probe
-from compat.probes._error_sites import sites_of
+from compat.probes._error_sites import sites_fact
 from compat.probes.vllm._common import ARG_UTILS_HOME, MODEL_DIRS, SPEC_CONFIG_HOMES
 from compat.tree import EngineTree
 
@@ -55,9 +55,4 @@ def spec_decode_files(tree: EngineTree) -> list[str]:
 
 @probe("vllm", "error_sites", "Errors and log messages on the speculative-decoding code paths (compat explain)", order=85)
 def error_sites(tree: EngineTree) -> dict:
-    files = spec_decode_files(tree)
-    if not files:
-        return {"present": False, "reason": "none of the speculative-decoding files are in this tree"}
-    sites, unparsed = sites_of(tree, files)
-    return {"present": True, "summary": f"{len(sites)} sites in {len(files)} files (the patterns are in --json)",
-            "files": files, "unparsed": unparsed, "sites": sites}
+    return sites_fact(tree, spec_decode_files(tree))
