@@ -99,3 +99,24 @@ def make_consoles(args):
 def show_progress(args) -> bool:
     """Progress bars and waiting messages on stderr: not under --json, not with -q."""
     return not getattr(args, "json", False) and not (getattr(args, "quiet", 0) or 0)
+
+
+def progress_bar(command: str):
+    """`bar(items, what)` for `command`: yields the items with a transient bar on stderr (a terminal only: into a
+    file or a pipe it would leave a stray line), e.g. over the releases of doctor --releases or compat matrix."""
+
+    def bar(items: list[str], what: str):
+        if not sys.stderr.isatty():
+            yield from items
+            return
+        from rich.console import Console
+        from rich.progress import Progress
+
+        with Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True) as shown:
+            task = shown.add_task(f"{command}: {what}", total=len(items))
+            for item in items:
+                shown.update(task, description=f"{command}: {what} ({item})")
+                yield item
+                shown.advance(task)
+
+    return bar

@@ -19,7 +19,7 @@ from compat.doctor import (
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
-from compat.console import show_progress
+from compat.console import progress_bar, show_progress
 from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
 if TYPE_CHECKING:
@@ -223,7 +223,7 @@ def run(args, console) -> int:
                           method=args.method)
         use_network_options(args)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
-                               offline=args.offline, progress=_progress if show_progress(args) else None)
+                               offline=args.offline, progress=progress_bar("doctor") if show_progress(args) else None)
         table["notes"] = ignored_options(args, spec.engine)
         if any(r["verdict"] == SOURCE_UNAVAILABLE for r in table["rows"]):
             code = EXIT_SOURCE
@@ -294,26 +294,6 @@ def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTre
         render_verify(document, console)
     return {"ran": True, **document}
 
-
-def _progress(items: list[str], what: str):
-    """A transient progress bar on stderr over the releases of a --releases run (on a terminal only: into a
-    file or a pipe it would leave a stray line)."""
-    import sys
-
-    if not sys.stderr.isatty():
-        yield from items
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from compat.console import color_choice
-
-    with Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True) as bar:
-        task = bar.add_task(f"doctor: {what}", total=len(items))
-        for item in items:
-            bar.update(task, description=f"doctor: {what} ({item})")
-            yield item
-            bar.advance(task)
 
 
 # ---------------------------------------------------------------------------------------------

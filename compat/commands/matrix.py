@@ -69,7 +69,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args, console) -> int:
-    from compat.console import show_progress
+    from compat.console import progress_bar, show_progress
     from compat.errors import EXIT_OK, EXIT_SOURCE, UsageError
     from compat.matrix import SOURCE_UNAVAILABLE, build, write_templates
 
@@ -81,7 +81,7 @@ def run(args, console) -> int:
     columns = write_templates(args.cache_dir, families=args.family, kinds=args.kind)
     if user is None and not columns:
         raise UsageError("no column left: --family and --kind select none together")
-    progress = _progress if show_progress(args) else None
+    progress = progress_bar("matrix") if show_progress(args) else None
     ranges = _ranges(args.releases or [], engines)
     document = merge([build([engine], columns, releases=ranges.get(engine), user=user, cache_dir=args.cache_dir,
                             offline=args.offline, progress=progress) for engine in engines])
@@ -197,20 +197,3 @@ def _say_written(document: dict, written: list[Path], console) -> None:
         console.print(Text(f"  {engine} {about['releases']}: {len(about['versions'])} releases x "
                            f"{len(document['columns'])} columns; " + ", ".join(f"{n} {v}" for v, n in counts.most_common())))
 
-
-def _progress(items: list[str], what: str):
-    """A transient bar on stderr while releases are fetched and cells computed (on a terminal only)."""
-    if not sys.stderr.isatty():
-        yield from items
-        return
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from compat.console import color_choice
-
-    with Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True) as bar:
-        task = bar.add_task(f"matrix: {what}", total=len(items))
-        for item in items:
-            bar.update(task, description=f"matrix: {what} ({item})")
-            yield item
-            bar.advance(task)
