@@ -30,20 +30,10 @@ import time
 from pathlib import Path
 
 from compat import __version__
+from compat.hashing import sha256
 from compat.tree import EngineTree
 
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
-if TYPE_CHECKING:  # the private modules have no stubs; what they give is hashlib's sha256
-    from hashlib import sha256
-else:
-    try:  # CPython's own sha256, without loading OpenSSL: `import hashlib` costs milliseconds at start-up
-        from _sha256 import sha256
-    except ImportError:  # pragma: no cover - other Pythons, or 3.12+ (_sha2)
-        try:
-            from _sha2 import sha256
-        except ImportError:
-            from hashlib import sha256
-
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
