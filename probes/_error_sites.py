@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from compat.tree import EngineTree, UnparseableFile
 
@@ -198,32 +199,31 @@ def _last_assignment(func: ast.AST, name: str, before: int) -> ast.AST | None:
 
 def _percent(parts: list) -> list:
     """%-specs in the literal parts become holes (`%%` a literal `%`)."""
-    out: list = []
-    for part in parts:
-        if not isinstance(part, str):
-            out.append(part)
-            continue
-        pos = 0
-        for match in _PERCENT.finditer(part):
-            out.append(part[pos:match.start()])
-            conv = match.group(1)
-            out.append("%" if conv == "%" else (NUMBER,) if conv in "diouxXeEfFgG" else HOLE)
-            pos = match.end()
-        out.append(part[pos:])
-    return out
+    def hole(match: re.Match) -> object:
+        conv = match.group(1)
+        return "%" if conv == "%" else (NUMBER,) if conv in "diouxXeEfFgG" else HOLE
+    return _holes(parts, _PERCENT, hole)
 
 
 def _format_fields(parts: list) -> list:
+    """str.format fields in the literal parts become holes (`{{`/`}}` a literal brace)."""
+    def hole(match: re.Match) -> object:
+        text = match.group(0)
+        return text[0] if text in ("{{", "}}") else (NUMBER,) if text.rstrip("}").endswith(("f", "d")) else HOLE
+    return _holes(parts, _FORMAT_FIELD, hole)
+
+
+def _holes(parts: list, pattern: re.Pattern, hole: Callable[[re.Match], object]) -> list:
+    """Each match of `pattern` in the literal (str) parts replaced by `hole(match)`; other parts kept."""
     out: list = []
     for part in parts:
         if not isinstance(part, str):
             out.append(part)
             continue
         pos = 0
-        for match in _FORMAT_FIELD.finditer(part):
+        for match in pattern.finditer(part):
             out.append(part[pos:match.start()])
-            text = match.group(0)
-            out.append(text[0] if text in ("{{", "}}") else (NUMBER,) if text.rstrip("}").endswith(("f", "d")) else HOLE)
+            out.append(hole(match))
             pos = match.end()
         out.append(part[pos:])
     return out
