@@ -12,6 +12,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from compat.argtypes import seconds
 from compat.interpreter import Interpreter
 
 if TYPE_CHECKING:
@@ -41,16 +42,6 @@ def _retries(value: str) -> int:
     return int(value)
 
 
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds, more than 0: {value!r}")
-    return seconds
-
-
 def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | None = None,
                          title: str = "engine source") -> argparse._ArgumentGroup:
     """--engine / --path / --python / --cache-dir / --offline and pip's network options, in one group."""
@@ -66,7 +57,7 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | 
     group.add_argument("--retries", metavar="N", type=_retries,
                        help="retry a failed request (HTTP 429/5xx, reset, timeout) up to N times, backing off "
                             "(as pip's; default: PIP_RETRIES, pip.conf, 5)")
-    group.add_argument("--timeout", metavar="SEC", type=_seconds,
+    group.add_argument("--timeout", metavar="SEC", type=seconds,
                        help="give up on a connection or transfer after SEC seconds without data (as pip's; default: "
                             "PIP_TIMEOUT, pip.conf, 15)")
     return group

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from compat.argtypes import seconds
 from compat.errors import UsageError
 
 if TYPE_CHECKING:
@@ -46,16 +47,6 @@ FLEET_OPTIONS = {"--host": True, "--hosts": True, "--jobs": True, "--ray": True,
 # Said by the fleet side, never passed on: the hosts always answer in JSON, and print no progress.
 LOCAL_OPTIONS = {"--json": False, "--color": True, "--quiet": False, "--verbose": False}
 DEFAULT_JOBS = 8
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected seconds, more than 0: {value!r}")
-    return seconds
 
 
 def _jobs(value: str) -> int:
@@ -78,7 +69,7 @@ def add_fleet_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"hosts worked on at once over SSH (default {DEFAULT_JOBS}; --ray runs one task per node at once)")
     group.add_argument("--accept-new-host-keys", action="store_true",
                        help="trust a host key not yet in known_hosts and add it (ssh's accept-new); a changed key is refused")
-    group.add_argument("--connect-timeout", metavar="SEC", type=_seconds, default=15.0,
+    group.add_argument("--connect-timeout", metavar="SEC", type=seconds, default=15.0,
                        help="give up on a host that does not answer within SEC seconds (default 15)")
 
 
