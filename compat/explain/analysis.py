@@ -147,8 +147,23 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             # raised by the engine's code where no raise site was read (a re-raise): the message may name one
             text_hits = [s for s, _ in index.match(tb.message) if s.kind != "log"]
             site, located = (text_hits[0], "message") if text_hits else (None, "traceback")
+        elif site is None:
+            site = _wrapped_site(tb, index)
+            located = "message" if site is not None else located
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception)
     _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb))
+
+
+def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
+    """The engine's raise that a library below it reports in its own words: pydantic runs a config's validators
+    in compiled code (no frame of theirs is shown) and lists their messages after its own `ValidationError` line
+    (`  Value error, Eagle3 is only supported for [...]`). Only a specific match counts: the engine's template
+    must carry enough literal text to name its raise alone."""
+    for text in (tb.message, *tb.more):
+        hits = [s for s, _ in index.match(strip_prefix(text)) if s.kind != "log" and s.literal_length >= MIN_LITERAL_ALONE]
+        if hits:
+            return hits[0]
+    return None
 
 
 def _record(evidence: Evidence, seen: dict, event: Event) -> None:

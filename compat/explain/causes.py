@@ -68,25 +68,34 @@ def _in_drafter(event: Event, release: Release) -> bool:
 
 
 # -- fixes: the same catalog doctor draws from -------------------------------------------------------------------
-def patch_fix(release: Release, ids: tuple[str, ...], why: str) -> dict | None:
-    """The patches of `ids` whose version gate covers the release, as the `compat patch` command to run."""
+def patch_fix(release: Release, ids: tuple[str, ...], why: str, model_type: str | None = None) -> dict | None:
+    """The patches of `ids` whose version gate covers the release, as the `compat patch` command to run; with
+    the target's `model_type`, each patch's own `options_for_target` adds what this target needs (a whitelist
+    patch adds a type its defaults lack), as doctor's fixes do."""
     from compat.patches import all_patches
 
-    covering = [p.id for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
+    covering = [p for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
     if not covering:
         return None
     command = ["compat", "patch", *release.source_args]
-    for pid in covering:
-        command += ["--select", pid]
-    return {"kind": "patch", "patch_ids": covering, "command": shlex.join(command),
+    for patch in covering:
+        command += ["--select", patch.id]
+    if model_type:
+        from compat.patching import option_flags
+
+        for patch in covering:
+            command += option_flags(patch, patch.options_for_target(model_type, None))
+    return {"kind": "patch", "patch_ids": [p.id for p in covering], "command": shlex.join(command),
             "text": f"{why}: {shlex.join(command)} (or in memory: compat plugin)"}
 
 
-def release_fix(release: Release, issue_ids: tuple[str, ...]) -> dict | None:
-    """The first release the curated known issues say fixes it, when the release is affected."""
+def release_fix(release: Release, issue_ids: tuple[str, ...], platform: str | None = None) -> dict | None:
+    """The first release the curated known issues say fixes it, when the release is affected (on `platform`, for
+    an issue of one platform)."""
     from compat.known_issues import KNOWN_ISSUES, matching
 
-    affected = {i["id"] for i in matching(release.engine, release.version, ["*"])} if release.version else set()
+    affected = ({i["id"] for i in matching(release.engine, release.version, ["*"], platform)}
+                if release.version else set())
     for issue in KNOWN_ISSUES:
         if issue["id"] in issue_ids and issue.get("fixed_in") and (not release.version or issue["id"] in affected):
             return {"kind": "release", "releases": f">={issue['fixed_in']}",
@@ -127,8 +136,9 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 def _whitelist_fix(event: Event, release: Release) -> dict | None:
     found = re.search(r"model_type='?([\w.-]+)", event.text)
-    why = f"add {found.group(1) if found else 'the target model_type'} to the whitelist"
-    return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why),
+    model_type = found.group(1) if found else None
+    why = f"add {model_type or 'the target model_type'} to the whitelist"
+    return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
                   release_fix(release, ("vllm-eagle3-whitelist-kimi",)),
                   doctor_fix(release, "no compat patch covers this release's whitelist"))
 
@@ -223,6 +233,26 @@ def _block_size(event: Event, release: Release) -> bool:
     return "no common block size" in _template(event)
 
 
+def _cpu_runner(event: Event, release: Release) -> bool:
+    """The CPU model runner's own refusal of speculation (vLLM < 0.20: `assert self.speculative_config is None`)."""
+    site = event.site
+    return (site is not None and site.file.endswith("cpu_model_runner.py")
+            and any(word in site.template.lower() for word in ("spec decode", "specul")))
+
+
+def _cpu_runner_cause(event: Event, release: Release) -> str:
+    where = f"{event.site.function} ({event.site.location})" if event.site is not None else "the CPU model runner"
+    return (f"{release.engine} {release.version or ''} runs on CPU here, and its CPU model runner refuses every "
+            f"speculative config in {where}: speculative decoding does not run on this release's CPU backend, "
+            "whatever the drafter")
+
+
+def _cpu_runner_fix(event: Event, release: Release) -> dict | None:
+    return _first(release_fix(release, ("vllm-cpu-no-spec-decode",), platform="cpu"),
+                  {"kind": "none", "text": "no compat patch makes this release's CPU backend speculate: serve without "
+                   "--speculative-config on CPU, or on a GPU build"})
+
+
 def _oom(event: Event, release: Release) -> bool:
     return bool(OUT_OF_MEMORY.search(event.text))
 
@@ -269,6 +299,7 @@ CATALOG: tuple[Cause, ...] = (
           lambda e, r: {"kind": "flag", "text": "point \"model\" in --speculative-config at the directory holding the "
                         "drafter's model.safetensors (a training checkpoint: " + convert_fix(r, "convert it")["command"]
                         + ")"}),
+    Cause("cpu-runner-no-spec-decode", ERROR, _cpu_runner, _cpu_runner_cause, _cpu_runner_fix),
     Cause("kv-cache-block-size", ERROR, _block_size,
           lambda e, r: "the target's attention backend and the drafter's share no KV-cache block size (an MLA target with "
                        "an EAGLE-3 drafter on CPU)",

