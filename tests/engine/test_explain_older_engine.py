@@ -180,3 +180,15 @@ def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engin
         assert reverted.returncode == 0, reverted.stdout + reverted.stderr
     assert not _vllm_files_differing_from_record(older_engine_python)
 
+
+
+def test_release_unknown_is_guessed_from_the_older_log(compat_cli, older_engine_version, older_logs):
+    """--engine vllm with no vLLM in compat's own interpreter: the log names 0.16.0, which is tried and fits."""
+    proc = compat_cli("explain", "--log", str(older_logs["cpu-runner"]), "--engine", "vllm", "--offline", "--json")
+    if proc.returncode == 3:
+        pytest.skip(f"vLLM {older_engine_version} is not in the release cache")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["release_guessed"] is True and doc["version"] == older_engine_version
+    (searched,) = doc["releases_searched"]
+    assert searched["version"] == older_engine_version and searched["fits"] is True
+    assert the_error(doc, "cpu-runner-no-spec-decode")
