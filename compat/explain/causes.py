@@ -241,10 +241,9 @@ def _cpu_runner(event: Event, release: Release) -> bool:
 
 
 def _cpu_runner_cause(event: Event, release: Release) -> str:
-    where = f"{event.site.function} ({event.site.location})" if event.site is not None else "the CPU model runner"
     return (f"{release.engine} {release.version or ''} runs on CPU here, and its CPU model runner refuses every "
-            f"speculative config in {where}: speculative decoding does not run on this release's CPU backend, "
-            "whatever the drafter")
+            "speculative config: speculative decoding does not run on this release's CPU backend, whatever the "
+            "drafter")
 
 
 def _cpu_runner_fix(event: Event, release: Release) -> dict | None:
