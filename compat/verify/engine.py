@@ -135,8 +135,16 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
     run = EngineRun(reader.events, log, proc.returncode, round(time.monotonic() - started, 3))
     if not run.of("done"):
         raise EngineRunError(f"the engine process exited with code {proc.returncode} before it finished"
-                             f"{_last_error(run, log)}; its log: {log}", hint="read the log for the engine's own message")
+                             f"{_last_error(run, log)}; its log: {log}",
+                             hint=f"{explain_command(log, interpreter.path)} maps the engine's error to its source and a fix")
     return run
+
+
+def explain_command(log: Path, python: str) -> str:
+    """The `compat explain` line that reads an engine run's log against the engine that wrote it."""
+    import shlex
+
+    return shlex.join(["compat", "explain", "--log", str(log), "--engine", "vllm", "--python", python])
 
 
 def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:

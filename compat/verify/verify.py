@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from compat.interpreter import Interpreter
 from compat.verify.engine import (
-    DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, installed_vllm, new_log_path, run_script,
+    DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, explain_command, installed_vllm, new_log_path, run_script,
 )
 from compat.verify.inputs import ModelDir, plan_prompts, read_model_dir
+
+if TYPE_CHECKING:
+    from compat.sources.installed import InstalledEngine
 
 DEFAULT_SPEC_TOKENS = 3
 DEFAULT_MAX_TOKENS = 32
@@ -62,7 +65,7 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: Interpreter |
     with tempfile.TemporaryDirectory(prefix="compat-verify-") as work:
         run = run_script(engine.interpreter, "vllm_run.py", job, work=Path(work), log=log, timeout=timeout,
                          on_event=_progress(progress))
-    plain, speculative = (_succeeded(run, label, engine.version, log) for label in (PLAIN, SPECULATIVE))
+    plain, speculative = (_succeeded(run, label, engine, log) for label in (PLAIN, SPECULATIVE))
     document = {
         "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
@@ -78,14 +81,16 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: Interpreter |
     return document
 
 
-def _succeeded(run: EngineRun, label: str, version: str, log: Path) -> dict[str, Any]:
-    """The engine's result of run `label`; an EngineRunError naming the log when it failed or is missing."""
+def _succeeded(run: EngineRun, label: str, engine: InstalledEngine, log: Path) -> dict[str, Any]:
+    """The engine's result of run `label`; an EngineRunError naming the log, and the `compat explain` line that
+    reads it, when it failed or is missing."""
     result = run.result(label)
     if result is None or not result.get("ok"):
         error = (result or {}).get("error") or "no result"
-        raise EngineRunError(f"vLLM {version} failed in the {label}: {error}; its log: {log}",
-                             hint="read the log; for the speculative run, `compat doctor` says whether this release "
-                                  "can load the drafter")
+        raise EngineRunError(f"vLLM {engine.version} failed in the {label}: {error}; its log: {log}",
+                             hint=f"{explain_command(log, engine.python)} maps the engine's error to its source and a "
+                                  "fix; for the speculative run, `compat doctor` says whether this release can load "
+                                  "the drafter")
     return result
 
 

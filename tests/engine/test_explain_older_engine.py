@@ -192,3 +192,18 @@ def test_release_unknown_is_guessed_from_the_older_log(compat_cli, older_engine_
     (searched,) = doc["releases_searched"]
     assert searched["version"] == older_engine_version and searched["fits"] is True
     assert the_error(doc, "cpu-runner-no-spec-decode")
+
+
+def test_a_failed_verify_names_the_explain_line_that_reads_its_log(compat_cli, older_engine_python, older_models,
+                                                                   tmp_path):
+    """`compat verify` on the older release fails (its plain run on the modelled torch build, its speculative run on
+    the CPU runner's refusal); its fix is the `compat explain` line for the run's log, which names the refusal."""
+    logs = tmp_path / "verify-logs"
+    proc = compat_cli("verify", str(older_models["llama"]), str(older_models["drafter"]), "--engine", "vllm",
+                      "--python", str(older_engine_python), "--prompt-ids", "--log-dir", str(logs), "--json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    (log,) = logs.iterdir()
+    command = ["compat", "explain", "--log", str(log), "--engine", "vllm", "--python", str(older_engine_python)]
+    assert json.loads(proc.stdout)["fix"].startswith(shlex.join(command) + " ")
+    code, doc = explain(compat_cli, older_engine_python, log)
+    assert code == 0 and "cpu-runner-no-spec-decode" in [f.get("cause_id") for f in errors(doc)]
