@@ -3,7 +3,8 @@
 What compat is and runs on, and for this interpreter and `--python PY` (the serving venv): the engines
 installed there (found without importing them), what compat patched in each (its record) and the
 compat plugin state, and the torch / CUDA that interpreter sees: asked of it in a subprocess, so torch
-is never imported into compat. Then where the release cache is and how big.
+is never imported into compat. Each engine's own torch requirement is judged against that torch
+(compat/torch_pin.py): a torch the engine was not built against is the usual cause of "undefined symbol". Then where the release cache is and how big.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from compat.commands._source import PYTHON_HELP, absolute_path, add_python_argument
 from compat.interpreter import Interpreter
 from compat.output import exit_codes, human_size, print_json
+from compat.torch_pin import ASK as ASK_TORCH_REQUIREMENTS
+from compat.torch_pin import TorchPin, torch_pins
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -76,7 +79,6 @@ if spec is not None and spec.origin:
         except Exception as err:
             torch["error"] = "import torch: %s: %s" % (type(err).__name__, err)
     out["torch"] = torch
-print(json.dumps(out))
 """
 
 
@@ -184,13 +186,15 @@ def _plugins(python: Interpreter) -> list[dict[str, Any]] | dict[str, str]:
 def _ask(python: Interpreter, ask_cuda: bool) -> dict[str, Any]:
     from compat.interpreter import InterpreterError, InterpreterFailed
 
-    code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE
+    code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE + ASK_TORCH_REQUIREMENTS + "print(json.dumps(out))\n"
     try:
         answer: dict[str, Any] = python.run_json(code, what="ask it for torch and CUDA", timeout=ASK_TIMEOUT_S)
     except InterpreterFailed as err:
         return {"error": f"could not ask {python.path}: {err.detail}"}
     except InterpreterError as err:
         return {"error": f"could not ask {python.path}: {err.message}"}
+    asked = answer.pop("torch_requirements", None) or {}
+    answer["torch_pins"] = [pin.to_json() for pin in torch_pins(asked, (answer.get("packages") or {}).get("torch"))]
     return answer
 
 
@@ -229,6 +233,8 @@ def render(r: dict[str, Any], console: Console) -> None:
             if "cuda_available" in torch:
                 seen = f"; sees {', '.join(torch['devices'])}" if torch["devices"] else "; sees no GPU"
             say(f"  torch {torch.get('version', '?')}: {build}{seen}" + (f"  ({torch['error']})" if torch.get("error") else ""))
+        for pin in i.get("torch_pins") or []:
+            say(f"  torch pin: {TorchPin(**pin).describe()}")
     say("")
     g = r["gpus"]
     say(f"GPUs: {g['driver'] or 'no NVIDIA driver loaded'}" + (f"; {len(g['devices'])} device(s) {' '.join(g['devices'])}" if g["devices"] else ""))
