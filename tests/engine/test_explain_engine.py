@@ -97,6 +97,7 @@ def test_target_the_proposer_refuses(compat_cli, engine_python, broken_logs):
     assert "GPT2LMHeadModel" in finding["cause"]  # the class vLLM resolved, read from the log
     assert finding["fix"]["kind"] == "none"  # no compat patch covers GPT-2: said, not invented
     assert doc["traceback_frames"]["checked"] > 0 and doc["traceback_frames"]["fit"] == doc["traceback_frames"]["checked"]
+    assert not [f for f in doc["findings"] if f.get("cause_id") == "engine-kernels-not-loaded"]  # its torch is the pinned one
 
 
 def test_unknown_speculative_config_key(compat_cli, engine_python, broken_logs):

@@ -207,3 +207,14 @@ def test_a_failed_verify_names_the_explain_line_that_reads_its_log(compat_cli, o
     assert json.loads(proc.stdout)["fix"].startswith(shlex.join(command) + " ")
     code, doc = explain(compat_cli, older_engine_python, log)
     assert code == 0 and "cpu-runner-no-spec-decode" in [f.get("cause_id") for f in errors(doc)]
+
+
+def test_kernels_that_did_not_load_are_said_unrelated_with_the_env_line(compat_cli, older_engine_python, older_logs):
+    """The older venv's log says vllm/_C did not load (the modelled torch build): explain says so once, as not a
+    speculative-decoding failure, and its fix, run as printed, names the torch the release requires."""
+    code, doc = explain(compat_cli, older_engine_python, older_logs["cpu-runner"])
+    (kernels,) = [f for f in doc["findings"] if f.get("cause_id") == "engine-kernels-not-loaded"]
+    assert kernels["kind"] == "unrelated"
+    assert kernels["fix"]["command"] == shlex.join(["compat", "env", "--python", str(older_engine_python)])
+    proc = compat_cli(*shlex.split(kernels["fix"]["command"])[1:])
+    assert "requires torch==2.10.0+cpu, but torch 2.13.0+cpu is installed" in proc.stdout
