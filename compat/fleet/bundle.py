@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, prune_bundles
+
 # The rule folders that pyproject maps from the repository's top level into compat/ (see [tool.setuptools]).
 MAPPED_PACKAGES = ("compat.probes", "compat.patches", "compat.checkpoints", "compat.checks")
 # Needed only on the side that reaches the hosts, never shipped.
@@ -173,6 +175,7 @@ def build_bundle(cache_dir: str | Path | None = None) -> Bundle:
         digest = hashlib.sha256(data).hexdigest()
         _write(folder / f"compat-{digest[:16]}.pyz", data)
         _write(index, json.dumps({"sha256": digest}).encode())
+    prune_bundles(str(folder), [f"compat-{digest[:16]}.pyz", index.name], BUNDLE_MAX_AGE_S)
     return Bundle(folder / f"compat-{digest[:16]}.pyz", digest, tuple(vendored), tuple(native), abi)
 
 

@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from compat.errors import SourceError, UsageError
+from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, PRUNE_SOURCE
 from compat.fleet.outcome import EXIT_UNREACHABLE, Outcome, failed, from_output
 from compat.fleet.ssh import _RUN as RUN_CODE  # the one way compat is started from an unpacked bundle
 
@@ -20,11 +21,12 @@ TASK_TIMEOUT_S = 3600.0
 
 # Runs in a Ray worker on the node: stdlib only.
 _TASK_SOURCE = r'''
-def compat_on_this_node(bundle, sha, words, python, run_code, timeout):
+def compat_on_this_node(bundle, sha, words, python, run_code, timeout, max_age_s):
     import hashlib, io, os, shutil, socket, subprocess, sys, tempfile, zipfile
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     root = os.path.join(xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache"), "compat", "fleet")
     d = os.path.join(root, sha[:16])
+    prune_bundles(root, [sha[:16]], max_age_s)
     out = {"hostname": socket.gethostname()}
     if not os.path.isfile(os.path.join(d, "compat", "cli.py")):
         data = bytes(bundle)
@@ -54,7 +56,7 @@ def compat_on_this_node(bundle, sha, words, python, run_code, timeout):
 
 def _task() -> Callable[..., dict[str, Any]]:
     namespace: dict[str, Any] = {"__name__": "compat_fleet_node_task"}  # no such module on a worker: sent by value
-    exec(compile(_TASK_SOURCE, "<compat fleet node task>", "exec"), namespace)  # noqa: S102 - our own constant
+    exec(compile(PRUNE_SOURCE + _TASK_SOURCE, "<compat fleet node task>", "exec"), namespace)  # noqa: S102 - our own constant
     return namespace["compat_on_this_node"]
 
 
@@ -88,7 +90,7 @@ def run_on_nodes(address: str, words: list[str], python: str | None, *, progress
         shipped = ray.put(bundle.path.read_bytes())
         started = time.monotonic()
         pending = [(node, task.options(scheduling_strategy=Affinity(node_id=node["NodeID"], soft=False)).remote(
-            shipped, bundle.sha256, words, python, RUN_CODE, TASK_TIMEOUT_S)) for node in nodes]
+            shipped, bundle.sha256, words, python, RUN_CODE, TASK_TIMEOUT_S, BUNDLE_MAX_AGE_S)) for node in nodes]
         outcomes = []
         for node, ref in pending:
             outcome = _outcome(ray, node, ref)

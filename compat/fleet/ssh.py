@@ -19,17 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from compat.fleet.bundle import Bundle
+from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, PRUNE_SOURCE
 from compat.fleet.hosts import Host
 from compat.fleet.outcome import EXIT_HOST_KEY, EXIT_UNREACHABLE, Outcome, failed, from_output
 
 MIN_PYTHON = (3, 10)
 
-# Where the bundle is unpacked on the host, and is it there: stdlib only, any Python 3.
-_WHERE = r"""
+# Where the bundle is unpacked on the host, and is it there (bundles unused for long are pruned meanwhile:
+# compat/fleet/host_cache.py): stdlib only, any Python 3.
+_WHERE = PRUNE_SOURCE + r"""
 import json, os, platform, sys
 xdg = os.environ.get("XDG_CACHE_HOME", "")
 root = os.path.join(xdg if os.path.isabs(xdg) else os.path.join(os.path.expanduser("~"), ".cache"), "compat", "fleet")
 d = os.path.join(root, sys.argv[1])
+prune_bundles(root, [sys.argv[1]], float(sys.argv[2]))
 print(json.dumps({"python": sys.executable, "version": list(sys.version_info[:3]), "dir": d,
                   "have": os.path.isfile(os.path.join(d, "compat", "cli.py"))}))
 """
@@ -194,7 +197,8 @@ async def run_on_host(host: Host, words: list[str], python: str | None, bundle: 
 async def _run(conn, host: Host, words: list[str], python: str | None, bundle: Bundle, options: SshOptions) -> Outcome:
     import json
 
-    where = await conn.run(_command(python, _WHERE, [bundle.short]), timeout=options.connect_timeout * 4)
+    where = await conn.run(_command(python, _WHERE, [bundle.short, str(BUNDLE_MAX_AGE_S)]),
+                           timeout=options.connect_timeout * 4)
     if where.exit_status != 0:
         return _no_python(host, python, where.exit_status, str(where.stderr))
     place = json.loads(str(where.stdout).strip().splitlines()[-1])
