@@ -17,25 +17,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from explain_runs import PROMPTS, eagle3, explain, installed_line, write_gpt2
 
 pytestmark = pytest.mark.engine
-
-PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12]]
-GPT2 = """
-import sys, torch
-from transformers import GPT2Config, GPT2LMHeadModel
-torch.manual_seed(0)
-config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=512, n_positions=512, bos_token_id=0, eos_token_id=1)
-GPT2LMHeadModel(config).save_pretrained(sys.argv[1], safe_serialization=True)
-"""
-
-
-def eagle3(drafter: Path, **more) -> dict:
-    return {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 2, **more}
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +31,7 @@ def broken_logs(tmp_path_factory, tiny, run_engine, engine_python) -> dict[str, 
     base = tmp_path_factory.mktemp("explain-engine")
     target = tiny.write_llama_target(base / "llama")
     drafter = tiny.write_eagle3_drafter_vllm(base / "drafter", target)
-    gpt2 = base / "gpt2"
-    subprocess.run([str(engine_python), "-c", GPT2, str(gpt2)], check=True, capture_output=True, timeout=300)
+    gpt2 = write_gpt2(engine_python, base / "gpt2")
     two_ids = base / "drafter-two-ids"
     shutil.copytree(drafter, two_ids)
     config = json.loads((two_ids / "config.json").read_text())
@@ -65,20 +51,6 @@ def broken_logs(tmp_path_factory, tiny, run_engine, engine_python) -> dict[str, 
         logs[name] = base / f"{name}.log"
         logs[name].write_text(result.output)
     return logs
-
-
-def explain(compat_cli, engine_python, log: Path, *more: str) -> tuple[int, dict]:
-    proc = compat_cli("explain", "--log", str(log), "--engine", "vllm", "--python", str(engine_python), "--json", *more)
-    assert proc.stdout.strip(), proc.stderr[-3000:]
-    return proc.returncode, json.loads(proc.stdout)
-
-
-def installed_line(engine_python: Path, site: str) -> str:
-    """The installed engine's source line at `site` (file:line)."""
-    relpath, _, line = site.rpartition(":")
-    code = "import vllm, pathlib, sys; print(pathlib.Path(vllm.__file__).parent.parent / sys.argv[1])"
-    path = subprocess.run([str(engine_python), "-c", code, relpath], capture_output=True, text=True, timeout=120).stdout
-    return Path(path.strip()).read_text().splitlines()[int(line) - 1]
 
 
 def only(doc: dict, cause_id: str) -> dict:

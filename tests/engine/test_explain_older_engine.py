@@ -21,22 +21,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from explain_runs import PROMPTS, eagle3, explain, installed_line, write_gpt2
 from tiny_models import TinyModels
 
 pytestmark = pytest.mark.engine
-
-PROMPTS = [[5, 6, 7, 8, 9, 10, 11, 12]]
-GPT2 = """
-import sys, torch
-from transformers import GPT2Config, GPT2LMHeadModel
-torch.manual_seed(0)
-config = GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=512, n_positions=512, bos_token_id=0, eos_token_id=1)
-GPT2LMHeadModel(config).save_pretrained(sys.argv[1], safe_serialization=True)
-"""
-
-
-def eagle3(drafter: Path, **more) -> dict:
-    return {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 2, **more}
 
 
 @pytest.fixture(scope="session")
@@ -45,8 +33,7 @@ def older_models(tmp_path_factory, older_engine_python) -> dict[str, Path]:
     tiny = TinyModels(older_engine_python)
     target = tiny.write_llama_target(base / "llama")
     drafter = tiny.write_eagle3_drafter_vllm(base / "drafter", target)
-    gpt2 = base / "gpt2"
-    subprocess.run([str(older_engine_python), "-c", GPT2, str(gpt2)], check=True, capture_output=True, timeout=300)
+    gpt2 = write_gpt2(older_engine_python, base / "gpt2")
     return {"llama": target.path, "drafter": drafter, "gpt2": gpt2}
 
 
@@ -67,20 +54,6 @@ def older_logs(tmp_path_factory, run_older_engine, older_models) -> dict[str, Pa
             "unknown-key": (m["llama"], eagle3(m["drafter"], speculative_tokens=2)),
             "cpu-runner": (m["llama"], eagle3(m["drafter"]))}  # a good pair: the CPU runner refuses any
     return {name: _broken_run(run_older_engine, name, model, spec, base) for name, (model, spec) in runs.items()}
-
-
-def explain(compat_cli, python: Path, log: Path, *more: str) -> tuple[int, dict]:
-    proc = compat_cli("explain", "--log", str(log), "--engine", "vllm", "--python", str(python), "--json", *more)
-    assert proc.stdout.strip(), proc.stderr[-3000:]
-    return proc.returncode, json.loads(proc.stdout)
-
-
-def installed_line(python: Path, site: str) -> str:
-    """The installed engine's source line at `site` (file:line)."""
-    relpath, _, line = site.rpartition(":")
-    code = "import vllm, pathlib, sys; print(pathlib.Path(vllm.__file__).parent.parent / sys.argv[1])"
-    path = subprocess.run([str(python), "-c", code, relpath], capture_output=True, text=True, timeout=120).stdout
-    return Path(path.strip()).read_text().splitlines()[int(line) - 1]
 
 
 def errors(doc: dict) -> list[dict]:
@@ -179,7 +152,6 @@ def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engin
         reverted = compat_cli("patch", "--engine", "vllm", "--python", str(older_engine_python), "--revert")
         assert reverted.returncode == 0, reverted.stdout + reverted.stderr
     assert not _vllm_files_differing_from_record(older_engine_python)
-
 
 
 def test_release_unknown_is_guessed_from_the_older_log(compat_cli, older_engine_version, older_logs):
