@@ -19,8 +19,25 @@ GPT2LMHeadModel(config).save_pretrained(sys.argv[1], safe_serialization=True)
 """
 
 
+# A tiny Gemma: a decoder vLLM can hang a drafter on, whose class does not implement the EAGLE-3 interface.
+GEMMA = """
+import sys, torch
+from transformers import GemmaConfig, GemmaForCausalLM
+torch.manual_seed(0)
+config = GemmaConfig(num_hidden_layers=8, hidden_size=128, intermediate_size=256, num_attention_heads=4,
+                     num_key_value_heads=4, head_dim=32, vocab_size=512, max_position_embeddings=512,
+                     bos_token_id=0, eos_token_id=1)
+GemmaForCausalLM(config).save_pretrained(sys.argv[1], safe_serialization=True)
+"""
+
+
 def write_gpt2(python: Path, where: Path) -> Path:
     subprocess.run([str(python), "-c", GPT2, str(where)], check=True, capture_output=True, timeout=300)
+    return where
+
+
+def write_gemma(python: Path, where: Path) -> Path:
+    subprocess.run([str(python), "-c", GEMMA, str(where)], check=True, capture_output=True, timeout=300)
     return where
 
 

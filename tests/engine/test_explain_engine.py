@@ -8,6 +8,7 @@ own source. Nothing here writes log text by hand: the expectations are the catal
 
 Broken configurations:
 - a target whose class EAGLE-3 cannot be hung on (a tiny GPT-2: 0.32.0's proposer refuses it);
+- a target class without the EAGLE-3 interface (a tiny Gemma: "Model does not support EAGLE3 interface");
 - an unknown --speculative-config key (a typo of num_speculative_tokens);
 - a drafter whose layer ids do not match its fc width (two ids, fc built for three): shape '[-1, 384]' is invalid;
 - a drafter directory without weights.
@@ -20,7 +21,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from explain_runs import PROMPTS, eagle3, explain, installed_line, write_gpt2
+from explain_runs import PROMPTS, eagle3, explain, installed_line, write_gemma, write_gpt2
 
 pytestmark = pytest.mark.engine
 
@@ -32,6 +33,7 @@ def broken_logs(tmp_path_factory, tiny, run_engine, engine_python) -> dict[str, 
     target = tiny.write_llama_target(base / "llama")
     drafter = tiny.write_eagle3_drafter_vllm(base / "drafter", target)
     gpt2 = write_gpt2(engine_python, base / "gpt2")
+    gemma = write_gemma(engine_python, base / "gemma")
     two_ids = base / "drafter-two-ids"
     shutil.copytree(drafter, two_ids)
     config = json.loads((two_ids / "config.json").read_text())
@@ -41,6 +43,7 @@ def broken_logs(tmp_path_factory, tiny, run_engine, engine_python) -> dict[str, 
     no_weights.mkdir()
     shutil.copy(drafter / "config.json", no_weights / "config.json")
     runs = {"target": (gpt2, eagle3(drafter)),
+            "interface": (gemma, eagle3(drafter)),
             "unknown-key": (target.path, eagle3(drafter, speculative_tokens=2)),
             "fc-width": (target.path, eagle3(two_ids)),
             "no-weights": (target.path, eagle3(no_weights))}
@@ -70,6 +73,19 @@ def test_target_the_proposer_refuses(compat_cli, engine_python, broken_logs):
     assert finding["fix"]["kind"] == "none"  # no compat patch covers GPT-2: said, not invented
     assert doc["traceback_frames"]["checked"] > 0 and doc["traceback_frames"]["fit"] == doc["traceback_frames"]["checked"]
     assert not [f for f in doc["findings"] if f.get("cause_id") == "engine-kernels-not-loaded"]  # its torch is the pinned one
+
+
+def test_target_class_without_the_eagle3_interface(compat_cli, engine_python, broken_logs):
+    """"Model does not support EAGLE3 interface": vLLM resolved GemmaForCausalLM, which has no SupportsEagle3, and no
+    compat patch gives it one: said, not invented."""
+    code, doc = explain(compat_cli, engine_python, broken_logs["interface"])
+    assert code == 0
+    finding = only(doc, "no-eagle3-interface")
+    assert "Model does not support EAGLE3 interface" in finding["message"] and finding["located_by"] == "traceback"
+    assert finding["site"].startswith("vllm/v1/worker/")
+    assert "raise RuntimeError" in installed_line(engine_python, finding["site"])
+    assert "GemmaForCausalLM" in finding["cause"]
+    assert finding["fix"]["kind"] == "none"
 
 
 def test_unknown_speculative_config_key(compat_cli, engine_python, broken_logs):
