@@ -45,7 +45,15 @@ class Site:
 
     @cached_property
     def regex(self) -> re.Pattern | None:
-        return re.compile(self.pattern) if self.pattern else None
+        """The pattern as `match` searches with it: without its leading holes, which a search finds anywhere anyway
+        but which would make it try every position of a long line to its end (an f-string that starts with a
+        value, `{x} is not supported yet.`, took 27 ms on one 4 KB line)."""
+        if not self.pattern:
+            return None
+        pattern = self.pattern
+        while pattern.startswith(".*?"):
+            pattern = pattern[3:]
+        return re.compile(pattern)
 
     @cached_property
     def capturing(self) -> re.Pattern | None:
