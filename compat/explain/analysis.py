@@ -159,10 +159,13 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
 
 
 def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
-    """The engine's raise that a library below it reports in its own words: pydantic runs a config's validators
-    in compiled code (no frame of theirs is shown) and lists their messages after its own `ValidationError` line
-    (`  Value error, Eagle3 is only supported for [...]`). Only a specific match counts: the engine's template
-    must carry enough literal text to name its raise alone."""
+    """The engine's raise that pydantic reports in its own words: it runs a config's validators in compiled code
+    (no frame of theirs is shown) and lists their messages after its own `ValidationError` line (`  Value error,
+    Eagle3 is only supported for [...]`). Only pydantic's wrapper is read so (an error raised in torch is torch's,
+    whatever an engine message it resembles), and only a specific match counts: the engine's template must carry
+    enough literal text to name its raise alone."""
+    if (tb.exception or "").rpartition(".")[2] != "ValidationError":
+        return None
     for text in (tb.message, *tb.more):
         hits = [s for s, _ in index.match(strip_prefix(text)) if s.kind != "log" and s.literal_length >= MIN_LITERAL_ALONE]
         if hits:
