@@ -140,9 +140,14 @@ def test_a_release_whose_code_differs_does_not_fit(compat_cli, engine_python, br
 # -- metrics lines of real servers: a healthy drafter, and the same drafter with d2t zeroed ----------------------
 
 METRICS_WAIT_S = 60
+# Past the end of the traffic, the stats logger's next tick (VLLM_LOG_STATS_INTERVAL=2 in vllm_servers.py) has
+# logged the last interval's drafts: the log then holds all of them (with the first line only, a d2t-zeroed run
+# was once read from 45 drafts, too few to tell "never right" from a wrong first step).
+LAST_INTERVAL_S = 5
+REQUESTS = 6  # of 32 tokens: about 190 drafts when nothing is accepted, above acceptance.MIN_DRAFTS_FOR_NEVER_RIGHT
 
 
-def _chat(server, requests: int = 4) -> None:
+def _chat(server, requests: int = REQUESTS) -> None:
     import urllib.request
 
     model = json.loads(urllib.request.urlopen(server.url + "/v1/models", timeout=30).read())["data"][0]["id"]
@@ -155,15 +160,16 @@ def _chat(server, requests: int = 4) -> None:
 
 
 def _log_with_metrics(server, copy: Path) -> Path:
-    """The server's log once its stats logger has written a metrics interval for the traffic sent (a copy: the
-    server keeps writing)."""
+    """The server's log once its stats logger has written the metrics intervals of all the traffic sent (a copy:
+    the server keeps writing)."""
     import time
 
     _chat(server)
-    deadline = time.monotonic() + METRICS_WAIT_S
+    ended = time.monotonic()
+    deadline = ended + METRICS_WAIT_S
     while time.monotonic() < deadline:
         text = server.log.read_text(errors="replace")
-        if "SpecDecoding metrics" in text:
+        if "SpecDecoding metrics" in text and time.monotonic() - ended >= LAST_INTERVAL_S:
             copy.write_text(text)
             return copy
         time.sleep(1)
