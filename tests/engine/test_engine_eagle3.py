@@ -79,14 +79,7 @@ def kimi_plain(run_engine, kimi, kimi_prompts):
 
 
 def _bigram_walk(target, prompts: list[list[int]], length: int) -> list[list[int]]:
-    walks = []
-    for prompt in prompts:
-        token, walk = prompt[-1], []
-        for _ in range(length):
-            token = int(target.perm[token])
-            walk.append(token)
-        walks.append(walk)
-    return walks
+    return [target.walk(prompt, length) for prompt in prompts]
 
 
 # -- baseline: the harness and the engine agree --------------------------------------------------

@@ -106,14 +106,6 @@ def run_engine(python: Path, label: str, model: Path, prompts: list, speculative
     return Run(data["ok"], data.get("outputs"), data.get("spec"), data.get("error"), log)
 
 
-def _walk(target, prompt: list[int], length: int) -> list[int]:
-    token, out = prompt[-1], []
-    for _ in range(length):
-        token = int(target.perm[token])
-        out.append(token)
-    return out
-
-
 @pytest.fixture(scope="module")
 def kimi(tmp_path_factory, tiny):
     models = tmp_path_factory.mktemp("plugin-engine-models")
@@ -131,7 +123,7 @@ def test_kimi_k2_eagle3_runs_with_the_plugin_and_no_engine_file_changed(engine_p
 
     plain = run_engine(engine_python, "kimi_k2 target, no speculation (plugin test)", target.path, prompts)
     assert plain.ok, plain.log
-    walk = [[int(t) for t in _walk(target, prompt, len(plain.outputs[0]))] for prompt in prompts]
+    walk = [[int(t) for t in target.walk(prompt, len(plain.outputs[0]))] for prompt in prompts]
     assert plain.outputs == walk, "the tiny kimi_k2 target does not generate the sequence it was built for"
     unpatched = run_engine(engine_python, "kimi_k2 + drafter, no plugin", target.path, prompts, speculative)
     assert not unpatched.ok and BLOCK_SIZE_ERROR in unpatched.error, unpatched.log

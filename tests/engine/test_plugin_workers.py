@@ -58,14 +58,6 @@ PATCHED_LINE = re.compile(r"compat plugin \(vllm\): (\S+) patched in memory \(([
 PROCESS = re.compile(r"\((\w+) pid=(\d+)\)")
 
 
-def _walk(target, prompt: list[int], length: int) -> list[int]:
-    token, out = prompt[-1], []
-    for _ in range(length):
-        token = int(target.perm[token])
-        out.append(token)
-    return out
-
-
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory, tiny):
     return tiny.write_llama_target(tmp_path_factory.mktemp("plugin-workers") / "llama")
@@ -99,7 +91,7 @@ def test_the_plugin_patches_every_engine_worker(plugin_installed, llama, tmp_pat
     assert results, f"no result (exit {proc.returncode}):\n{log[-6000:]}"
     result = json.loads(results[-1][len(RESULT_PREFIX):])
     assert result["ok"], log[-6000:]
-    assert result["outputs"] == [_walk(llama, p, 6) for p in prompts]
+    assert result["outputs"] == [llama.walk(p, 6) for p in prompts]
 
     roles = {}
     for role, pid in PROCESS.findall(log):

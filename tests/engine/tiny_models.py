@@ -33,6 +33,14 @@ class TinyTarget:
     draft_vocab: list[int]   # sorted target ids in the draft vocabulary
     aux_layer_ids: list[int]
 
+    def walk(self, prompt: list[int], length: int) -> list[int]:
+        """The greedy continuation of `prompt`: `length` steps of perm from its last token."""
+        token, out = prompt[-1], []
+        for _ in range(length):
+            token = int(self.perm[token])
+            out.append(token)
+        return out
+
     def prompts(self, count: int, length: int, seed: int = 7) -> list[list[int]]:
         """Token-id prompts made of draft-vocab tokens (so the greedy walk stays in it)."""
         rng = random.Random(seed)
