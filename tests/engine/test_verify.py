@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from test_engine_eagle3 import _cpu_has_amx, _modified_vllm_files
+from test_engine_eagle3 import _cpu_has_amx
+from venv_files import modified_vllm_files
 
 pytestmark = pytest.mark.engine
 
@@ -158,7 +159,7 @@ def _canary_cli(compat_cli, python: Path, family: str) -> tuple[int, dict]:
 
 
 def test_canary_kimi_k2_names_the_patch_then_agrees_once_patched(engine_python, compat_cli):
-    assert _modified_vllm_files(engine_python) == [], \
+    assert modified_vllm_files(engine_python) == [], \
         "the engine venv is already modified (a patch left applied?): run .ci/engine-venv to restore it"
     code, unpatched = _canary_cli(compat_cli, engine_python, "kimi_k2")
     statuses = {r["status"] for r in unpatched["canary"]}
@@ -174,7 +175,7 @@ def test_canary_kimi_k2_names_the_patch_then_agrees_once_patched(engine_python, 
     applied = compat_cli(*patch_args)
     try:
         assert applied.returncode == 0, applied.stdout + applied.stderr
-        assert _modified_vllm_files(engine_python), "compat patch reported success but no vllm file changed"
+        assert modified_vllm_files(engine_python), "compat patch reported success but no vllm file changed"
         code, patched = _canary_cli(compat_cli, engine_python, "kimi_k2")
         print(json.dumps(patched["canary"], indent=1))
         assert code == 0 and patched["agrees"] is True
@@ -185,7 +186,7 @@ def test_canary_kimi_k2_names_the_patch_then_agrees_once_patched(engine_python, 
     finally:
         reverted = compat_cli("patch", "--python", str(engine_python), "--engine", "vllm", "--revert")
         assert reverted.returncode == 0, reverted.stdout + reverted.stderr
-        assert _modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
+        assert modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
 
 
 def test_doctor_verify_measures_the_pair_once_the_diagnosis_says_it_works(compat_cli, engine_python, llama, native):
