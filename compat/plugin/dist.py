@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -204,12 +205,31 @@ def write(site: Path, engine: str, data: dict) -> list[str]:
                     (tmp / rel[len(top) + 1:]).write_bytes(content)
             os.chmod(tmp, 0o755)
         for top, tmp in staged.items():
-            os.replace(tmp, site / top)
+            _place(tmp, site / top)
         _write_atomic(site / f"{package_name(engine)}.pth", files[f"{package_name(engine)}.pth"])
     except BaseException:
         remove(site, engine)
         raise
     return sorted(files)
+
+
+# A starting interpreter can re-create the package directory after remove() moved it aside: CPython's
+# SourceFileLoader.set_data makes every missing parent of the __pycache__ file it writes. It holds no lock
+# of ours (any python of the venv runs the .pth), so the directory found in the way is that cache only.
+PLACE_ATTEMPTS = 5
+
+
+def _place(tmp: Path, dest: Path) -> None:
+    """Rename the staged directory `tmp` to `dest`, clearing a bytecode cache written into `dest` meanwhile."""
+    for _ in range(PLACE_ATTEMPTS - 1):
+        try:
+            os.replace(tmp, dest)
+            return
+        except OSError as err:
+            if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        _remove_tree(dest)
+    os.replace(tmp, dest)
 
 
 def _write_atomic(path: Path, content: bytes) -> None:

@@ -88,3 +88,34 @@ def test_an_install_that_waits_too_long_names_the_holders_pid(fake_venv, capsys,
         holder.kill()
         holder.wait()
     assert listing(site) == before
+
+
+def test_a_bytecode_cache_written_into_the_moved_package_does_not_fail_the_install(fake_venv, capsys, monkeypatch):
+    """The race CI met: an interpreter of the venv starts (the .pth imports our package), another install moves
+    the package aside, and the interpreter's bytecode write re-creates `compat_plugin_vllm/__pycache__/` before
+    the new package is renamed in. Modelled in one process: CPython's own SourceFileLoader.set_data writes the
+    cache right after remove(), as a racing interpreter would."""
+    import importlib.machinery
+
+    python, site = fake_venv
+    assert main(["plugin", "install", "--engine", "vllm", "--python", str(python), "--select", BLOCK16]) == 0
+    package = site / "compat_plugin_vllm"
+    cache = package / "__pycache__" / f"__init__.{sys.implementation.cache_tag}.pyc"
+    real_remove = dist.remove
+    raced = []
+
+    def remove_then_race(site_dir, engine):
+        removed = real_remove(site_dir, engine)
+        assert not package.exists()
+        importlib.machinery.SourceFileLoader("compat_plugin_vllm", str(package / "__init__.py")).set_data(str(cache), b"stale")
+        raced.append(cache.is_file())
+        return removed
+
+    monkeypatch.setattr(dist, "remove", remove_then_race)
+    assert main(["plugin", "install", "--engine", "vllm", "--python", str(python), "--select", BLOCK16]) == 0
+    assert raced == [True]
+    # the racer's cache went with the directory in the way (a cache there now is the venv's own, written after)
+    assert (package / "__init__.py").is_file() and not (cache.is_file() and cache.read_bytes() == b"stale")
+    assert not list(site.glob(".*compat-tmp"))
+    shown = run_python(python, SHOW)
+    assert shown.returncode == 0 and shown.stdout.strip() == PATCHED, shown.stderr
