@@ -198,9 +198,10 @@ def _shown(value: str, width: int = 200) -> str:
 class LineEdit:
     """One change doctor makes to the user's line, from a check that found what the release would refuse or
     degrade: "drop" words [start, end) of the arguments; "set" option to value (its last occurrence, else
-    appended; value None: a bare flag); "spec" a --speculative-config key (value None: removed)."""
+    appended; value None: a bare flag); "spec" a --speculative-config key (value None: removed); "positional" the
+    value first among the arguments (`vllm serve MODEL`)."""
 
-    kind: str  # "drop" | "set" | "spec"
+    kind: str  # "drop" | "set" | "spec" | "positional"
     why: str
     start: int = 0
     end: int = 0
@@ -237,6 +238,7 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
     words = [w for w in kept if w is not None]
     for edit in (e for e in edits if e.kind == "set"):
         words = _set(words, edit)
+    words = [str(e.value) for e in edits if e.kind == "positional"][:1] + words
     return [*(f"{k}={v}" for k, v in line.env.items()), *line.entry, *words]
 
 

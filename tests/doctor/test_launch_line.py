@@ -159,3 +159,14 @@ def test_the_line_names_no_drafter(doctor_cli):
     code, out, _ = doctor_cli("--engine", "sglang==0.5.8", "--json", "--", "python", "-m", "sglang.launch_server",
                               "--model-path", "/m/t")
     assert code == 2 and "--speculative-draft-model-path in the launch line" in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_the_commonest_line_on_the_newest_releases(kimi, doctor_cli, version):
+    """`vllm serve MODEL --speculative-config ...`: 0.33.0 moved make_arg_parser to vllm/entrypoints/common/cli_args.py;
+    read where `vllm serve` imports it from, the positional MODEL is the release's own (not "unrecognized arguments")."""
+    line = vllm_line(extra="--max-model-len 32k")
+    _, data = doctor_json(doctor_cli, kimi, f"vllm=={version}", "--launch", line)
+    result = check(data, "launch-arguments")
+    assert result["verdict"] == "pass", result["detail"]
+    assert "vllm/entrypoints/common/cli_args.py" in result["detail"]
