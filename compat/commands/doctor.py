@@ -120,9 +120,9 @@ def add_manifest_arguments(parser) -> None:
     """doctor --manifest: the launch lines of a repository's manifests (compat/manifests/; docs/manifests.md)."""
     group = parser.add_argument_group("manifests (Kubernetes, KServe, LWS, llm-d and production-stack values, Ray Serve, "
                                       "compose, SkyPilot; docs/manifests.md)")
-    group.add_argument("--manifest", metavar="FILE|DIR", action="append", help="check every serving container declared in "
+    group.add_argument("--manifest", metavar="FILE|DIR", nargs="+", action="extend", help="check every serving container declared in "
                        "these files (a directory is walked for *.yaml; - reads stdin, e.g. helm template ... |): its launch "
-                       "line with the release its image tag names, each finding at its file and line (repeatable)")
+                       "line with the release its image tag names, each finding at its file and line (one or more)")
     group.add_argument("--model-root", metavar="[PREFIX=]DIR", action="append", help="where the manifests' models are on "
                        "this machine: DIR/<path or name>, or PREFIX=DIR (the manifest's PREFIX/x is DIR/x); ids are looked "
                        "up in the local Hugging Face cache; a model found nowhere is reported unchecked, never guessed")
