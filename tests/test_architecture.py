@@ -139,7 +139,8 @@ def test_no_product_file_over_500_lines():
     assert not big, big
 
 
-RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints", "compat.methods")
+RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
+                "compat.manifests.formats", "compat.methods")
 
 
 def test_every_rule_folder_loads_through_the_registry_and_declares_its_contract():
