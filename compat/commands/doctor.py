@@ -65,6 +65,9 @@ EXAMPLES = """examples:
       --model-path /models/t --speculative-algorithm EAGLE3 --speculative-draft-model-path /models/d
                                    everything after `--` is the line; local copies read in place of its paths
   compat doctor ./target ./drafter --engine sglang==0.5.8 --method EAGLE    the method you run, without a line
+  compat doctor --manifest deploy/ --model-root /models=/srv/models
+                                   every serving container of the manifests in deploy/ (Deployments, KServe,
+                                   LWS, Helm values, Ray Serve, compose, SkyPilot), each finding at its line
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -110,6 +113,21 @@ def add_arguments(parser) -> None:
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
     parser.add_argument("--min-acceptance", type=float, metavar="R", help="with --verify: an acceptance below R fails")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
+    add_manifest_arguments(parser)
+
+
+def add_manifest_arguments(parser) -> None:
+    """doctor --manifest: the launch lines of a repository's manifests (compat/manifests/; docs/manifests.md)."""
+    group = parser.add_argument_group("manifests (Kubernetes, KServe, LWS, llm-d and production-stack values, Ray Serve, "
+                                      "compose, SkyPilot; docs/manifests.md)")
+    group.add_argument("--manifest", metavar="FILE|DIR", nargs="+", action="extend", help="check every serving container declared in "
+                       "these files (a directory is walked for *.yaml; - reads stdin, e.g. helm template ... |): its launch "
+                       "line with the release its image tag names, each finding at its file and line (one or more)")
+    group.add_argument("--model-root", metavar="[PREFIX=]DIR", action="append", help="where the manifests' models are on "
+                       "this machine: DIR/<path or name>, or PREFIX=DIR (the manifest's PREFIX/x is DIR/x); ids are looked "
+                       "up in the local Hugging Face cache; a model found nowhere is reported unchecked, never guessed")
+    group.add_argument("--format", choices=("text", "json", "sarif", "junit"), help="with --manifest: the report's form "
+                       "(SARIF 2.1.0 for code scanning, JUnit XML for any CI; --json is --format json)")
 
 
 def _extra_spec(items: list[str]) -> dict:
@@ -197,6 +215,13 @@ def _dropped_keys(diagnosis: dict) -> list[str]:
 
 
 def run(args, console) -> int:
+    if args.manifest:
+        from compat.manifests.main import run as run_manifest
+
+        use_network_options(args)  # the releases the images name come from the package index, as pip has it
+        return run_manifest(args, console)
+    if args.format or args.model_root:
+        raise UsageError("--format and --model-root go with --manifest FILE|DIR")
     if args.num_speculative_tokens < 1 or (args.topk is not None and args.topk < 1):
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
     from compat.hub import resolve_model
