@@ -68,6 +68,7 @@ EXAMPLES = """examples:
   compat doctor --manifest deploy/ --model-root /models=/srv/models
                                    every serving container of the manifests in deploy/ (Deployments, KServe,
                                    LWS, Helm values, Ray Serve, compose, SkyPilot), each finding at its line
+  compat doctor --manifest deploy/ --fix [--write]    the fixes as a diff of the manifests (then written)
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -126,6 +127,10 @@ def add_manifest_arguments(parser) -> None:
     group.add_argument("--model-root", metavar="[PREFIX=]DIR", action="append", help="where the manifests' models are on "
                        "this machine: DIR/<path or name>, or PREFIX=DIR (the manifest's PREFIX/x is DIR/x); ids are looked "
                        "up in the local Hugging Face cache; a model found nowhere is reported unchecked, never guessed")
+    group.add_argument("--fix", action="store_true", help="with --manifest: show the diff that writes doctor's fixes "
+                       "into the manifests (the launch line's options and --speculative-config keys, the image tag when a "
+                       "release is the fix); comments and order kept; nothing is written without --write")
+    group.add_argument("--write", action="store_true", help="with --fix: write the files (after showing the diff)")
     group.add_argument("--format", choices=("text", "json", "sarif", "junit"), help="with --manifest: the report's form "
                        "(SARIF 2.1.0 for code scanning, JUnit XML for any CI; --json is --format json)")
 
@@ -220,8 +225,8 @@ def run(args, console) -> int:
 
         use_network_options(args)  # the releases the images name come from the package index, as pip has it
         return run_manifest(args, console)
-    if args.format or args.model_root:
-        raise UsageError("--format and --model-root go with --manifest FILE|DIR")
+    if args.format or args.model_root or args.fix or args.write:
+        raise UsageError("--fix, --write, --format and --model-root go with --manifest FILE|DIR")
     if args.num_speculative_tokens < 1 or (args.topk is not None and args.topk < 1):
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
     from compat.hub import resolve_model

@@ -45,6 +45,12 @@ def run(args: Any, console: Any) -> int:
     outcome = check_paths(args.manifest, settings_of(args),
                           progress_bar("doctor") if show_progress(args) and form == "text" else None)
     code = EXIT_CHECK_FAILED if outcome.failed else EXIT_OK
+    if args.fix:
+        from compat.manifests.fix import run_fix
+
+        return run_fix(outcome, args, console, code)
+    if args.write:
+        raise UsageError("--write goes with --fix", hint="compat doctor --manifest DIR --fix --write")
     with exit_code_if_unread(code):
         if form == "json":
             from compat.manifests.render import to_json
