@@ -11,7 +11,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from compat.output import exit_code_if_unread, exit_codes, print_json
+from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
@@ -19,14 +19,14 @@ from compat.doctor import (
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
-from compat.console import progress_bar, show_progress
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+from compat.core.console import progress_bar, show_progress
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from compat.interpreter import Interpreter
-    from compat.tree import EngineTree
+    from compat.core.interpreter import Interpreter
+    from compat.core.tree import EngineTree
 
 NAME = "doctor"
 ORDER = 40
@@ -337,7 +337,7 @@ _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "
 
 def _hanging(console, head, text) -> None:
     """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
-    pipe the line is never wrapped (compat/console.py), so a path or command stays whole."""
+    pipe the line is never wrapped (compat/core/console.py), so a path or command stays whole."""
     from rich.table import Table
     from rich.text import Text
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.verify.sweep.compare import compare
 from compat.verify.sweep.profile import (build_profile, checkpoint_id, conditional, histogram, profile_from, read_profile,
                                          validation)

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.verify.server.run import (DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_REQUEST_TIMEOUT,
                                       ServerRun)
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, MAX_REQUESTS, MIN_REQUESTS, REQUESTS_PER_SLOT, concurrency_list
@@ -128,7 +128,7 @@ def run_server_command(args: argparse.Namespace, console: Any) -> int:
         from compat.verify.sweep.command import run_sweep_command
 
         return run_sweep_command(args, server_run(args), console)
-    from compat.output import print_json
+    from compat.core.output import print_json
     from compat.verify.server import verify_server
     from compat.verify.server.progress import ServerProgress
     from compat.verify.server.render import render_server

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from compat.errors import EXIT_INTERRUPTED, UsageError
+from compat.core.errors import EXIT_INTERRUPTED, UsageError
 from compat.verify.server.run import ServerRun
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
 
@@ -111,7 +111,7 @@ def _write(doc: dict, outputs: dict[str, str], result: Any) -> list[str]:
 
 
 def _print(doc: dict, fmt: str, console: Any) -> None:
-    from compat.output import exit_code_if_unread, print_json
+    from compat.core.output import exit_code_if_unread, print_json
 
     with exit_code_if_unread(0 if doc["passed"] else 1):
         if fmt == "json":

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 
 
 def doctor_verdict(doc: dict, *, cache_dir: str | None = None, offline: bool = False) -> dict[str, Any]:

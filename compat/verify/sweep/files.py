@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 
 def write_text(path: str, text: str) -> None:

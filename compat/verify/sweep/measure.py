@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.verify.server.counters import Snapshot, snapshot
 from compat.verify.server.detect import identify
 from compat.verify.server.facts import ReleaseFacts, read_release_facts

@@ -15,7 +15,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import EXIT_USAGE, CompatError
+from compat.core.errors import EXIT_USAGE, CompatError
 from compat.verify.server.detect import Identity, Speculation, served_models
 from compat.verify.server.facts import ReleaseFacts
 from compat.verify.server.http import Client, HttpStatus, NotJson, TooSlow

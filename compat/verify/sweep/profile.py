@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 
 SCHEMA_VERSION = "1.0"
 COMPAT_SCHEMA = "compat.speculation-profile/1"
