@@ -24,6 +24,7 @@ from compat.verify.server.http import ServerError
 from compat.verify.server.run import Progress, Requests, ServerRun, measure_speculation, send_all
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
 from compat.verify.sweep.pair import Pair, Side, check_pair
+from compat.verify.sweep.server_log import LogTail
 
 SPECULATIVE, BASELINE = "speculative", "baseline"
 
@@ -36,6 +37,7 @@ class SweepRun:
     levels: tuple[int, ...]
     requests_per_level: int | dict[int, int] | None = None   # None: levels.requests_for's default
     level_timeout: float = DEFAULT_LEVEL_TIMEOUT
+    server_log: str | None = None              # the server's log, for its acceptance lines (server_log.py)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Level:
     after: Snapshot
     asked: int                                  # requests the level was to send
     baseline: Requests | None = None
+    log_lines: list[str] = field(default_factory=list)   # what the server logged meanwhile (--server-log)
 
     @property
     def cut_short(self) -> bool:
@@ -78,6 +81,8 @@ class Sweep:
     levels: list[Level] = field(default_factory=list)
     stop: Stop | None = None
     seconds: float = 0.0
+    log: LogTail | None = None
+    log_sites: list[dict] = field(default_factory=list)   # the release's logger calls (its error_sites probe)
 
 
 def prepare(run: SweepRun, progress: Progress) -> Sweep:
@@ -88,7 +93,22 @@ def prepare(run: SweepRun, progress: Progress) -> Sweep:
     if run.server.baseline:
         baseline = _side(run.server, run.server.baseline, None, None, progress, server.facts)
         pair = check_pair(server, baseline)
-    return Sweep(run, server, baseline, pair)
+    result = Sweep(run, server, baseline, pair)
+    if run.server_log:
+        result.log = LogTail.open(run.server_log)
+        result.log_sites = _log_sites(run.server, server)
+    return result
+
+
+def _log_sites(run: ServerRun, side: Side) -> list[dict]:
+    """The logger calls of the server's release, as `compat explain` reads logs with them (the facts cache keeps them)."""
+    from compat.report import build_report
+    from compat.sources import open_tree
+    from compat.verify.server.facts import release_spec
+
+    spec = release_spec(side.facts.engine, side.facts.version)[0] if side.facts.version != "?" else side.facts.engine
+    tree = open_tree(spec, path=run.path, cache_dir=run.cache_dir, offline=run.offline, progress=False)
+    return list((build_report(tree).get("error_sites") or {}).get("sites") or [])
 
 
 def _side(run: ServerRun, url: str, engine: str | None, model: str | None, progress: Progress,
@@ -141,12 +161,16 @@ def sweep(run: SweepRun, progress: Progress, prepared: Sweep | None = None) -> S
                 asked = requests_for(level, run.requests_per_level)
                 level_run = dataclasses.replace(run.server, concurrency=level, prompts=run.server.prompts.take(asked))
                 before = snapshot(result.server.client, result.server.facts, result.server.info_path)
+                if result.log is not None:
+                    result.log.skip()
                 during = "speculative requests"
                 requests = send_all(result.server.stream, result.server.identity.model, level_run, progress,
                                     f"concurrency {level}: speculative", stop_after=run.level_timeout)
                 during = "counters"
                 after = snapshot(result.server.client, result.server.facts, result.server.info_path)
                 measured = Level(level, requests, before, after, asked)
+                if result.log is not None:
+                    measured.log_lines = result.log.take()
                 if result.baseline is not None:
                     during, url = "baseline requests", result.baseline.client.base_url
                     measured.baseline = send_all(result.baseline.stream, result.baseline.identity.model, level_run,
