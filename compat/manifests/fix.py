@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK
 from compat.launch_line import read_line
 from compat.manifests import Outcome
 from compat.manifests.checking import Checked

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.manifests import Settings, check_paths
 
 FORMATS = ("text", "json", "sarif", "junit")
@@ -38,8 +38,8 @@ def settings_of(args: Any) -> Settings:
 
 
 def run(args: Any, console: Any) -> int:
-    from compat.console import progress_bar, show_progress
-    from compat.output import exit_code_if_unread, print_json
+    from compat.core.console import progress_bar, show_progress
+    from compat.core.output import exit_code_if_unread, print_json
 
     form = "json" if args.json else (args.format or "text")
     outcome = check_paths(args.manifest, settings_of(args),

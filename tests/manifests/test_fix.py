@@ -76,7 +76,7 @@ spec:
     modelURL: /m/t
 """)
     outcome = check_paths([str(tmp_path)], Settings(open_release=lambda engine, version: (_ for _ in ()).throw(
-        __import__("compat.errors", fromlist=["SourceError"]).SourceError("not fetched in this test"))))
+        __import__("compat.core.errors", fromlist=["SourceError"]).SourceError("not fetched in this test"))))
     for checked in outcome.checked:
         checked.release_fix = "0.5.10" if checked.serving.image.engine == "sglang" else "0.18.0"
     planned = fix.plan(outcome)
