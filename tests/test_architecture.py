@@ -140,7 +140,7 @@ def test_no_product_file_over_500_lines():
 
 
 RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
-                "compat.manifests.formats", "compat.methods")
+                "compat.manifests.formats", "compat.methods", "compat.checkpoints.blocks")
 
 
 def test_every_rule_folder_loads_through_the_registry_and_declares_its_contract():
