@@ -40,7 +40,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     Verdict,
 )
 from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
-from compat.registry import Contract, Field, Folder
+from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")
 ANY_METHOD = ("*",)  # a check of every method family (the launch line, the target's architecture, the draft's dtype)

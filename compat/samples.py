@@ -152,7 +152,7 @@ def write_samples(root: Path, names: list[str] | None = None) -> list[Written]:
     import shutil
     import tempfile
 
-    from compat.errors import RefusedError
+    from compat.core.errors import RefusedError
 
     wanted = [s for s in SAMPLES if names is None or s.name in names]
     root.mkdir(parents=True, exist_ok=True)

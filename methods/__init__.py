@@ -1,7 +1,7 @@
 """Speculative-decoding methods: one family per file, each declaring what compat knows of it.
 
 A method file (any module here whose name does not start with `_`) defines the fields of `CONTRACT` below,
-checked when it is imported (compat/registry.py, the pyupgrade `_plugins/` pattern):
+checked when it is imported (compat/core/registry.py, the pyupgrade `_plugins/` pattern):
 
 - `FAMILY` (compat's id, which `doctor --method` takes too), `TITLE`, `DESCRIPTION`;
 - `NAMES`: engine -> the names that engine gives the family, each a `Name` with its version gate in plain
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from compat.registry import FUNCTION, Contract, Field, Folder
+from compat.core.registry import FUNCTION, Contract, Field, Folder
 
 from ._unit import (  # the vocabulary method files use, re-exported: import these from compat.methods
     CAPTURE_BEFORE, OUTPUT_OF, TRAINERS, BlockRule, LayerIdKey, Name, Recognition, VenvPackage, architectures,

@@ -11,7 +11,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from compat.output import exit_code_if_unread, exit_codes, print_json
+from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
@@ -20,14 +20,14 @@ from compat.doctor import (
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
-from compat.console import progress_bar, show_progress
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+from compat.core.console import progress_bar, show_progress
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from compat.interpreter import Interpreter
-    from compat.tree import EngineTree
+    from compat.core.interpreter import Interpreter
+    from compat.core.tree import EngineTree
 
 NAME = "doctor"
 ORDER = 40
@@ -69,6 +69,7 @@ EXAMPLES = """examples:
   compat doctor --manifest deploy/ --model-root /models=/srv/models
                                    every serving container of the manifests in deploy/ (Deployments, KServe,
                                    LWS, Helm values, Ray Serve, compose, SkyPilot), each finding at its line
+  compat doctor --manifest deploy/ --fix [--write]    the fixes as a diff of the manifests (then written)
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -116,6 +117,9 @@ def add_arguments(parser) -> None:
                         help="after a diagnosis that says it works, run the engine on the pair (compat verify: outputs "
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
     parser.add_argument("--min-acceptance", type=float, metavar="R", help="with --verify: an acceptance below R fails")
+    parser.add_argument("--profile", metavar="PROFILE", help="a speculation_profile.json (compat verify --server ... "
+                        "--save-profile, or ModelOpt's specdec_bench): its measured acceptance and speed-up shown next to "
+                        "doctor's prediction, and whether they agree")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
     add_manifest_arguments(parser)
 
@@ -130,6 +134,10 @@ def add_manifest_arguments(parser) -> None:
     group.add_argument("--model-root", metavar="[PREFIX=]DIR", action="append", help="where the manifests' models are on "
                        "this machine: DIR/<path or name>, or PREFIX=DIR (the manifest's PREFIX/x is DIR/x); ids are looked "
                        "up in the local Hugging Face cache; a model found nowhere is reported unchecked, never guessed")
+    group.add_argument("--fix", action="store_true", help="with --manifest: show the diff that writes doctor's fixes "
+                       "into the manifests (the launch line's options and --speculative-config keys, the image tag when a "
+                       "release is the fix); comments and order kept; nothing is written without --write")
+    group.add_argument("--write", action="store_true", help="with --fix: write the files (after showing the diff)")
     group.add_argument("--format", choices=("text", "json", "sarif", "junit"), help="with --manifest: the report's form "
                        "(SARIF 2.1.0 for code scanning, JUnit XML for any CI; --json is --format json)")
 
@@ -239,8 +247,8 @@ def run(args, console) -> int:
 
         use_network_options(args)  # the releases the images name come from the package index, as pip has it
         return run_manifest(args, console)
-    if args.format or args.model_root:
-        raise UsageError("--format and --model-root go with --manifest FILE|DIR")
+    if args.format or args.model_root or args.fix or args.write:
+        raise UsageError("--fix, --write, --format and --model-root go with --manifest FILE|DIR")
     if args.num_speculative_tokens < 1 or (args.topk is not None and args.topk < 1):
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
     from compat.hub import resolve_model
@@ -251,6 +259,11 @@ def run(args, console) -> int:
     topk = DEFAULT_TOPK if args.topk is None else args.topk
     extra_spec = _extra_spec(args.spec)
     target_name, drafter_name = _pair(args, line)
+    profile = None
+    if getattr(args, "profile", None):
+        from compat.verify.sweep.profile import read_profile
+
+        profile = read_profile(args.profile)  # a bad profile fails before any work
     target = read_target(resolve_model(target_name, what="target"))
     drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids)) if drafter_name is not None else no_drafter(target)
@@ -294,8 +307,13 @@ def run(args, console) -> int:
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
     diagnosis["notes"] = ignored_options(args, tree.engine) + _dropped_keys(diagnosis)
+    if profile is not None:
+        from compat.verify.sweep.beside import beside
+
+        diagnosis["profile"] = beside(diagnosis, profile)
     if args.verify and not args.json:
         render(diagnosis, console, only_problems=bool(args.quiet))
+        _render_profile(diagnosis, console)
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
     failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
@@ -306,7 +324,20 @@ def run(args, console) -> int:
             print_json(diagnosis, "doctor")
         elif not args.verify:
             render(diagnosis, console, only_problems=bool(args.quiet))
+            _render_profile(diagnosis, console)
     return code
+
+
+def _render_profile(diagnosis: dict, console) -> None:
+    if not diagnosis.get("profile"):
+        return
+    from rich.text import Text
+
+    from compat.verify.sweep.beside import lines
+
+    console.print()
+    for line in lines(diagnosis["profile"]):
+        console.print(Text(line, style="bold" if line.startswith("predicted") else ""), soft_wrap=True)
 
 
 def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTree, python: Interpreter | None,
@@ -351,7 +382,7 @@ _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "
 
 def _hanging(console, head, text) -> None:
     """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
-    pipe the line is never wrapped (compat/console.py), so a path or command stays whole."""
+    pipe the line is never wrapped (compat/core/console.py), so a path or command stays whole."""
     from rich.table import Table
     from rich.text import Text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from compat.output import EXIT_CODES, add_json_argument
+from compat.core.output import EXIT_CODES, add_json_argument
 from compat.commands._source import add_source_arguments
 
 NAME = "probe"
@@ -42,15 +42,15 @@ def add_arguments(parser) -> None:
 
 
 def run(args, console) -> int:
-    from compat.output import print_json
+    from compat.core.output import print_json
     from compat.commands._source import tree_from_args
-    from compat.errors import EXIT_OK
+    from compat.core.errors import EXIT_OK
 
     if not args.engine and not args.path:
         return _list_installed(args, console)
     from compat.report import build_report, render
 
-    from compat.console import show_progress
+    from compat.core.console import show_progress
 
     tree = tree_from_args(args, progress=show_progress(args))
     report = build_report(tree)
@@ -85,8 +85,8 @@ def _source_words(args) -> list[str]:
 
 
 def _list_installed(args, console) -> int:
-    from compat.output import print_json
-    from compat.errors import EXIT_OK
+    from compat.core.output import print_json
+    from compat.core.errors import EXIT_OK
     from compat.sources import find_installed
 
     engines = find_installed(args.python)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat.output import add_json_argument, exit_codes
+from compat.core.output import add_json_argument, exit_codes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from compat.errors import EXIT_OK, RefusedError
-    from compat.output import print_json
+    from compat.core.errors import EXIT_OK, RefusedError
+    from compat.core.output import print_json
     from compat.samples import write_samples
 
     args.dir = Path(args.dir)

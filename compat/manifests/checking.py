@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.launch_line import VLLM_SPEC_CONFIG, LaunchLine, read_line
 from compat.manifests.model import Problem, Serving, Where
 from compat.manifests.words import entry_index

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.manifests import Settings, check_paths
 
 FORMATS = ("text", "json", "sarif", "junit")
@@ -38,13 +38,19 @@ def settings_of(args: Any) -> Settings:
 
 
 def run(args: Any, console: Any) -> int:
-    from compat.console import progress_bar, show_progress
-    from compat.output import exit_code_if_unread, print_json
+    from compat.core.console import progress_bar, show_progress
+    from compat.core.output import exit_code_if_unread, print_json
 
     form = "json" if args.json else (args.format or "text")
     outcome = check_paths(args.manifest, settings_of(args),
                           progress_bar("doctor") if show_progress(args) and form == "text" else None)
     code = EXIT_CHECK_FAILED if outcome.failed else EXIT_OK
+    if args.fix:
+        from compat.manifests.fix import run_fix
+
+        return run_fix(outcome, args, console, code)
+    if args.write:
+        raise UsageError("--write goes with --fix", hint="compat doctor --manifest DIR --fix --write")
     with exit_code_if_unread(code):
         if form == "json":
             from compat.manifests.render import to_json

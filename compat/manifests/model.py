@@ -36,6 +36,7 @@ class Word:
     # one word ("word"), a shell script or one string of words ("string"), or a mapping of engine arguments ("kwargs")
     path: tuple[str | int, ...] = ()
     holder: str = "list"
+    document: int = -1  # which document of its file holds it (set by the scan)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Image:
     version: str | None = None  # the release its tag names
     path: tuple[str | int, ...] = ()  # the YAML path of the node holding it (--fix writes a new tag there)
     tag_path: tuple[str | int, ...] = ()  # a chart's separate `tag:` value (production-stack), when it has one
+    document: int = -1  # which document of its file holds it (set by the scan)
 
 
 @dataclass

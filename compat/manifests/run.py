@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
 from compat.manifests.checking import (
     UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, edit_where, launch_words, local_model, read_serving,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from compat.manifests import nodes
@@ -116,7 +116,20 @@ def _document(out: Scan, doc: nodes.Doc) -> None:
             out.skipped.append(doc.where(doc.root))
             return
     for found in rule["read"](doc):
-        (out.servings if isinstance(found, Serving) else out.problems).append(found)
+        if isinstance(found, Serving):
+            out.servings.append(placed(found, doc.index))
+        else:
+            out.problems.append(found)
+
+
+def placed(serving: Serving, index: int) -> Serving:
+    """Every word and the image of a serving, marked with the document they are in (what --fix edits)."""
+    serving.words = [w if w.document >= 0 else replace(w, document=index) for w in serving.words]
+    serving.env = {k: w if w.document >= 0 else replace(w, document=index) for k, w in serving.env.items()}
+    if serving.image is not None and serving.image.document < 0:
+        serving.image = replace(serving.image, document=index)
+    serving.extra.setdefault("document", index)
+    return serving
 
 
 def join_runtimes(out: Scan) -> None:

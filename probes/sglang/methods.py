@@ -20,7 +20,7 @@ import re
 from compat.probes import probe
 from compat.probes._ast import find_class, methods
 from compat.probes.sglang._server_args import server_args_source
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 ENUM_HOME = "sglang/srt/speculative/spec_info.py"
 _MEMBER = re.compile(r"^[A-Z][A-Z0-9_]*$")

@@ -18,7 +18,7 @@ from compat.probes._ast import methods as class_methods
 from compat.probes.vllm._common import (  # noqa: F401  (registry_file, registry_entries: for methods.py)
     find_class_def, imported_from, module_file, registry_entries, registry_file, registry_module_file,
 )
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 RUNNER_HOME = "vllm/v1/worker/gpu_model_runner.py"
 CONFIG_FLAGS = ("uses_target_hidden_states", "parallel_drafting", "draft_has_own_vocab", "proposes_draft_tokens")

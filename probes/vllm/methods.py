@@ -19,7 +19,7 @@ from compat.probes._ast import class_fields, field_name
 from compat.probes.vllm import _method_runners as runners
 from compat.probes.vllm._common import literal_strings, resolve_name, speculative_config_class
 from compat.probes.vllm.aux_layer_ids import aux_layer_ids
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 SPECULATORS_HOME = "vllm/transformers_utils/configs/speculators"
 BLOCK_KEYS = ("sample_from_anchor", "dspark_bonus_anchor", "block_size", "dspark_block_size")

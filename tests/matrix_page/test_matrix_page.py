@@ -6,7 +6,6 @@ not the page. The screenshots are kept beside the page (the path is printed)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -18,10 +17,9 @@ pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into th
 
 @pytest.fixture(scope="module")
 def browser():
-    if chromium_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no chromium on PATH: .ci/run installs Debian's chromium before the tests")
-        pytest.skip("no chromium (apt-get install -y chromium; .ci/run does)")
+    import parts  # tests/parts.py: skip with the command that installs it (fail under CI=true)
+
+    parts.require("chromium", None if chromium_binary() else "no chromium on PATH")
     with Browser() as b:
         yield b
 

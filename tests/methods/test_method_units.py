@@ -5,7 +5,7 @@ import pytest
 
 from compat.methods import (CONTRACT, OUTPUT_OF, Name, Recognition, Unrecognised, all_methods, find_name, get_method,
                             recognise_drafter)
-from compat.registry import ContractError
+from compat.core.registry import ContractError
 
 # SpecForge a6b6b02 configs/qwen3-8b-dflash.json (the keys that matter)
 SPECFORGE_DFLASH = {"architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},

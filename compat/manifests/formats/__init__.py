@@ -17,7 +17,7 @@ a Helm value that only Helm renders) is in `_pods.py`.
 
 from __future__ import annotations
 
-from compat.registry import FUNCTION, Contract, Field, Folder
+from compat.core.registry import FUNCTION, Contract, Field, Folder
 
 CONTRACT = Contract("manifest format", (
     Field("NAME", str, doc="what the output and the tests call it"),
