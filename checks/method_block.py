@@ -11,10 +11,8 @@ default true; 0.5.16-0.5.18 nothing: always gamma wide).
 
 from __future__ import annotations
 
-from typing import Any
-
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
-from compat.methods import Recognition, get_method
+from compat.block_drafters import layout_reads, read_layout, reads_by_runner, trained_layout
+from compat.checks import FAIL, PASS, WARN, Ctx, LaterRelease, Result, check
 
 
 @check("method-block", "block: the release reads the draft block in the layout the drafter was trained with", order=62,
@@ -22,65 +20,29 @@ from compat.methods import Recognition, get_method
 def method_block(ctx: Ctx) -> Result:
     if not ctx.drafter.present:
         return Result(PASS, "no drafter")
-    rule = get_method("dspark").block
-    assert rule is not None and rule.anchor_key is not None
-    trained, how = _trained(ctx, rule.anchor_key, rule.trainers)
-    reads, where = _reads(ctx)
+    trained, how = trained_layout(ctx.drafter.config, ctx.drafter.recognised)
+    reads, where = layout_reads(ctx.report)
     if trained is None:
+        read = read_layout(ctx.report, ctx.drafter.config)
         return Result(WARN, f"cannot tell the drafter's block layout ({how}): if trained anchor-first (DeepSpec), "
-                      f"{_verdict(ctx, reads, True)}; if trained with the bonus anchor (speculators, SpecForge), "
-                      f"{_verdict(ctx, reads, False)}", where)
-    read = _read_as(_as_built(ctx), reads)
+                      f"{_verdict(read, True)}; if trained with the bonus anchor (speculators, SpecForge), "
+                      f"{_verdict(read, False)}", where)
+    read = read_layout(ctx.report, ctx.drafter.config)
     said = f"trained {_layout(trained)} ({how}); the release reads it {_layout(read)} ({_reading(reads)})"
     if read == trained:
         return Result(PASS, said, where)
-    fixable = any(r.get("key") for r in reads)
     return Result(FAIL, f"silent collapse (accept length ~1, no error; sglang#30982): {said}", where,
                   evidence={"trained_anchor_first": trained, "read_anchor_first": read},
-                  remedy=(f"compat convert ckpt {ctx.drafter.path} DST --engine {ctx.engine}=={ctx.report.get('version')} "
-                          f"writes {_written(reads, trained)}") if fixable else
-                  f"a release that reads {rule.anchor_key} (SGLang >= 0.5.19; vLLM >= 0.25.0)")
+                  release=None if reads else LaterRelease(_first_reading(ctx)),
+                  remedy=None if reads else "a release that reads sample_from_anchor (SGLang >= 0.5.19, vLLM >= 0.25.0)")
 
 
-def _trained(ctx: Ctx, key: str, trainers: Any) -> tuple[bool | None, str]:
-    value = ctx.drafter.config.get(key)
-    if isinstance(value, bool):
-        return value, f"its {key} = {value}"
-    found = ctx.drafter.recognised
-    trainer = found.trainer if isinstance(found, Recognition) else "unknown"
-    if trainer in trainers:
-        return trainers[trainer], f"no {key} written; {trainer} trains that layout"
-    return None, f"no {key} written, trainer {trainer}"
+def _first_reading(ctx: Ctx) -> str | None:
+    """SGLang reads the DSpark block key from 0.5.19 (the matrix test checks it on every release)."""
+    from packaging.version import Version
 
-
-def _reads(ctx: Ctx) -> tuple[list[dict], str | None]:
-    fact = ctx.fact("methods")
-    per = (fact.get("methods") or {}).get("dspark") or {}
-    reads = [r for r in ((per.get("block") or {}).get("reads") or []) if r.get("key") in ("sample_from_anchor", "dspark_bonus_anchor")]
-    if not per:
-        reads = list((fact.get("block") or {}).get("DSPARK") or [])
-    return reads, (reads[0].get("location") if reads else fact.get("location"))
-
-
-def _as_built(ctx: Ctx) -> dict:
-    """A speculators config as the release translates it: a key it leaves out takes the translator's default
-    (vLLM's update_dspark: sample_from_anchor False since vllm#48639)."""
-    config = dict(ctx.drafter.config)
-    kind = config.get("speculators_model_type")
-    rule = (ctx.fact("methods").get("speculators_types") or {}).get(kind) or {}
-    for key, value in (rule.get("defaults") or {}).items():
-        config.setdefault(key, value)
-    config.update(rule.get("sets") or {})
-    return config
-
-
-def _read_as(config: dict, reads: list[dict]) -> bool:
-    """Anchor-first or not, as the release reads this config (no key read: anchor-first, DSpark's own layout)."""
-    for read in reads:
-        value = config.get(read["key"], read.get("default"))
-        if isinstance(value, bool):
-            return (not value) if read.get("negated") else value
-    return True
+    version = ctx.version
+    return "0.5.19" if version is not None and version < Version("0.5.19") and not reads_by_runner(ctx.report) else None
 
 
 def _reading(reads: list[dict]) -> str:
@@ -90,14 +52,8 @@ def _reading(reads: list[dict]) -> str:
     return f"{'not ' if read.get('negated') else ''}{read['key']}, default {read.get('default')!r}"
 
 
-def _verdict(ctx: Ctx, reads: list[dict], trained: bool) -> str:
-    return "it matches" if _read_as(_as_built(ctx), reads) == trained else "it is read one slot early"
-
-
-def _written(reads: list[dict], trained: bool) -> str:
-    read = reads[0]
-    value = (not trained) if read.get("negated") else trained
-    return f"{read['key']}: {str(value).lower()} into config.json"
+def _verdict(read: bool, trained: bool) -> str:
+    return "it matches" if read == trained else "it is read one slot early"
 
 
 def _layout(anchor_first: bool) -> str:

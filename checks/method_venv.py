@@ -8,7 +8,7 @@ the installed engine's), else both answers are given.
 from __future__ import annotations
 
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
-from compat.interpreter import InterpreterError
+from compat.core.interpreter import InterpreterError
 
 
 @check("method-venv", "venv: the serving venv has the packages the method needs", order=72, needs=("methods",),

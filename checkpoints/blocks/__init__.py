@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from compat.registry import FUNCTION, Contract, Field, Folder
+from compat.core.registry import FUNCTION, Contract, Field, Folder
 
 CONTRACT = Contract("block drafter layout", (
     Field("NAME", str, doc="the layout's name (in the conversion record)"),

@@ -13,7 +13,7 @@ import ast
 
 from compat.probes import probe
 from compat.probes.sglang._models import analyze_capture_method
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 HOOKS = {"DFLASH": "set_dflash_layers_to_capture", "DSPARK": "set_dspark_layers_to_capture"}
 

@@ -2,6 +2,7 @@
 after each engine reads the layout key (vLLM 0.25-0.26 `dspark_bonus_anchor`, 0.27 on `sample_from_anchor`, its
 speculators translation; SGLang 0.5.16-0.5.18 nothing, 0.5.19 on `sample_from_anchor`)."""
 
+from compat.block_drafters import rewrite
 from method_inputs import DEEPSPEC_DSPARK, DFLASH_TENSORS, SPECFORGE_DSPARK, SPECULATORS_DSPARK, ctx
 
 
@@ -12,10 +13,10 @@ def test_specforge_dspark_is_read_anchor_first_by_vllm_0_34(run):
     assert result["verdict"] == "fail" and "silent collapse" in result["detail"]
     assert result["location"] == "vllm/v1/worker/gpu/spec_decode/dspark/config.py:132"
     assert result["trained_anchor_first"] is False and result["read_anchor_first"] is True
-    from compat.checks import get_check
-
-    again = get_check("method-block")(ctx("vllm", "0.34.0", SPECFORGE_DSPARK, DFLASH_TENSORS))
-    assert again.remedy is not None and again.remedy.endswith("writes sample_from_anchor: false into config.json")
+    context = ctx("vllm", "0.34.0", SPECFORGE_DSPARK, DFLASH_TENSORS)
+    fixed = rewrite(context.report, SPECFORGE_DSPARK, context.drafter.recognised, context.target, "dspark")
+    assert fixed.written == {"sample_from_anchor": False}  # what compat convert ckpt writes: nothing else changes
+    assert run("method-block", ctx("vllm", "0.34.0", fixed.config, DFLASH_TENSORS))["verdict"] == "pass"
 
 
 def test_vllm_0_25_reads_the_negated_bonus_key(run):

@@ -2,7 +2,7 @@
 and install line, read from it); 0.34.0's GPU speculator needs nothing. The serving venv is asked (a real
 interpreter: this test's, which has no arctic_inference)."""
 
-from compat.interpreter import Interpreter
+from compat.core.interpreter import Interpreter
 
 from method_inputs import ctx
 
