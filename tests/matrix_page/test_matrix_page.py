@@ -65,6 +65,11 @@ def test_a_click_opens_the_cells_checks_with_evidence(browser, site, document):
     assert any("/python/sglang/" in a for a in links)
     verdict = browser.evaluate("document.querySelector('#details .chip').textContent")
     assert verdict == row["verdict"]
+    # issue 33: the panel says each thing once (no list of the failing checks above their boxes, no fix twice)
+    codes = browser.evaluate("[...document.querySelectorAll('#details code')].map(c => c.textContent)")
+    assert len(codes) == len(set(codes)), codes
+    lists = browser.evaluate("[...document.querySelectorAll('#details h3')].map(h => h.textContent)")
+    assert "failing checks" not in lists and not {"fixes", "fix, in this order"} <= set(lists)
     assert browser.errors() == [] and len(browser.requests()) == 1  # a click loads nothing (links open on demand)
     print(f"screenshot: {browser.screenshot(site / 'matrix-details.png')}")
     browser.evaluate("document.getElementById('close').click()")
