@@ -174,7 +174,7 @@ def _show_remove(r: dict[str, Any], console: Console, args: argparse.Namespace) 
 
 def _manifest(args: argparse.Namespace, console: Console) -> int:
     """The init container, volume and environment that install the plugin at every start of the serving container."""
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
     from compat.manifests.images import read_image
     from compat.manifests.model import Where
     from compat.plugin import kubernetes
