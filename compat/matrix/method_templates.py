@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from compat.matrix.templates import Family
+# a template family (templates.Family: id, config, text): templates.py imports this module, so it is not imported here
+
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,10 @@ class MethodKind:
     method: str  # the compat.methods family
     label: str
     families: tuple[str, ...]  # the template families it has a column for
-    config: Callable[[Family], dict[str, Any]] | None  # None: no drafter (the method takes none)
+    config: Callable[[Any], dict[str, Any]] | None  # None: no drafter (the method takes none)
 
 
-def _block(fam: Family, n_layers: int = 5) -> dict[str, Any]:
+def _block(fam: Any, n_layers: int = 5) -> dict[str, Any]:
     text = fam.text
     n = int(text["num_hidden_layers"])
     start, end = 1, n - 3
@@ -34,14 +35,14 @@ def _block(fam: Family, n_layers: int = 5) -> dict[str, Any]:
             "rms_norm_eps": 1e-6, "dtype": "bfloat16", "_ids": ids}
 
 
-def specforge_dflash(fam: Family) -> dict[str, Any]:
+def specforge_dflash(fam: Any) -> dict[str, Any]:
     base = _block(fam)
     ids = base.pop("_ids")
     return {"architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"}, "block_size": 16,
             **base, "dflash_config": {"mask_token_id": fam.text["vocab_size"] - 1, "target_layer_ids": ids}}
 
 
-def specforge_dspark(fam: Family) -> dict[str, Any]:
+def specforge_dspark(fam: Any) -> dict[str, Any]:
     config = specforge_dflash(fam)
     config["architectures"], config["block_size"] = ["DSparkDraftModel"], 7
     config["auto_map"] = {"AutoModel": "dspark.DSparkDraftModel"}
@@ -50,8 +51,8 @@ def specforge_dspark(fam: Family) -> dict[str, Any]:
     return config
 
 
-def speculators_block(kind: str) -> Callable[[Family], dict[str, Any]]:
-    def build(fam: Family) -> dict[str, Any]:
+def speculators_block(kind: str) -> Callable[[Any], dict[str, Any]]:
+    def build(fam: Any) -> dict[str, Any]:
         base = _block(fam)
         ids = [i + 1 for i in base.pop("_ids")]  # capture-before
         config = {"speculators_model_type": kind, "architectures": [f"{'DFlash' if kind == 'dflash' else 'DSpark'}Speculator"],
@@ -64,7 +65,7 @@ def speculators_block(kind: str) -> Callable[[Family], dict[str, Any]]:
     return build
 
 
-def deepspec_dspark(fam: Family) -> dict[str, Any]:
+def deepspec_dspark(fam: Any) -> dict[str, Any]:
     base = _block(fam)
     ids = base.pop("_ids")
     return {"architectures": ["Qwen3DSparkModel"], **base, "block_size": 7, "markov_rank": 256, "target_layer_ids": ids}
@@ -91,7 +92,7 @@ def method_kind(kind: str) -> MethodKind | None:
     return next((mk for mk in METHOD_KINDS if mk.kind == kind), None)
 
 
-def family_config(fam: Family, kind: MethodKind) -> dict[str, Any]:
+def family_config(fam: Any, kind: MethodKind) -> dict[str, Any]:
     """The target's config for the kind: an MTP column's family declares its heads (DeepSeek-V3 and GLM-4.5 ship one)."""
     if kind.method == "mtp":
         return {**fam.config, "num_nextn_predict_layers": 1}
