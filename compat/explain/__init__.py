@@ -18,6 +18,7 @@ from typing import Any
 from compat.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
+from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
 from compat.tree import EngineTree
@@ -93,6 +94,7 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
     acceptance = acceptance_finding(evidence, release)
     if acceptance is not None:
         out.findings.append(acceptance)
+    out.findings = rank(out.findings)
     checks = evidence.frame_checks
     out.frames_checked = sum(1 for c in checks if c[3] is not None)
     out.frames_fitting = sum(1 for c in checks if c[3])

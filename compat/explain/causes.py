@@ -332,15 +332,34 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     site = event.site
     if site is None:
-        tb = event.traceback
-        inner = tb.innermost(release.engine) if tb is not None else None
-        where = f" (from {inner[1]}:{inner[0].line} in {inner[0].function})" if inner else ""
-        return ERROR, (f"{event.exception or 'an error'} raised below {release.engine}'s code{where}; compat's catalog "
-                       "has no cause for this message"), doctor_fix(release, "no catalogued fix"), None
+        return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
     return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+
+
+def _through_frames(event: Event, release: Release) -> str:
+    """Where the engine was when an error with no raise site of its own happened (an AttributeError on a missing
+    method, a bare assert, an error raised inside torch): its innermost frame, and the code shown there."""
+    tb = event.traceback
+    inner = tb.innermost(release.engine) if tb is not None else None
+    what = event.exception or "an error"
+    if tb is None or inner is None:
+        return f"{what}; compat's catalog has no cause for this message"
+    frame, relpath = inner
+    code = f" (`{frame.code}`)" if frame.code else ""
+    if tb.frames and tb.frames[-1] is frame:
+        by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
+              "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
+              else "raised there by Python, not by a raise statement of the engine's")
+        how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
+    else:
+        last = tb.frames[-1] if tb.frames else None
+        below = f" ({last.path.rpartition('/')[2]}:{last.line} in {last.function})" if last is not None else ""
+        how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
+    cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
+    return f"{how}{cut}; compat's catalog has no cause for this message"
 
 
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
@@ -355,4 +374,7 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
     return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
             "exception": event.exception, "function": event.site.function if event.site else None,
             "template": event.site.template if event.site else None, "located_by": event.located_by,
-            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count}
+            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
+            "process": event.process or None, "traceback": event.traceback is not None,
+            "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
+            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None}

@@ -152,7 +152,10 @@ def render(result: Result, console) -> None:
         console.print()
         style = {"error": "red", "warning": "yellow", "unrelated": "cyan", "acceptance": "magenta"}.get(f["kind"], "")
         count = f" (x{f['count']})" if f.get("count", 1) > 1 else ""
-        console.print(f"[bold]{number}. [{style}]{f['kind']}[/][/]{count}  line {f['line']}: {escape(_cut(f['message'].replace(chr(10), ' | ')))}")
+        role = {"failure": " (what the engine stopped on)", "after the failure": " (after the failure)"}.get(f.get("role") or "", "")
+        process = f" in {escape(f['process'])}" if f.get("process") else ""
+        console.print(f"[bold]{number}. [{style}]{f['kind']}[/]{role}[/]{count}  line {f['line']}{process}: "
+                      f"{escape(_cut(f['message'].replace(chr(10), ' | ')))}")
         if f["site"]:
             function = f" in {f['function']}" if f.get("function") else ""
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
