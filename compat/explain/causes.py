@@ -135,7 +135,7 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 
 def _whitelist_fix(event: Event, release: Release) -> dict | None:
-    found = re.search(r"model_type='?([\w.-]+)", event.text)
+    found = re.search(r"model_type='?([\w.-]+)", _text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
     return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
@@ -377,4 +377,6 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
             "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
             "process": event.process or None, "traceback": event.traceback is not None,
             "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
-            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None}
+            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
+            "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
+            "also_fits": [n.to_json() for n in event.nearby]}

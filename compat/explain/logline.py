@@ -37,7 +37,7 @@ def _combined(prefixes: tuple[Prefix, ...]) -> tuple[re.Pattern | None, tuple[Pr
         return None, ()
     parts = []
     for i, prefix in enumerate(prefixes):
-        body = re.sub(r"\(\?P<(\w+)>", lambda m, i=i: f"(?P<p{i}_{m.group(1)}>", prefix.pattern.pattern)
+        body = re.sub(r"\(\?P<(\w+)>", rf"(?P<p{i}_\1>", prefix.pattern.pattern)
         parts.append(f"(?P<p{i}>{body})")
     return re.compile("|".join(parts)), prefixes
 

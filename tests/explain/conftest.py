@@ -26,3 +26,8 @@ def vllm_032():
 @pytest.fixture(scope="session")
 def sglang_0512():
     return _tree("sglang==0.5.12")
+
+
+@pytest.fixture(scope="session")
+def vllm_016():
+    return _tree("vllm==0.16.0")
