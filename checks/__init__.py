@@ -37,7 +37,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, Options, Result, Verdict,
 )
 from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
-from compat.registry import Contract, Field, Folder
+from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")
 

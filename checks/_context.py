@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from compat import aux_layers
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
-from compat.interpreter import Interpreter
+from compat.core.interpreter import Interpreter
 from compat.launch_line import LaunchLine, LineEdit
 from compat.target import Target
 from compat.vocab_maps import MapTensor

@@ -25,7 +25,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 HOLE = None  # a part of a template that is not literal text
 NUMBER = "number"  # a hole that holds a number (%d, %.2f, {x:.3f})

@@ -19,10 +19,8 @@ next `$ ` line, are its output. Paths are normalised: the temporary directory is
 always needs the package index, like `--releases`), so the test of this script needs no network.
 
 Fixtures (built only when an example's commands name them):
-    Kimi-K2.5/          a Kimi-K2.5 target config (a multimodal wrapper whose text_config is Kimi-K2)
-    kimi-k25-eagle3-ft/ the seed drafter: layers.0.* names, d2t/t2d, eagle_config ids [2, 30, 58] (SpecForge's)
-    Kimi-K2-Instruct/   a Kimi-K2 target config (tests/doctor/doctor_models.py: what the real one declares)
-    kimi-k2-eagle3/     a SpecForge-layout EAGLE-3 drafter for it (tiny tensors, real names and config)
+    Kimi-K2.5/ ...      what `compat samples DIR` writes (compat/samples.py): Kimi-K2.5, kimi-k25-eagle3-ft (the
+                        seed case), Kimi-K2-Instruct, kimi-k2-eagle3
     demo/               a copy of vLLM 0.17.1's released source (from the user cache, or fetched once)
     cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts)
 
@@ -100,20 +98,10 @@ def release_tree(spec: str, offline: bool) -> Path:
 
 
 def build_fixtures(work: Path, commands: str, offline: bool) -> None:
-    if "Kimi-K2-Instruct" in commands or "kimi-k2-eagle3" in commands:
-        sys.path.insert(0, str(ROOT / "tests" / "doctor"))
-        from doctor_models import kimi_k2_target, specforge_drafter
+    from compat.samples import SAMPLES, write_samples
 
-        if not (work / "Kimi-K2-Instruct").exists():
-            kimi_k2_target(work / "Kimi-K2-Instruct")
-            specforge_drafter(work / "kimi-k2-eagle3")
-    if "Kimi-K2.5" in commands or "kimi-k25-eagle3-ft" in commands:
-        sys.path.insert(0, str(ROOT / "tests" / "doctor"))
-        from doctor_models import kimi_k25_target, specforge_drafter
-
-        if not (work / "Kimi-K2.5").exists():  # the seed case: SpecForge ids [2, 30, 58], vLLM names
-            kimi_k25_target(work / "Kimi-K2.5")
-            specforge_drafter(work / "kimi-k25-eagle3-ft", layer_ids=[2, 30, 58], prefix="layers.0.")
+    if any(sample.name in commands for sample in SAMPLES):  # what `compat samples DIR` writes, as a user gets it
+        write_samples(work)
     if re.search(r"(?<![\w/.-])demo\b", commands):
         shutil.rmtree(work / "demo", ignore_errors=True)
         shutil.copytree(release_tree("vllm==0.17.1", offline) / "vllm", work / "demo" / "vllm")

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from compat.commands._source import absolute_path
-from compat.output import exit_codes, human_size, print_json
+from compat.core.output import exit_codes, human_size, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
     from compat.sources.cache import cache_root
 
     cache = cache_root(args.cache_dir)
@@ -159,7 +159,7 @@ def _list(cache: Path, args: argparse.Namespace, console: Console) -> int:
 
 # -- cleaning -----------------------------------------------------------------------------------------------
 def _clean(cache: Path, args: argparse.Namespace, console: Console) -> int:
-    from compat.errors import EXIT_OK, EXIT_REFUSED, UsageError
+    from compat.core.errors import EXIT_OK, EXIT_REFUSED, UsageError
     from compat.sources.cache import facts_dirs, listing_files, tree_size
 
     if not (args.spec or args.all or args.facts):
@@ -218,7 +218,7 @@ def _matches(row: dict[str, Any], text: str) -> bool:
     if spec.specifier is None:
         return True
     if spec.specifier == "latest":
-        from compat.errors import UsageError
+        from compat.core.errors import UsageError
 
         raise UsageError("compat cache clean: name versions (vllm==0.11.0, 'vllm<0.12'), not latest")
     try:

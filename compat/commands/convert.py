@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from compat.output import exit_codes
+from compat.core.output import exit_codes
 
 NAME = "convert"
 ORDER = 30
@@ -113,7 +113,7 @@ def add_arguments(parser) -> None:
 def _options(ns: argparse.Namespace):
     from compat.checkpoints import from_flag
     from compat.convert import Options
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
     from compat.hub import resolve_model
     from compat.safetensors_stream import parse_size
 
@@ -139,7 +139,7 @@ def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     """(version, where it was read) of the release the source options name; (None, None): every known release."""
     from compat.commands._source import release_version
     from compat.convert.plan import ENGINES
-    from compat.errors import RefusedError, UsageError
+    from compat.core.errors import RefusedError, UsageError
 
     layout_engine = ENGINES.get(ns.to)
     if ns.engine_version is not None:
@@ -160,7 +160,7 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
     """--engine-version X, the older spelling: --engine <the layout's engine>==X."""
     from packaging.version import InvalidVersion, Version
 
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
 
     if ns.engine or ns.path or ns.python:
         raise UsageError("--engine-version is the older spelling of --engine ENGINE==X: give one of them",
@@ -177,10 +177,10 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
 
 
 def run(args, console) -> int:
-    from compat.console import show_progress
+    from compat.core.console import show_progress
     from compat.convert import execute, make_plan
-    from compat.errors import EXIT_OK
-    from compat.output import print_json
+    from compat.core.errors import EXIT_OK
+    from compat.core.output import print_json
 
     options = _options(args)
     recovered = _recover(args)
@@ -218,8 +218,8 @@ def _recover(args) -> list[str]:
     import sys
 
     from compat.convert import recover_leftovers
-    from compat.errors import UsageError
-    from compat.files import refuse_os_error
+    from compat.core.errors import UsageError
+    from compat.core.files import refuse_os_error
 
     dst = args.dst.expanduser().absolute()
     if not dst.parent.is_dir():
@@ -234,7 +234,7 @@ def _recover(args) -> list[str]:
 
 
 def _size(n: float) -> str:
-    from compat.output import human_size
+    from compat.core.output import human_size
 
     return human_size(n)
 

@@ -11,7 +11,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from compat.output import exit_code_if_unread, exit_codes, print_json
+from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
@@ -19,14 +19,14 @@ from compat.doctor import (
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
-from compat.console import progress_bar, show_progress
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+from compat.core.console import progress_bar, show_progress
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from compat.interpreter import Interpreter
-    from compat.tree import EngineTree
+    from compat.core.interpreter import Interpreter
+    from compat.core.tree import EngineTree
 
 NAME = "doctor"
 ORDER = 40
@@ -65,6 +65,10 @@ EXAMPLES = """examples:
       --model-path /models/t --speculative-algorithm EAGLE3 --speculative-draft-model-path /models/d
                                    everything after `--` is the line; local copies read in place of its paths
   compat doctor ./target ./drafter --engine sglang==0.5.8 --method EAGLE    the method you run, without a line
+  compat doctor --manifest deploy/ --model-root /models=/srv/models
+                                   every serving container of the manifests in deploy/ (Deployments, KServe,
+                                   LWS, Helm values, Ray Serve, compose, SkyPilot), each finding at its line
+  compat doctor --manifest deploy/ --fix [--write]    the fixes as a diff of the manifests (then written)
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -110,6 +114,25 @@ def add_arguments(parser) -> None:
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
     parser.add_argument("--min-acceptance", type=float, metavar="R", help="with --verify: an acceptance below R fails")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
+    add_manifest_arguments(parser)
+
+
+def add_manifest_arguments(parser) -> None:
+    """doctor --manifest: the launch lines of a repository's manifests (compat/manifests/; docs/manifests.md)."""
+    group = parser.add_argument_group("manifests (Kubernetes, KServe, LWS, llm-d and production-stack values, Ray Serve, "
+                                      "compose, SkyPilot; docs/manifests.md)")
+    group.add_argument("--manifest", metavar="FILE|DIR", nargs="+", action="extend", help="check every serving container declared in "
+                       "these files (a directory is walked for *.yaml; - reads stdin, e.g. helm template ... |): its launch "
+                       "line with the release its image tag names, each finding at its file and line (one or more)")
+    group.add_argument("--model-root", metavar="[PREFIX=]DIR", action="append", help="where the manifests' models are on "
+                       "this machine: DIR/<path or name>, or PREFIX=DIR (the manifest's PREFIX/x is DIR/x); ids are looked "
+                       "up in the local Hugging Face cache; a model found nowhere is reported unchecked, never guessed")
+    group.add_argument("--fix", action="store_true", help="with --manifest: show the diff that writes doctor's fixes "
+                       "into the manifests (the launch line's options and --speculative-config keys, the image tag when a "
+                       "release is the fix); comments and order kept; nothing is written without --write")
+    group.add_argument("--write", action="store_true", help="with --fix: write the files (after showing the diff)")
+    group.add_argument("--format", choices=("text", "json", "sarif", "junit"), help="with --manifest: the report's form "
+                       "(SARIF 2.1.0 for code scanning, JUnit XML for any CI; --json is --format json)")
 
 
 def _extra_spec(items: list[str]) -> dict:
@@ -197,6 +220,13 @@ def _dropped_keys(diagnosis: dict) -> list[str]:
 
 
 def run(args, console) -> int:
+    if args.manifest:
+        from compat.manifests.main import run as run_manifest
+
+        use_network_options(args)  # the releases the images name come from the package index, as pip has it
+        return run_manifest(args, console)
+    if args.format or args.model_root or args.fix or args.write:
+        raise UsageError("--fix, --write, --format and --model-root go with --manifest FILE|DIR")
     if args.num_speculative_tokens < 1 or (args.topk is not None and args.topk < 1):
         raise UsageError("--num-speculative-tokens and --topk must be at least 1")
     from compat.hub import resolve_model
@@ -307,7 +337,7 @@ _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "
 
 def _hanging(console, head, text) -> None:
     """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
-    pipe the line is never wrapped (compat/console.py), so a path or command stays whole."""
+    pipe the line is never wrapped (compat/core/console.py), so a path or command stays whole."""
     from rich.table import Table
     from rich.text import Text
 

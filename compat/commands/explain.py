@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat.output import add_json_argument, exit_codes
+from compat.core.output import add_json_argument, exit_codes
 from compat.commands._source import add_source_arguments
 
 NAME = "explain"
@@ -56,9 +56,9 @@ def run(args, console) -> int:
     import sys
 
     from compat.commands._source import open_source
-    from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+    from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
     from compat.explain.run import explain_input, render
-    from compat.output import print_json
+    from compat.core.output import print_json
 
     if args.text and args.log:
         raise UsageError("give the text or --log FILE, not both")

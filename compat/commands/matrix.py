@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from compat.output import exit_codes
+from compat.core.output import exit_codes
 
 NAME = "matrix"
 ORDER = 45
@@ -69,8 +69,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args, console) -> int:
-    from compat.console import progress_bar, show_progress
-    from compat.errors import EXIT_OK, EXIT_SOURCE, UsageError
+    from compat.core.console import progress_bar, show_progress
+    from compat.core.errors import EXIT_OK, EXIT_SOURCE, UsageError
     from compat.matrix import SOURCE_UNAVAILABLE, build, write_templates
 
     if bool(args.target) != bool(args.drafter):
@@ -96,7 +96,7 @@ def run(args, console) -> int:
 
 def _ranges(given: list[str], engines: list[str]) -> dict[str, str]:
     """engine -> its --releases spec: `SPEC` for every engine, `ENGINE:SPEC` for one (which wins)."""
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
 
     out: dict[str, str] = {}
     for item in given:
@@ -142,7 +142,7 @@ def _emit(args, document: dict, console) -> None:
     from datetime import datetime, timezone
 
     from compat.matrix import render_html, render_markdown
-    from compat.output import SCHEMA_VERSION
+    from compat.core.output import SCHEMA_VERSION
     from compat.sources.cache import atomic_write
 
     document = {"schema": f"compat.matrix/{SCHEMA_VERSION}", **document}
@@ -152,7 +152,7 @@ def _emit(args, document: dict, console) -> None:
         return
     out = Path(args.out or "compat-matrix").expanduser()
     if out.exists() and not out.is_dir():
-        from compat.errors import RefusedError
+        from compat.core.errors import RefusedError
 
         raise RefusedError(f"--out {out} is not a directory", hint="name a directory (it is made when missing)")
     out.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def _say_written(document: dict, written: list[Path], console) -> None:
 
     from rich.text import Text
 
-    from compat.output import human_size
+    from compat.core.output import human_size
 
     for path in written:
         console.print(Text(f"wrote {path} ({human_size(path.stat().st_size)})"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.output import EXIT_CODES, print_json
+from compat.core.output import EXIT_CODES, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     options = given_options(args)
     if args.action != "install" and (args.select or args.skip or options or args.path):
-        from compat.errors import UsageError
+        from compat.core.errors import UsageError
 
         raise UsageError(f"--select/--skip/--model-type/--path are for install, not {args.action}")
     show: Callable[[dict[str, Any], Console, argparse.Namespace], None]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
-from compat.output import print_json
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.output import print_json
 
 if TYPE_CHECKING:
     from rich.console import Console

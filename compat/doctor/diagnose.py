@@ -18,9 +18,9 @@ from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launc
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, patch_command, plugin_command, where_to_patch)
 from compat.doctor.releases import ReleaseFinder
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 from compat.target import Target
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # The overall verdict, from the checks and their fixes (classify).
 WORKS = "works as is"

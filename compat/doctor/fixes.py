@@ -27,9 +27,9 @@ from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS
                                 ConventionNeeded, Settled, default_layer_ids, from_flag)
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.doctor.inputs import recognise
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.hub import local_name, model_name
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 if TYPE_CHECKING:
     from compat.convert.plan import PlannedTensor

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention
 from compat.checks import Drafter
-from compat.errors import CompatError, UsageError
+from compat.core.errors import CompatError, UsageError
 from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
 
 

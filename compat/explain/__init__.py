@@ -15,14 +15,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
 from compat.explain.pasted import read_pasted
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 ACCEPTANCE = "acceptance"
 

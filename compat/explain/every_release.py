@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.explain.analysis import analyse
 from compat.explain.pasted import read_pasted
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # The releases searched: the ones compat covers (the matrix's range).
 SEARCHED = {"vllm": ">=0.10.0", "sglang": ">=0.4.4"}

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
 

@@ -94,7 +94,7 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
     `user`: {"target": Target, "drafter": Drafter} (read as doctor reads them), shown as the column USER.
     `progress(items, what)` wraps each long iteration (a bar on a terminal); None iterates silently."""
     from compat.doctor import Options, release_row, release_trees
-    from compat.errors import SourceError
+    from compat.core.errors import SourceError
     from compat.sources.released import list_releases
 
     options = options or Options()

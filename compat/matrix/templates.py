@@ -78,7 +78,7 @@ DRAFTER_KINDS: dict[str, str] = {
 def family(name: str) -> Family:
     found = next((f for f in FAMILIES if f.id == name), None)
     if found is None:
-        from compat.errors import UsageError
+        from compat.core.errors import UsageError
 
         raise UsageError(f"--family {name!r}: no such target family", hint="one of " + ", ".join(f.id for f in FAMILIES))
     return found

@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 
 from compat import __version__
-from compat.errors import RefusedError
-from compat.interpreter import Interpreter
-from compat.locking import directory_lock
+from compat.core.errors import RefusedError
+from compat.core.interpreter import Interpreter
+from compat.core.locking import directory_lock
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 DATA_NAME = "plugin.json"
@@ -176,7 +176,7 @@ def _record(files: dict[str, bytes], dist: str) -> bytes:
 @contextlib.contextmanager
 def site_lock(site: Path, timeout: float | None = None, notify=None):
     """An exclusive flock on the site-packages directory: one plugin install/remove at a time (another is
-    waited for up to LOCK_TIMEOUT seconds, then refused naming its pid: compat/locking.py)."""
+    waited for up to LOCK_TIMEOUT seconds, then refused naming its pid: compat/core/locking.py)."""
     with directory_lock(site, what="compat plugin", timeout=LOCK_TIMEOUT if timeout is None else timeout, notify=notify):
         yield
 

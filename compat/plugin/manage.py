@@ -7,10 +7,10 @@ import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
-from compat.errors import RefusedError, UsageError
-from compat.interpreter import Interpreter, InterpreterError, InterpreterFailed
+from compat.core.errors import RefusedError, UsageError
+from compat.core.interpreter import Interpreter, InterpreterError, InterpreterFailed
 from compat.plugin import dist
-from compat.tree import ENGINES, EngineTree
+from compat.core.tree import ENGINES, EngineTree
 
 
 def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[str], skip: list[str],

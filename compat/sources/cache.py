@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.tree import ENGINES, EngineTree, SourceInfo
+from compat.core.tree import ENGINES, EngineTree, SourceInfo
 
 TYPE_CHECKING = False  # neither typing nor packaging is imported on the way to a cached pin
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.sglang._server_args import every_flag
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SCALARS = {"int": "int", "float": "float", "str": "str", "Optional[int]": "int", "Optional[str]": "str",
            "Optional[float]": "float", "int | None": "int", "str | None": "str", "float | None": "float"}

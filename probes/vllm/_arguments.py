@@ -19,7 +19,7 @@ from typing import TypeGuard
 
 from compat.probes._ast import base_names, class_fields, literal, unparse
 from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 CLI_ARGS_HOMES = ("vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/launchers/cli_args.py")
 SCALARS = ("int", "float", "str")

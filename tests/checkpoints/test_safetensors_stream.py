@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from compat.errors import EXIT_REFUSED
+from compat.core.errors import EXIT_REFUSED
 from compat.safetensors_stream import (
     CheckpointFormatError, OutputTensor, bytes_source, convert_chunk, file_source, hash_tensor, parse_size,
     read_header, write_safetensors,

@@ -7,7 +7,7 @@ import pytest
 
 
 def _tree(spec: str):
-    from compat.errors import SourceError
+    from compat.core.errors import SourceError
     from compat.sources import open_tree
 
     for offline in (True, False):

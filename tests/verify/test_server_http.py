@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from compat.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE
+from compat.core.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE
 from compat.verify.server.http import (Client, HttpStatus, NotJson, ResponseTooLarge, TooSlow, Unauthorized, Unreachable,
                                        normalize_url)
 from server_fakes import FakeServer, sse

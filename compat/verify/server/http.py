@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from compat import __version__
-from compat.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE, CompatError
+from compat.core.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE, CompatError
 
 MAX_JSON = 4 << 20       # an info endpoint's answer
 MAX_METRICS = 32 << 20   # /metrics of a large server stays in the low MBs

@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from compat.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.verify.server.run import (DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_REQUEST_TIMEOUT,
                                       ServerRun)
 
@@ -97,7 +97,7 @@ def _positive(value: int | None, flag: str, default: int) -> int:
 
 
 def run_server_command(args: argparse.Namespace, console: Any) -> int:
-    from compat.output import print_json
+    from compat.core.output import print_json
     from compat.verify.server import verify_server
     from compat.verify.server.progress import ServerProgress
     from compat.verify.server.render import render_server

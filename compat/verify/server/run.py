@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from compat.errors import EXIT_CHECK_FAILED, CompatError
+from compat.core.errors import EXIT_CHECK_FAILED, CompatError
 from compat.verify.server.counters import Snapshot, positions_exposed, sglang_acceptance, snapshot, traffic, vllm_acceptance
 from compat.verify.server.detect import Identity, Speculation, identify, served_models, sglang_speculation, vllm_speculation
 from compat.verify.server.facts import ReleaseFacts, read_release_facts

@@ -19,7 +19,7 @@ import os
 import stat
 from pathlib import Path
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 MAX_JSON_BYTES = 64 * 1024 * 1024  # a config or a safetensors index; the largest real index is a few MB
 

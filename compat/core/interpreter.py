@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 
 DEFAULT_TIMEOUT_S = 60.0
 SERVING_PYTHON_FIX = "pass the serving venv's python, e.g. /opt/venv/bin/python"

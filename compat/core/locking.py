@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 POLL_S = 0.05
 PROC_LOCKS = Path("/proc/locks")
