@@ -11,7 +11,7 @@ arguments and prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,7 +79,10 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
     return index
 
 
-def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = ()) -> Explanation:
+def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = (), later: tuple[str, ...] = (),
+            index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
+    """`later` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say the
+    first release that lets the user's value pass."""
     report, index = sites_of(tree)
     texts: dict[str, list[str] | None] = {}
 
@@ -91,7 +94,7 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
 
     evidence = analyse(lines, tree.engine, index, source_line)
     nearest = read_pasted(evidence, index)
-    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args)
+    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args, later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
                       versions_named=evidence.versions, nearest=nearest)
     out.findings = [to_finding(event, release) for event in evidence.events]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
+from compat.explain.conditions import check_of, first_passing
 from compat.explain.tracebacks import Traceback
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
@@ -38,6 +39,8 @@ class Release:
     report: dict  # the release's probe report (speculative config fields, ...)
     architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
     source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
+    later: tuple[str, ...] = ()  # the releases after this one (ascending), to find where a check lets the input pass
+    index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
 
 
 @dataclass(frozen=True)
@@ -335,8 +338,26 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str
         return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
+    check = check_of(site, _text(event))
+    if check is not None:
+        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
     return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+
+
+def check_finding(event: Event, release: Release) -> dict | None:
+    """What the engine checked at the site, read from the source, and the first later release whose check lets the
+    user's value pass (bisected over the releases after this one)."""
+    check = check_of(event.site, _text(event))
+    if check is None:
+        return None
+    out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
+           "at": f"{check.site.file}:{check.site.guard['line']}", "says": check.describe(),
+           "raises_here": check.holds(), "passes_from": None, "passes_how": None}
+    if release.index_of is not None and release.later and check.values:
+        version, how = first_passing(check, list(release.later), release.index_of)
+        out["passes_from"], out["passes_how"] = version, how
+    return out
 
 
 def _through_frames(event: Event, release: Release) -> str:
@@ -364,6 +385,11 @@ def _through_frames(event: Event, release: Release) -> str:
 
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
     kind, cause, fix, cause_id = diagnose(event, release)
+    check = check_finding(event, release) if kind != UNRELATED else None
+    if check is not None and check["passes_from"]:
+        values = ", ".join(repr(v) for v in check["values"].values())
+        cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "
+                  f"({check['passes_how']})")
     site = event.site.location if event.site is not None else None
     if site is None and event.traceback is not None and kind != UNRELATED:
         inner = event.traceback.innermost(release.engine)
@@ -379,4 +405,4 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
             "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
             "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
             "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
-            "also_fits": [n.to_json() for n in event.nearby]}
+            "also_fits": [n.to_json() for n in event.nearby], "check": check}

@@ -43,17 +43,29 @@ def release_index(tree: EngineTree) -> SiteIndex:
     """The release's error sites, indexed (kept in the facts cache apart from the whole report: 40 releases load in
     a fraction of the time)."""
     from compat import facts
-    from compat.report import build_report
 
     key = (tree.engine, str(tree.root), tree.version)
     index = _INDEXES.get(key)
     if index is None:
-        sites = facts.memo(tree, "explain-sites", None,
-                           lambda: (build_report(tree).get("error_sites") or {}).get("sites") or None)
+        sites = facts.memo(tree, "explain-sites", None, lambda: _sites(tree))
         if not sites:
             raise SourceError(f"{tree.engine} {tree.version}: no error sites could be read")
         index = _INDEXES[key] = SiteIndex(sites)
     return index
+
+
+def _sites(tree: EngineTree) -> list[dict] | None:
+    """The error_sites fact: from the release's probe report when it is kept, else by its one probe (a release
+    searched only for its messages is not probed whole)."""
+    from compat import facts
+    from compat.probes import all_probes
+
+    report = facts.slot(tree).load()
+    if isinstance(report, dict) and isinstance(report.get("error_sites"), dict):
+        return report["error_sites"].get("sites") or None
+    probe = next((p for p in all_probes(tree.engine) if p.key == "error_sites"), None)
+    value = probe(tree) if probe is not None else None
+    return (value or {}).get("sites") or None
 
 
 def versions_to_search(engine: str, cache_dir, offline: bool) -> list[str]:
@@ -125,3 +137,25 @@ def ranges(versions: list[str], searched: list[str]) -> str:
                 runs.append([version])
         previous_in = version in have
     return ", ".join(run[0] if len(run) == 1 else f"{run[0]} - {run[-1]}" for run in runs) or "none"
+
+
+def later_releases(engine: str, version: str | None, cache_dir, offline: bool, progress: bool = False
+                   ) -> tuple[tuple[str, ...], Callable[[str], SiteIndex | None]]:
+    """The releases compat covers after `version` (ascending), and how to read one's sites (None: cannot be had)."""
+    from compat.sources import open_tree
+
+    def index_of(release: str) -> SiteIndex | None:
+        try:
+            return release_index(open_tree(f"{engine}=={release}", cache_dir=cache_dir, offline=offline,
+                                           progress=progress))
+        except SourceError:
+            return None
+
+    if not version:
+        return (), index_of
+    try:
+        after = Version(Version(version).public)
+    except ValueError:
+        return (), index_of
+    later = sorted((v for v in versions_to_search(engine, cache_dir, offline) if Version(v) > after), key=Version)
+    return tuple(later), index_of

@@ -73,20 +73,27 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
     if spec is None or args.path:
         if args.path:
             tree = open_source(args, python=args.python, progress=progress)
-            found = explain(lines, tree, _source_args(args))
+            found = explain(lines, tree, _source_args(args), *_later(args, tree))
             return Result(found, [_searched(found)], input_name=name)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
-        found = explain(lines, tree, _source_args(args))
+        found = explain(lines, tree, _source_args(args), *_later(args, tree))
         return Result(found, [_searched(found)], input_name=name)
     try:
         tree = open_source(args, python=None, progress=progress)
     except SourceError:
         return _guess(args, lines, name, spec.engine, progress)
-    found = explain(lines, tree, _source_args(args))
+    found = explain(lines, tree, _source_args(args), *_later(args, tree))
     return Result(found, [_searched(found)], input_name=name)
+
+
+def _later(args, tree) -> tuple:
+    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them."""
+    from compat.explain.every_release import later_releases
+
+    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline)
 
 
 def _searched(found: Explanation) -> dict:
@@ -134,7 +141,7 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
             raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
                               hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
         chosen = best(readings)
-        found = explain(replay(), chosen.tree, ("--engine", f"{engine}=={chosen.version}"))
+        found = explain(replay(), chosen.tree, ("--engine", f"{engine}=={chosen.version}"), *_later(args, chosen.tree))
     for finding in found.findings:
         finding["raised_in"] = raised_in(finding.get("template"), readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))
@@ -188,6 +195,8 @@ def render(result: Result, console) -> None:
             console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
                           f"{escape(_cut(near['template'], 160))}")
         console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
+        if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
+            console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")
         if f["kind"] == "acceptance":
             trend = ", ".join(f"{_first(i)}" for i in f["over_time"][:12])
             console.print(f"   [cyan]over time[/]  {escape(trend)}{' ...' if len(f['over_time']) > 12 else ''}")
