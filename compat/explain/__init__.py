@@ -79,10 +79,11 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
     return index
 
 
-def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = (), later: tuple[str, ...] = (),
+def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = (),
+            later: Callable[[], tuple[str, ...]] | None = None,
             index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
-    """`later` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say the
-    first release that lets the user's value pass."""
+    """`later()` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say
+    the first release that lets the user's value pass."""
     report, index = sites_of(tree)
     texts: dict[str, list[str] | None] = {}
 

@@ -39,7 +39,7 @@ class Release:
     report: dict  # the release's probe report (speculative config fields, ...)
     architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
     source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
-    later: tuple[str, ...] = ()  # the releases after this one (ascending), to find where a check lets the input pass
+    later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
     index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
 
 
@@ -352,10 +352,10 @@ def check_finding(event: Event, release: Release) -> dict | None:
     if check is None:
         return None
     out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
-           "at": f"{check.site.file}:{check.site.guard['line']}", "says": check.describe(),
+           "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
            "raises_here": check.holds(), "passes_from": None, "passes_how": None}
-    if release.index_of is not None and release.later and check.values:
-        version, how = first_passing(check, list(release.later), release.index_of)
+    if release.index_of is not None and release.later is not None and check.values and check.holds() is True:
+        version, how = first_passing(check, list(release.later()), release.index_of)
         out["passes_from"], out["passes_how"] = version, how
     return out
 

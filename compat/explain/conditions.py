@@ -50,7 +50,8 @@ class Check:
 
     def describe(self) -> str:
         when = "when" if self.raises_when else "unless"
-        out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{self.site.guard['line']})"
+        line = (self.site.guard or {}).get("line", self.site.line)
+        out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{line})"
         for name, entry in self.names.items():
             out += f"; {name} = {_shown(entry['value'])} ({entry['at']})"
         for expr, value in self.values.items():
@@ -159,15 +160,16 @@ class _Evaluator:
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name in ("any", "all") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
             gen = node.args[0]
-            if len(gen.generators) != 1 or not isinstance(gen.generators[0].target, ast.Name):
-                return _UNKNOWN
             loop = gen.generators[0]
+            target = loop.target
+            if len(gen.generators) != 1 or not isinstance(target, ast.Name):
+                return _UNKNOWN
             items = self.value(loop.iter, scope)
             if items is _UNKNOWN or not isinstance(items, (list, str)):
                 return _UNKNOWN
             results = []
             for item in items:
-                inner = {**scope, loop.target.id: item}
+                inner = {**scope, target.id: item}
                 if not all(self.value(cond, inner) for cond in loop.ifs):
                     continue
                 results.append(self.value(gen.elt, inner))
@@ -206,10 +208,10 @@ def same_check(check: Check, index: SiteIndex) -> Site | None:
 def passes_in(check: Check, index: SiteIndex) -> bool | None:
     """Does the user's value pass this check in the release of `index` (True: passes, or the check is gone)?"""
     site = same_check(check, index)
-    if site is None:
+    if site is None or not site.guard:
         return True
-    later = Check(site, site.guard["test"], bool(site.guard["raises_when"]), dict(site.guard.get("names") or {}),
-                  check.values)
+    guard = site.guard
+    later = Check(site, guard["test"], bool(guard["raises_when"]), dict(guard.get("names") or {}), check.values)
     holds = later.holds()
     return None if holds is None else not holds
 

@@ -140,8 +140,11 @@ def ranges(versions: list[str], searched: list[str]) -> str:
 
 
 def later_releases(engine: str, version: str | None, cache_dir, offline: bool, progress: bool = False
-                   ) -> tuple[tuple[str, ...], Callable[[str], SiteIndex | None]]:
-    """The releases compat covers after `version` (ascending), and how to read one's sites (None: cannot be had)."""
+                   ) -> tuple[Callable[[], tuple[str, ...]], Callable[[str], SiteIndex | None]]:
+    """How to list the releases compat covers after `version` (ascending; asked only when a check needs them), and
+    how to read one's sites (None: it cannot be had)."""
+    from functools import lru_cache
+
     from compat.sources import open_tree
 
     def index_of(release: str) -> SiteIndex | None:
@@ -151,11 +154,13 @@ def later_releases(engine: str, version: str | None, cache_dir, offline: bool, p
         except SourceError:
             return None
 
-    if not version:
-        return (), index_of
-    try:
-        after = Version(Version(version).public)
-    except ValueError:
-        return (), index_of
-    later = sorted((v for v in versions_to_search(engine, cache_dir, offline) if Version(v) > after), key=Version)
-    return tuple(later), index_of
+    @lru_cache(maxsize=1)
+    def later() -> tuple[str, ...]:
+        try:
+            after = Version(Version(version or "").public)
+        except ValueError:
+            return ()
+        return tuple(sorted((v for v in versions_to_search(engine, cache_dir, offline) if Version(v) > after),
+                            key=Version))
+
+    return later, index_of
