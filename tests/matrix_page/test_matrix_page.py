@@ -6,7 +6,6 @@ not the page. The screenshots are kept beside the page (the path is printed)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -18,10 +17,9 @@ pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into th
 
 @pytest.fixture(scope="module")
 def browser():
-    if chromium_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no chromium on PATH: .ci/run installs Debian's chromium before the tests")
-        pytest.skip("no chromium (apt-get install -y chromium; .ci/run does)")
+    import parts  # tests/parts.py: skip with the command that installs it (fail under CI=true)
+
+    parts.require("chromium", None if chromium_binary() else "no chromium on PATH")
     with Browser() as b:
         yield b
 
@@ -67,6 +65,11 @@ def test_a_click_opens_the_cells_checks_with_evidence(browser, site, document):
     assert any("/python/sglang/" in a for a in links)
     verdict = browser.evaluate("document.querySelector('#details .chip').textContent")
     assert verdict == row["verdict"]
+    # issue 33: the panel says each thing once (no list of the failing checks above their boxes, no fix twice)
+    codes = browser.evaluate("[...document.querySelectorAll('#details code')].map(c => c.textContent)")
+    assert len(codes) == len(set(codes)), codes
+    lists = browser.evaluate("[...document.querySelectorAll('#details h3')].map(h => h.textContent)")
+    assert "failing checks" not in lists and not {"fixes", "fix, in this order"} <= set(lists)
     assert browser.errors() == [] and len(browser.requests()) == 1  # a click loads nothing (links open on demand)
     print(f"screenshot: {browser.screenshot(site / 'matrix-details.png')}")
     browser.evaluate("document.getElementById('close').click()")
