@@ -328,6 +328,61 @@ CATALOG: tuple[Cause, ...] = (
 )
 
 
+# -- the methods beyond EAGLE-3 (compat.methods; messages as the releases raise them) ------------------------------
+def _says(*fragments: str) -> Callable[[Event, Release], bool]:
+    return lambda event, release: any(f in _text(event) for f in fragments)
+
+
+def _method_fix(release: Release, text: str) -> dict:
+    where = _where(release)
+    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where, "--method", "NAME"])
+    return {"kind": "none", "text": f"{text}; {command} checks the method, the drafter and the target together",
+            "command": command}
+
+
+CATALOG = CATALOG + (
+    Cause("method-peagle-removed", ERROR, _says("P-EAGLE (parallel drafting EAGLE-3) is not supported"),
+          lambda e, r: "this release serves no P-EAGLE drafter: vLLM 0.34.0 removed it (its speculators translation "
+                       "raises, the PEagle classes are gone); 0.22.0 - 0.33.0 serve it as eagle3 with parallel_drafting",
+          lambda e, r: {"kind": "release", "releases": ">=0.22.0,<=0.33.0",
+                        "text": f"serve it on {r.engine} >=0.22.0,<=0.33.0 (\"method\": \"eagle3\", \"parallel_drafting\": true)"}),
+    Cause("method-suffix-needs-arctic-inference", ERROR, _says("Arctic Inference is required for suffix decoding"),
+          lambda e, r: "suffix decoding runs on Snowflake's Arctic Inference, which is not a dependency of this release: "
+                       "the serving venv lacks it",
+          lambda e, r: {"kind": "flag", "text": "in the venv that serves: pip install arctic-inference==0.1.1 (vLLM 0.34.0's "
+                        "GPU suffix speculator needs nothing)"}),
+    Cause("method-unknown-name", ERROR, _says("Unknown speculative algorithm name", "Unsupported speculative method",
+                                              "Input should be 'ngram'"),
+          lambda e, r: "the method launched is not one this release has (or not under that name; SGLang folds the case, "
+                       "vLLM does not)",
+          lambda e, r: _method_fix(r, "compat probe --methods lists this release's methods; doctor names the releases "
+                                      "that have the one you want")),
+    Cause("method-drafter-mismatch", ERROR, _says("but the draft model", "Pass a matching method or a matching draft"),
+          lambda e, r: "the method configured is not the one the drafter was trained for (the draft declares its own): "
+                       "vLLM 0.34.0 refuses the pair rather than run the wrong head",
+          lambda e, r: _method_fix(r, "run the method the error names (its \"Use method=...\")")),
+    Cause("method-gemma4-assistant-eagle3", ERROR, _says("Gemma4AssistantForCausalLM draft requires"),
+          lambda e, r: "a Gemma4 assistant draft runs as FROZEN_KV_MTP, which SGLang reaches from EAGLE or NEXTN, not EAGLE3",
+          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm NEXTN (SGLang promotes it to FROZEN_KV_MTP)"}),
+    Cause("method-uno-arguments", ERROR, _says("UNO requires --uno-lora-path", "UNO reuses the target model",
+                                               "UNO only supports CUDA"),
+          lambda e, r: "UNO drafts with the target itself through a LoRA: it takes --uno-lora-path and no draft model, "
+                       "on CUDA only",
+          lambda e, r: {"kind": "flag", "text": "drop --speculative-draft-model-path, give --uno-lora-path and "
+                        "--speculative-num-draft-tokens"}),
+    Cause("method-dspark-without-markov", ERROR, _says("DSPARK requires markov_rank > 0"),
+          lambda e, r: "the drafter has no Markov head: it is a DFlash drafter, launched as DSPARK",
+          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm DFLASH (or a DSpark drafter)"}),
+    Cause("method-dflash-anchor", ERROR, _says("sample_from_anchor=True is not supported for DFlash"),
+          lambda e, r: "the drafter's block is anchor-first (DSpark's layout), which DFlash cannot read",
+          lambda e, r: _method_fix(r, "run it as dspark if it is a DSpark drafter, else set sample_from_anchor false")),
+    Cause("method-layer-ids-out-of-range", ERROR, _says("target_layer_ids contains an out-of-range layer id"),
+          lambda e, r: "the drafter's target layer ids name layers the target does not have: it was trained for another "
+                       "target, or its ids are in another convention",
+          lambda e, r: convert_fix(r, "write the ids this release reads for this target")),
+)
+
+
 def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:
     """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
     for entry in CATALOG:
