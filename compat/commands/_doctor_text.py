@@ -55,8 +55,17 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
     layers = f"{t['num_hidden_layers']} layers" if t["num_hidden_layers"] else "(no num_hidden_layers)"
     console.print(Text(f"  target  {t['path']}  model_type={t['model_type'] or '(none)'} "
                        f"{t['architecture'] or '(no architectures)'} {layers}"))
-    console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
-                       f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
+    method = d.get("method") or {}
+    if method.get("family") not in (None, "eagle3") or dr.get("present") is False:
+        from compat.methods import get_method
+
+        launched = f"{method['launched']} ({method['from']})" if method.get("launched") else f"from {method.get('from')}"
+        console.print(Text(f"  method  {get_method(method['family']).title}: {launched}"))
+    if dr.get("present") is False:
+        console.print(Text("  drafter none (the method takes none)"))
+    else:
+        console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
+                           f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
     for note in d.get("notes") or []:
         _hanging(console, Text("  warning: ", style="yellow"), note)
     console.print()

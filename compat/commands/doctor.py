@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, read_drafter,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, no_drafter,
+    read_drafter,
     read_target,
 )
 from compat.checkpoints import add_flag as add_convention_flag
@@ -97,7 +98,10 @@ def add_arguments(parser) -> None:
                         "sglang.launch_server ...`; read with the release's own argument names and value types, its "
                         "target, drafter and speculative settings checked, and printed back with the fixes applied")
     parser.add_argument("--method", metavar="NAME", help="the method you run without a launch line: vLLM's \"method\" "
-                        "(eagle3, eagle, ...) or SGLang's --speculative-algorithm (EAGLE3, EAGLE, ...)")
+                        "(eagle3, eagle, dflash, dspark, draft_model, ngram, suffix, deepseek_mtp, ...) or SGLang's "
+                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...); the "
+                        "checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
+                        "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
@@ -177,10 +181,25 @@ def _launch_line(args, engine: str | None):
     return line
 
 
-def _pair(args, line) -> tuple[str, str]:
-    """TARGET and DRAFTER: as given (local copies), else the launch line's."""
+def _takes_no_drafter(method: str | None) -> bool:
+    """The method named (the line's, --method) is one that runs without a drafter (n-gram, suffix, UNO, MTP heads)."""
+    from compat.methods import all_methods
+
+    if not method:
+        return False
+    for family in all_methods():
+        names = [n.name.lower() for entries in family.names.values() for n in entries if not n.shared]
+        if method.lower() in names or method.lower() == family.family:
+            return not family.takes_drafter
+    return False
+
+
+def _pair(args, line) -> tuple[str, str | None]:
+    """TARGET and DRAFTER: as given (local copies), else the launch line's; no DRAFTER for a method that takes none."""
     target = args.target or (line.target if line else None)
     drafter = args.drafter or (line.drafter if line else None)
+    if drafter is None and target is not None and _takes_no_drafter(line.method if line else args.method):
+        return target, None
     if target is None:
         raise UsageError("no target: give TARGET" + (", or the model in the launch line" if line else "") + ", or --launch",
                          hint="compat doctor --help lists the options")
@@ -249,7 +268,7 @@ def run(args, console) -> int:
         profile = read_profile(args.profile)  # a bad profile fails before any work
     target = read_target(resolve_model(target_name, what="target"))
     drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
-                           layer_ids_arg(args.layer_ids))
+                           layer_ids_arg(args.layer_ids)) if drafter_name is not None else no_drafter(target)
     if line is not None:
         args.num_speculative_tokens, topk = _line_numbers(line, args.num_speculative_tokens, topk)
     if args.releases:

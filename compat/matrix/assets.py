@@ -54,17 +54,18 @@ JS = """
   var S = data.s;
   function st(i){ return i === null || i === undefined ? null : S[i]; }
   var style = document.getElementById('filter-style');
-  var fam = document.getElementById('family'), kind = document.getElementById('kind');
+  var fam = document.getElementById('family'), kind = document.getElementById('kind'), meth = document.getElementById('method');
   function filter(){  // columns hidden by position (nth-child): no cell needs a family attribute
     var rules = [];
     data.families.forEach(function(f, i){
       var mine = f === 'your pair';
-      if (!mine && ((fam.value && f !== fam.value) || (kind.value && data.kinds[i] !== kind.value)))
+      if (!mine && ((fam.value && f !== fam.value) || (kind.value && data.kinds[i] !== kind.value)
+                    || (meth.value && data.methods[i] !== meth.value)))
         rules.push('#matrix tr > :nth-child(' + (i + 2) + '):not([colspan]){display:none}');
     });
     style.textContent = rules.join('\\n');
   }
-  fam.addEventListener('change', filter); kind.addEventListener('change', filter);
+  fam.addEventListener('change', filter); kind.addEventListener('change', filter); meth.addEventListener('change', filter);
   var panel = document.getElementById('details'), body = document.getElementById('details-body');
   function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls; if (text !== null && text !== undefined) e.textContent = text; return e; }
   function link(url, text){ var a = el('a', null, text); a.href = url; a.target = '_blank'; a.rel = 'noopener noreferrer'; return a; }

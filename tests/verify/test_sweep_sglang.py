@@ -64,7 +64,7 @@ def test_without_metrics_the_servers_accept_len_lines_give_the_acceptance(report
 
     def write(count: int) -> None:
         with open(log, "a") as out:
-            out.write(_decode_line(site["template"], 1.75 if count <= 5 else 2.25))  # a warm-up request, then 4 at 1
+            out.write(_decode_line(site["template"], 1.75 if count <= 6 else 2.25))  # warm-ups: 1, 1 at level 1
 
     spec = ModelledEngine(report, Behaviour(metrics=False, mean_accepted_length=2.0, delay=0.002, on_chat=write))
     plain = ModelledEngine(report, Behaviour(speculating=False, metrics=False, delay=0.004))

@@ -168,6 +168,12 @@ def reasons(measured: list[Figures], verdict: Verdict, acceptance_verdict: str |
         best = max(costed, key=lambda f: f.speedup or 0)
         out.append(Reason("acceptance", f"each speculative step yields {_l(best)} tokens for {best.step_cost:.2f}x a "
                                         f"plain step's time (concurrency {best.concurrency})"))
+    if not out and verdict.pays in (NONE, UP_TO, MIXED):
+        shown = "; ".join(f"{_x(f)}: {_l(f)} tokens per step for {f.step_cost:.2f}x a plain step" if f.step_cost
+                          else _x(f) for f in measured)
+        out.append(Reason("unexplained", f"neither the tokens per step nor the per-token step cost explain it ({shown}): "
+                                         "the levels' wall times moved more than their per-token times, a stall or "
+                                         "other load on a host; more requests per level (--num-prompts) tell"))
     return out
 
 
