@@ -52,7 +52,7 @@ def parallel(diagnose_range):
         from packaging.specifiers import SpecifierSet
         from packaging.version import Version
 
-        from compat.errors import SourceError
+        from compat.core.errors import SourceError
         from compat.report import probe_missing
         from compat.sources.released import fetch_release, list_releases
 

@@ -14,7 +14,7 @@ below (checked when it is imported):
   latter parametrised by the engine release where that release matters, with the version gates
   as named constants at the top of the file.
 
-The registry fills itself: `all_layouts()` imports every module of this package (compat/registry.py),
+The registry fills itself: `all_layouts()` imports every module of this package (compat/core/registry.py),
 so adding a layout is adding a file (the pyupgrade `_plugins/` pattern), and its tests in
 tests/checkpoints/ (test_layouts.py holds the registry's and every layout's rules). This module is the public face of the
 package: the shared vocabulary below (canonical tensor names, the canonical config, layer-id
@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from compat.registry import FUNCTION, Contract, Field, Folder
+from compat.core.registry import FUNCTION, Contract, Field, Folder
 
 from ._canonical import (  # the shared vocabulary, re-exported: import these from compat.checkpoints
     BASES, BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_FLAG, BASIS_LAYOUT, BASIS_UNDECLARED, CAPTURE_BEFORE,
@@ -103,7 +103,7 @@ CONTRACT = Contract("checkpoint layout", (
     Field("read_config", FUNCTION, doc="read_config(config, ctx) -> DrafterConfig"),
     Field("write_config", FUNCTION, doc="write_config(drafter, ctx) -> dict"),
 ), key="NAME")
-FOLDER = Folder(__name__, CONTRACT)
+FOLDER = Folder(__name__, CONTRACT, subpackages=False)  # blocks/: the block drafters' layouts, a folder of their own
 
 
 def _layouts() -> dict[str, ModuleType]:

@@ -18,7 +18,7 @@ from typing import AbstractSet, Literal
 
 from packaging.version import Version
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.target import Target, target_family
 
 CAPTURE_BEFORE = "capture-before"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.target import Target
 
 

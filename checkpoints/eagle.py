@@ -12,7 +12,7 @@ capture-before ids, which vLLM reads.
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     restore,

@@ -13,7 +13,7 @@ Engines: vLLM >= 0.18 (vllm/model_executor/models/deepseek_eagle3.py), SGLang >=
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     restore,

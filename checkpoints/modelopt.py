@@ -18,7 +18,7 @@ A field in `eagle_config` ModelOpt does not write is refused (EAGLE_CONFIG_KEYS,
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     MODELOPT_FLAGS, NESTED_IDS, TOP_IDS, DrafterConfig, ReadContext, WriteContext, canonical_name, hf_config,

@@ -18,7 +18,7 @@ aux_layer_ids keeps them only in its recipe YAML: pass them with --layer-ids (ou
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     BASIS_LAYOUT, NESTED_IDS, OUTPUT_OF, TOP_IDS, DrafterConfig, LayerIds, ReadContext, WriteContext, canonical_name,

@@ -20,7 +20,7 @@ from typing import Callable
 
 from packaging.version import Version
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     restore,

@@ -17,7 +17,7 @@ recognised only through compat's record: a SpecForge checkpoint reads as the EAG
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from . import eagle
 from ._canonical import DrafterConfig, ReadContext, WriteContext, recorded_layout

@@ -20,7 +20,7 @@ carried, so converting to another layout and back restores it. vLLM reads this f
 
 from __future__ import annotations
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.hub import hub_id
 
 from ._canonical import (

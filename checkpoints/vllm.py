@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from ._canonical import (
     restore,

@@ -2,7 +2,7 @@
 special tokens, whether it has a chat template. Read by the tokenizer check from the drafter's and the
 target's directories, with the standard library only (no `tokenizers` import: a plain install runs it).
 
-The files are someone else's and may be huge or hostile. Each is opened through compat.files (no link out
+The files are someone else's and may be huge or hostile. Each is opened through compat.core.files (no link out
 of the directory, regular files only, no waiting on a FIFO) and read up to a cap. tokenizer.json (10+ MB
 for a 150k vocabulary) is never parsed whole: its `added_tokens` array is cut out by bracket matching and
 parsed alone, and `model.vocab` is walked entry by entry with a regex, keeping only the count, the largest
@@ -19,8 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from compat.errors import CompatError
-from compat.files import input_roots, open_regular, read_json
+from compat.core.errors import CompatError
+from compat.core.files import input_roots, open_regular, read_json
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
                    "tiktoken.model", "vocab.json", "merges.txt")

@@ -8,7 +8,7 @@ the top-level parser (which imports every command for its summary) is built only
 
 The global options (-q, -v, --color) go before or after the command name. Every early exit speaks
 the same way: a usage error prints the usage of the (sub)command it is about, and with `--json` on
-the line the error is also one JSON document on stdout (compat/output.py error_document).
+the line the error is also one JSON document on stdout (compat/core/output.py error_document).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 
 from compat import __version__
 from compat.commands import command_names, get_command
-from compat.output import EXIT_CODES, exit_code_if_unread
-from compat.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
+from compat.core.output import EXIT_CODES, exit_code_if_unread
+from compat.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 TYPE_CHECKING = False  # typing costs milliseconds to import at start-up; mypy reads this as True
 if TYPE_CHECKING:
@@ -159,10 +159,25 @@ def _parse_before(words: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _terminate_as_interrupt()
     try:
         return _main(argv)
     except BrokenPipeError as gone:
         return _reader_went_away(gone)
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, `kill PID`, `timeout`) and SIGHUP (the terminal closed) end a run as Ctrl-C does:
+    a KeyboardInterrupt, so what was half done is undone by the same cleanup, then one line and exit 130. A command
+    that must not be cut at some instant (convert's swap) installs its own handler around it."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) in (signal.SIG_DFL, None):
+            signal.signal(getattr(signal, name), interrupt)
 
 
 def _main(argv: list[str]) -> int:
@@ -176,7 +191,7 @@ def _main(argv: list[str]) -> int:
         raise
     if args is None:
         return EXIT_USAGE
-    from compat.console import make_consoles
+    from compat.core.console import make_consoles
 
     console, err_console = make_consoles(args)
     code = _run(args, console, err_console)
@@ -227,9 +242,9 @@ class _Interrupted(CompatError):
 def _report_error(err: CompatError, args, err_console) -> int:
     from rich.text import Text
 
-    from compat.output import error_document, print_json
+    from compat.core.output import error_document, print_json
 
-    from compat.errors import clipped
+    from compat.core.errors import clipped
 
     message, hint = clipped(err.message), clipped(err.hint) if err.hint else err.hint
     if getattr(args, "json", False):
@@ -246,12 +261,12 @@ def _report_error(err: CompatError, args, err_console) -> int:
 
 def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
     """argparse's message with the usage of the parser it is about; with --json, the error document too."""
-    from compat.errors import clipped
+    from compat.core.errors import clipped
 
     fix = clipped(_usage_fix(problem))
     message = clipped(problem.message)
     if "--json" in argv:
-        from compat.output import error_document, print_json
+        from compat.core.output import error_document, print_json
 
         with exit_code_if_unread(EXIT_USAGE):
             print_json(error_document(f"{problem.parser.prog}: {message}", fix, EXIT_USAGE), "error")
@@ -263,10 +278,15 @@ def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
 
 
 def _usage_fix(problem: UsageProblem) -> str:
-    """'did you mean --json?' for a mistyped option, and where the options are listed."""
+    """'did you mean --json?' for a mistyped option or `doctor` for `doctr`, and where the options are listed."""
     import difflib
 
     prog = problem.parser.prog
+    if problem.message.startswith("argument COMMAND: invalid choice") and prog == "compat":  # the command name
+        typed = problem.message.split("'", 2)[1] if problem.message.count("'") >= 2 else ""
+        close = difflib.get_close_matches(typed, command_names(), n=1, cutoff=0.6)
+        listed = "compat --help lists the commands"
+        return f"did you mean compat {close[0]}? ({listed})" if close else listed
     words = problem.message.split(": ", 1)[-1].split() if "unrecognized arguments" in problem.message else []
     options = [s for action in problem.parser._actions for s in action.option_strings]  # noqa: SLF001
     guesses = [match for word in words if word.startswith("-")
@@ -278,7 +298,7 @@ def _usage_fix(problem: UsageProblem) -> str:
 def _reader_went_away(gone: BrokenPipeError) -> int:
     """The reader of our output went away (`compat probe --json | head -1`): not a failure of ours, so no
     traceback and exit 0, or the code of what the command found when it was known before printing
-    (compat/output.py exit_code_if_unread: doctor's failed check stays 1 whether or not its report was read). stdout is
+    (compat/core/output.py exit_code_if_unread: doctor's failed check stays 1 whether or not its report was read). stdout is
     pointed at /dev/null so neither rich nor the interpreter's final flush raises again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from compat import __version__
-from compat.hashing import sha256
-from compat.tree import EngineTree
+from compat.core.hashing import sha256
+from compat.core.tree import EngineTree
 
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ huggingface_hub 2.4), with no network and no huggingface_hub import:
             (read as is: huggingface_hub does not strip it); otherwise REV itself must be a commit, i.e. a
             directory of snapshots/ (a short hash is not: huggingface_hub never matches prefixes)
     result  <repo>/snapshots/<commit>/ when config.json is a file there (its files are links into <repo>/blobs/,
-            which compat/files.py allows); .no_exist/<commit>/config.json is huggingface_hub's record that the
+            which compat/core/files.py allows); .no_exist/<commit>/config.json is huggingface_hub's record that the
             revision has none
 
 Why not import huggingface_hub for this (measured on this project's 2-core machine, median of 7 runs):
@@ -38,7 +38,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 
 __all__ = ["hf_hub_cache", "resolve_model", "hub_id", "looks_like_hub_id", "model_name", "local_name"]
 

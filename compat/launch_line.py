@@ -18,7 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 
 VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 SGLANG_MODULES = ("sglang.launch_server",)

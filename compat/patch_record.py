@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from compat import __version__
-from compat.errors import CompatError, RefusedError
-from compat.tree import EngineTree
+from compat.core.errors import CompatError, RefusedError
+from compat.core.tree import EngineTree
 
 RECORD_NAME = ".compat-patches.json"
 RECORD_FORMAT = 1

@@ -16,7 +16,7 @@ import os
 import time
 
 from compat import facts
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 TYPE_CHECKING = False  # typing and rich cost milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int
 
 
 def _probe_in_worker(job: tuple) -> None:
-    from compat.tree import SourceInfo
+    from compat.core.tree import SourceInfo
 
     engine, root, version, kind, location, detail = job
     tree = EngineTree(engine, root, version, SourceInfo(kind, location, detail))

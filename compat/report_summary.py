@@ -35,10 +35,29 @@ def methods(report: dict[str, Any]) -> tuple[str, str | None]:
         found = list(spec["methods"])
         eagle = [m for m in found if m.startswith("eagle")]
         return f"{len(found)} in SpeculativeConfig.method: {_names(eagle + [m for m in found if m not in eagle])}", spec.get("methods_location")
+    algorithms = report.get("methods")
+    if isinstance(algorithms, dict) and algorithms.get("accepted") and "names" in algorithms:
+        return _algorithms(algorithms)
     for flag in report.get("cli_flags") or []:
         if isinstance(flag, dict) and flag.get("name") == "--speculative-algorithm" and flag.get("choices"):
             return f"--speculative-algorithm {' | '.join(flag['choices'])}", flag.get("location")
     return "not found in this release", None
+
+
+def _algorithms(fact: dict[str, Any]) -> tuple[str, str | None]:
+    """SGLang: the names --speculative-algorithm accepts, its aliases and what runs them, where they are declared."""
+    aliases = [a for a in fact.get("aliases") or [] if isinstance(a, dict)]
+    alias_names = {a.get("name") for a in aliases}
+    accepted = [n for n in fact["accepted"] if n not in alias_names]
+    text = f"--speculative-algorithm {len(accepted)} names ({fact.get('declared_by')}): {', '.join(accepted)}"
+    text += "".join(f"; {a['name']} runs as {a.get('runs_as')} ({a.get('location')})" for a in aliases)
+    for promotion in fact.get("promotions") or []:
+        text += f"; {'/'.join(promotion.get('from') or [])} become {promotion.get('to')} for {', '.join(promotion.get('decided_by') or []) or promotion.get('when')}"
+    plugins = fact.get("plugins")
+    if isinstance(plugins, dict):
+        text += f"; plugins add more ({plugins.get('register')})"
+    where = fact.get("choices_location") if fact.get("choices") else fact.get("location")
+    return text, where
 
 
 def gate(report: dict[str, Any]) -> tuple[str, str | None]:

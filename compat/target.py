@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.errors import RefusedError, UsageError
-from compat.files import input_roots, read_json
+from compat.core.errors import RefusedError, UsageError
+from compat.core.files import input_roots, read_json
 
 # `deepseek` for targets SGLang captures through DeepseekV2ForCausalLM.set_eagle3_layers_to_capture
 # (DeepSeek V2/V3, Kimi-K2/K2.5, GLM-4 MoE Lite), `llama` for every other aux-capturing target.

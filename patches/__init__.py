@@ -37,7 +37,7 @@ Optional hooks, for a patch that takes options (LibCST's `add_args` is the model
         with `compat.patching.option_flags` (e.g. `--model-type glm4_moe`).
 
 The registry fills itself: `all_patches(engine)` imports every module of the engine's folder
-(compat/registry.py; the pyupgrade `_plugins/` pattern), so adding a patch is adding a file, and its
+(compat/core/registry.py; the pyupgrade `_plugins/` pattern), so adding a patch is adding a file, and its
 before/after test, tests/patches/test_<engine>_<name>.py. Modules whose name starts with `_` are
 helpers, not patches.
 """
@@ -51,9 +51,9 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.errors import RefusedError
-from compat.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
-from compat.tree import ENGINES, EngineTree
+from compat.core.errors import RefusedError
+from compat.core.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
+from compat.core.tree import ENGINES, EngineTree
 
 CONTRACT = Contract("patch", (
     Field("ID", str, doc='what --select / --skip and the record use, e.g. "vllm-eagle3-whitelist"'),

@@ -7,7 +7,7 @@ takes an `EngineTree`, never imports the engine, and returns a JSON-able value w
 (`{"present": False, ...}`) instead of raising.
 
 The registry fills itself: `all_probes(engine)` imports every module of the engine's folder not
-starting with `_` (compat/registry.py), so adding a probe is adding a file (the pyupgrade `_plugins/`
+starting with `_` (compat/core/registry.py), so adding a probe is adding a file (the pyupgrade `_plugins/`
 pattern), and its test, tests/probes/test_ENGINE_KEY.py. Modules starting with `_` in an engine's
 folder, and the modules at this level (`_ast.py`, `drafter_*.py`), are readers the probes share: never
 probes themselves.
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from compat.registry import Contract, Field, Folder
-from compat.tree import ENGINES, EngineTree
+from compat.core.registry import Contract, Field, Folder
+from compat.core.tree import ENGINES, EngineTree
 
 # What `@probe(...)` takes, checked when a probe module is imported (the decorator's arguments are its fields).
 CONTRACT = Contract("probe", (

@@ -11,7 +11,7 @@ import re as _re
 import weakref
 from typing import Iterable, Iterator, overload
 
-from compat.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree, UnparseableFile
 
 
 @overload

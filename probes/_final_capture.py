@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from compat.probes._ast import ClassHeader, _block_end, _header_end, class_headers, safe_parse, unparse
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # Names that stand for the layer count (the end of the loop) in a capture test or a helper call.
 END_NAMES = ("end_layer", "num_layers", "num_hidden_layers", "n_layers")

@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import Any
 
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 KINDS = ("counter", "gauge", "histogram", "summary")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes._ast import unparse
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def start_up_rules(tree: EngineTree, relpath: str, func: ast.FunctionDef, fields: tuple[str, ...]) -> list[dict]:

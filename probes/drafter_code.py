@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TypeGuard
 
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 Parents = dict[ast.AST, ast.AST]  # child -> parent, below one node
 Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -6,9 +6,10 @@
   part is one package folder, and what it offers others is what its non-underscore names are;
 - no product file is over 500 lines, in any part (compat/, checks/, probes/, patches/, checkpoints/: every
   folder pyproject.toml maps into the package); every doctor check (checks/) is at most 150 lines;
-- every rule folder is read by the one registry helper (compat/registry.py) and declares its contract;
+- every rule folder is read by the one registry helper (compat/core/registry.py) and declares its contract;
 - no check imports another check, or asks the registry for one; nothing under checks/ imports compat.doctor;
-- no command imports another command.
+- no command imports another command;
+- the ground (compat.core) imports nothing of compat outside itself (the `compat` package's own version aside).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def test_no_private_name_or_module_from_another_part():
 
 
 def test_the_500_line_rule_covers_every_product_part():
-    assert {p.relative_to(ROOT).parts[0] for p in MODULES.values()} == {"compat", "checks", "probes", "patches", "checkpoints"}
+    assert {p.relative_to(ROOT).parts[0] for p in MODULES.values()} == {"compat", "checks", "probes", "patches", "checkpoints", "methods"}
 
 
 def test_no_product_file_over_500_lines():
@@ -139,17 +140,28 @@ def test_no_product_file_over_500_lines():
     assert not big, big
 
 
-RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints")
+def test_the_ground_stands_on_nothing_above_it():
+    """compat.core is the ground floor: what it imports from compat is compat.core, so any part may use it."""
+    core = {m for m in MODULES if m == "compat.core" or m.startswith("compat.core.")}
+    assert {"compat.core.tree", "compat.core.registry", "compat.core.errors"} <= core
+    offences = [f"{MODULES[module].relative_to(ROOT)}:{line} imports {target}"
+                for module in sorted(core) for target, _, line in _imports(module)
+                if target != "compat" and not (target == "compat.core" or target.startswith("compat.core."))]
+    assert not offences, "\n".join(dict.fromkeys(offences))
+
+
+RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
+                "compat.manifests.formats", "compat.methods", "compat.checkpoints.blocks")
 
 
 def test_every_rule_folder_loads_through_the_registry_and_declares_its_contract():
-    """No folder keeps a loader of its own (importlib, pkgutil, a hand-made cache): compat.registry reads them all."""
+    """No folder keeps a loader of its own (importlib, pkgutil, a hand-made cache): compat.core.registry reads them all."""
     offences = []
     for package in RULE_FOLDERS:
         tree = ast.parse(MODULES[package].read_text())
         imported = {t for t, _, _ in _imports(package)}
-        if "compat.registry" not in imported:
-            offences.append(f"{package} does not use compat.registry")
+        if "compat.core.registry" not in imported:
+            offences.append(f"{package} does not use compat.core.registry")
         for node in ast.walk(tree):
             if isinstance(node, ast.Import) and any(a.name in ("importlib", "pkgutil") for a in node.names):
                 offences.append(f"{package}:{node.lineno} imports {', '.join(a.name for a in node.names)} (a loader of its own)")

@@ -25,7 +25,7 @@ from patch_trees import snapshot, write_mini_vllm  # noqa: E402
 from compat import cli, facts, report  # noqa: E402
 from compat.report import build_report, build_reports, probe_missing  # noqa: E402
 from compat.sources import open_path  # noqa: E402
-from compat.tree import EngineTree, SourceInfo  # noqa: E402
+from compat.core.tree import EngineTree, SourceInfo  # noqa: E402
 
 SPEC = "vllm/config/speculative.py"
 
@@ -203,7 +203,7 @@ def test_the_key_changes_when_a_probe_file_changes(tmp_path, monkeypatch, mini):
 
 def test_the_digest_follows_what_the_probes_import_from_compat():
     files = facts.code_files()
-    assert {"compat.report", "compat.tree", "compat.sources.version"} <= set(files)  # report.py; probes import the rest
+    assert {"compat.report", "compat.core.tree", "compat.sources.version"} <= set(files)  # report.py; probes import the rest
     assert any(label.startswith("compat.probes/vllm/") for label in files)
     assert "compat.patching" not in files and "compat.sources.released" not in files
 

@@ -1,4 +1,4 @@
-"""compat/interpreter.py: one value for "which python", and one way to ask another interpreter a question.
+"""compat/core/interpreter.py: one value for "which python", and one way to ask another interpreter a question.
 
 Real interpreters only: this one, a venv made here (no pip in it: it is only asked about itself), and a
 script that is not a python. What must hold: a venv directory and its python name the same interpreter;
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.errors import EXIT_SOURCE, CompatError
-from compat.interpreter import Interpreter, InterpreterFailed, NoSuchInterpreter
+from compat.core.errors import EXIT_SOURCE, CompatError
+from compat.core.interpreter import Interpreter, InterpreterFailed, NoSuchInterpreter
 
 ASK = "import json, os, sys; print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'flags': sys.flags.ignore_environment}))"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPED = {"compat": "compat", "compat.probes": "probes", "compat.patches": "patches", "compat.checkpoints": "checkpoints",
-          "compat.checks": "checks"}
+          "compat.checks": "checks", "compat.methods": "methods"}
 
 
 def test_every_package_folder_is_listed_in_pyproject():

@@ -1,4 +1,4 @@
-"""compat/registry.py: the one loader of the rule folders, and the contract each folder declares.
+"""compat/core/registry.py: the one loader of the rule folders, and the contract each folder declares.
 
 The folders here are real packages written into tmp_path and put on sys.path; nothing is stubbed.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.registry import FUNCTION, REQUIRED, Contract, ContractError, Field, Folder
+from compat.core.registry import FUNCTION, REQUIRED, Contract, ContractError, Field, Folder
 
 CONTRACT = Contract("widget", (
     Field("NAME", str, doc="what the user types"),

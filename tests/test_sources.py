@@ -6,7 +6,7 @@ import venv
 
 import pytest
 
-from compat.errors import EXIT_SOURCE, EXIT_USAGE, SourceError, UsageError
+from compat.core.errors import EXIT_SOURCE, EXIT_USAGE, SourceError, UsageError
 from compat.sources import find_installed, open_path, open_tree, parse_engine_spec
 
 

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from behaviour_explain_matrix import explain_scenarios, matrix_scenarios, write_logs
 from behaviour_fixtures import (DEEPSEEK_FAMILY, DRAFTERS, TARGETS, output_of_ids, write_broken, write_drafter,
                                 write_target)
 
@@ -66,6 +67,7 @@ def build_inputs(work: Path) -> None:
             seed += 1
             write_drafter(work, drafter_dir(kind, target), kind, TARGETS[target][2], seed)
     write_broken(work)
+    write_logs(work)
     if ENGINE_VENV.is_dir():  # a serving venv named by a relative path
         os.symlink(ENGINE_VENV, work / "venv-serve")
 
@@ -174,6 +176,8 @@ def scenarios(cached: dict[str, list[str]]) -> list[dict]:
         "--offline", "-q")
     _convert_scenarios(add, vllm, sglang)
     _error_scenarios(add, vllm)
+    explain_scenarios(add, vllm, sglang, serve)
+    matrix_scenarios(add, vllm, sglang)
     return out
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run the README's examples and write what the commands really print into it (`--check`: only compare).
+"""Run the examples of the README and docs/ and write what the commands really print into them (`--check`: compare).
 
 An example is a fenced block right after a marker line:
 
@@ -19,15 +19,14 @@ next `$ ` line, are its output. Paths are normalised: the temporary directory is
 always needs the package index, like `--releases`), so the test of this script needs no network.
 
 Fixtures (built only when an example's commands name them):
-    Kimi-K2.5/          a Kimi-K2.5 target config (a multimodal wrapper whose text_config is Kimi-K2)
-    kimi-k25-eagle3-ft/ the seed drafter: layers.0.* names, d2t/t2d, eagle_config ids [2, 30, 58] (SpecForge's)
-    Kimi-K2-Instruct/   a Kimi-K2 target config (tests/doctor/doctor_models.py: what the real one declares)
-    kimi-k2-eagle3/     a SpecForge-layout EAGLE-3 drafter for it (tiny tensors, real names and config)
+    Kimi-K2.5/ ...      what `compat samples DIR` writes (compat/samples.py): Kimi-K2.5, kimi-k25-eagle3-ft (the
+                        seed case), Kimi-K2-Instruct, kimi-k2-eagle3
     demo/               a copy of vLLM 0.17.1's released source (from the user cache, or fetched once)
     cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts)
 
-    python tools/readme_examples.py             rewrite README.md's examples
-    python tools/readme_examples.py --check     exit 1 (with a diff) when README.md differs from the commands
+    python tools/readme_examples.py             rewrite the examples of README.md and docs/*.md
+    python tools/readme_examples.py --check     exit 1 (with a diff) when a page differs from the commands
+    python tools/readme_examples.py docs/doctor.md --only seed-unknown    one page, one example
 """
 
 from __future__ import annotations
@@ -60,14 +59,14 @@ class Example:
     output: list[list[str]] = field(default_factory=list)
 
 
-def parse(lines: list[str]) -> list[Example]:
+def parse(lines: list[str], page: str = "README.md") -> list[Example]:
     examples = []
     for i, line in enumerate(lines):
         match = MARKER.match(line)
         if not match:
             continue
         if i + 1 >= len(lines) or not lines[i + 1].startswith(FENCE):
-            raise SystemExit(f"README line {i + 1}: example {match['name']} is not followed by a ``` block")
+            raise SystemExit(f"{page} line {i + 1}: example {match['name']} is not followed by a ``` block")
         end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith(FENCE))
         options = match["options"].split()
         needs = [n for o in options if o.startswith("needs=") for n in o[len("needs="):].split(",") if n]
@@ -80,7 +79,7 @@ def parse(lines: list[str]) -> list[Example]:
             elif output:
                 output[-1].append(text)
         if not commands:
-            raise SystemExit(f"README line {i + 1}: example {match['name']} has no `$ ` command")
+            raise SystemExit(f"{page} line {i + 1}: example {match['name']} has no `$ ` command")
         examples.append(Example(match["name"], needs, "network" in options, i + 2, end, commands, output))
     return examples
 
@@ -100,20 +99,10 @@ def release_tree(spec: str, offline: bool) -> Path:
 
 
 def build_fixtures(work: Path, commands: str, offline: bool) -> None:
-    if "Kimi-K2-Instruct" in commands or "kimi-k2-eagle3" in commands:
-        sys.path.insert(0, str(ROOT / "tests" / "doctor"))
-        from doctor_models import kimi_k2_target, specforge_drafter
+    from compat.samples import SAMPLES, write_samples
 
-        if not (work / "Kimi-K2-Instruct").exists():
-            kimi_k2_target(work / "Kimi-K2-Instruct")
-            specforge_drafter(work / "kimi-k2-eagle3")
-    if "Kimi-K2.5" in commands or "kimi-k25-eagle3-ft" in commands:
-        sys.path.insert(0, str(ROOT / "tests" / "doctor"))
-        from doctor_models import kimi_k25_target, specforge_drafter
-
-        if not (work / "Kimi-K2.5").exists():  # the seed case: SpecForge ids [2, 30, 58], vLLM names
-            kimi_k25_target(work / "Kimi-K2.5")
-            specforge_drafter(work / "kimi-k25-eagle3-ft", layer_ids=[2, 30, 58], prefix="layers.0.")
+    if any(sample.name in commands for sample in SAMPLES):  # what `compat samples DIR` writes, as a user gets it
+        write_samples(work)
     if re.search(r"(?<![\w/.-])demo\b", commands):
         shutil.rmtree(work / "demo", ignore_errors=True)
         shutil.copytree(release_tree("vllm==0.17.1", offline) / "vllm", work / "demo" / "vllm")
@@ -161,39 +150,52 @@ def render(example: Example, outputs: list[list[str]]) -> list[str]:
     return lines
 
 
+def pages() -> list[Path]:
+    """The README and every page of docs/: where the examples are."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md")
+    parser.add_argument("pages", nargs="*", type=Path, help="Markdown files (default: README.md and docs/*.md)")
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 with a diff when they differ")
     parser.add_argument("--offline", action="store_true", help="skip examples whose releases are not cached")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this example only (repeatable)")
     args = parser.parse_args(argv)
-    lines = args.readme.read_text().split("\n")
-    examples = [e for e in parse(lines) if not args.only or e.name in args.only]
-    changed, ran, skipped = [], [], []
+    ran, skipped, differ = [], [], 0
+    for page in args.pages or pages():
+        differ += run_page(page, args, ran, skipped)
+    print(f"examples run: {', '.join(ran) or 'none'}" + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+    return 1 if args.check and differ else 0
+
+
+def run_page(page: Path, args: argparse.Namespace, ran: list[str], skipped: list[str]) -> int:
+    """Run one page's examples (rewriting it, or with --check comparing); the number that differ."""
+    lines = page.read_text().split("\n")
+    examples = [e for e in parse(lines, page.name) if not args.only or e.name in args.only]
+    changed, page_ran, page_skipped = [], [], []
     for example in reversed(examples):  # from the end, so earlier line numbers stay valid while rewriting
         missing = [n for n in example.needs if not cached(n)]
         if args.offline and (example.network or missing):
-            skipped.append(f"{example.name} ({'needs the package index' if example.network else 'not cached: ' + ', '.join(missing)})")
+            page_skipped.append(f"{example.name} ({'needs the package index' if example.network else 'not cached: ' + ', '.join(missing)})")
             continue
         new = render(example, run_example(example, offline=args.offline))
-        ran.append(example.name)
+        page_ran.append(example.name)
         old = lines[example.start:example.end]
         if new != old:
             changed.append((example.name, old, new))
             lines[example.start:example.end] = new
+    ran.extend(reversed(page_ran))
+    skipped.extend(reversed(page_skipped))
     for name, old, new in reversed(changed):
         verb = "differs from what the commands print" if args.check else "rewritten"
-        print(f"example {name}: {verb}")
+        print(f"{page.name} example {name}: {verb}")
         if args.check:
             sys.stdout.writelines(difflib.unified_diff([f"{x}\n" for x in old], [f"{x}\n" for x in new],
-                                                       f"README.md ({name})", "the commands"))
-    print(f"examples run: {', '.join(reversed(ran)) or 'none'}" + (f"; skipped: {'; '.join(reversed(skipped))}" if skipped else ""))
-    if args.check:
-        return 1 if changed else 0
-    if changed:
-        args.readme.write_text("\n".join(lines))
-    return 0
+                                                       f"{page.name} ({name})", "the commands"))
+    if changed and not args.check:
+        page.write_text("\n".join(lines))
+    return len(changed)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from compat.output import EXIT_CODES
-from compat.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
+from compat.core.output import EXIT_CODES
+from compat.core.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
 
 CONTRACT = Contract("command", (
     Field("NAME", str, doc='what the user types after `compat`, e.g. "probe"'),

@@ -3,7 +3,7 @@
 Paths on the command line are made absolute here, once, against the working directory the user
 typed them in: `--python ./venv-serve/bin/python` then means the same thing in a subprocess started
 elsewhere and in every command a fix prints. `--python` is parsed into an `Interpreter`
-(compat/interpreter.py): a venv directory and its python name the same one.
+(compat/core/interpreter.py): a venv directory and its python name the same one.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from compat.argtypes import seconds
-from compat.interpreter import Interpreter
+from compat.core.argtypes import seconds
+from compat.core.interpreter import Interpreter
 
 if TYPE_CHECKING:
-    from compat.tree import EngineTree
+    from compat.core.tree import EngineTree
 
 ENGINE_HELP = ("vllm or sglang: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
                "the package index")
@@ -93,7 +93,7 @@ def release_version(args: argparse.Namespace, engine: str | None = None) -> tupl
     The installed engine's version (in --python), a --path tree's, or for `--engine vllm==X` / a range /
     latest the release the package index (or the cached listing, or a cached release) has: a version that
     does not exist is refused with the releases near it, exactly as `compat probe` refuses it."""
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
     from compat.sources import open_path, parse_engine_spec
 
     use_network_options(args)

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from compat.output import exit_codes
+from compat.core.output import exit_codes
 
 NAME = "convert"
 ORDER = 30
@@ -113,7 +113,7 @@ def add_arguments(parser) -> None:
 def _options(ns: argparse.Namespace):
     from compat.checkpoints import from_flag
     from compat.convert import Options
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
     from compat.hub import resolve_model
     from compat.safetensors_stream import parse_size
 
@@ -139,7 +139,7 @@ def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     """(version, where it was read) of the release the source options name; (None, None): every known release."""
     from compat.commands._source import release_version
     from compat.convert.plan import ENGINES
-    from compat.errors import RefusedError, UsageError
+    from compat.core.errors import RefusedError, UsageError
 
     layout_engine = ENGINES.get(ns.to)
     if ns.engine_version is not None:
@@ -160,7 +160,7 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
     """--engine-version X, the older spelling: --engine <the layout's engine>==X."""
     from packaging.version import InvalidVersion, Version
 
-    from compat.errors import UsageError
+    from compat.core.errors import UsageError
 
     if ns.engine or ns.path or ns.python:
         raise UsageError("--engine-version is the older spelling of --engine ENGINE==X: give one of them",
@@ -177,13 +177,15 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
 
 
 def run(args, console) -> int:
-    from compat.console import show_progress
+    from compat.core.console import show_progress
     from compat.convert import execute, make_plan
-    from compat.errors import EXIT_OK
-    from compat.output import print_json
+    from compat.core.errors import EXIT_OK
+    from compat.core.output import print_json
 
     options = _options(args)
     recovered = _recover(args)
+    if _is_block_drafter(options.src):
+        return _run_blocks(args, options, recovered, console)
     plan = make_plan(options)
     say = _say(console)
     if args.dry_run:
@@ -205,6 +207,53 @@ def run(args, console) -> int:
     return EXIT_OK
 
 
+def _is_block_drafter(src: Path) -> bool:
+    """A DFlash or DSpark drafter: its files are copied and its config rewritten (compat/convert/blocks.py)."""
+    from compat.convert.blocks import block_family
+    from compat.core.errors import CompatError
+    from compat.core.files import input_roots, read_json
+
+    try:  # regular files inside SRC only, bounded: a FIFO or /dev/zero is refused at once (compat/core/files.py)
+        config = read_json(src / "config.json", input_roots(src), "a drafter config.json")
+    except (OSError, ValueError, CompatError):
+        return False  # make_plan says what is wrong with SRC
+    return isinstance(config, dict) and block_family(config, set()) is not None
+
+
+def _run_blocks(args, options, recovered: list[str], console) -> int:
+    """A block drafter for a named release: its readers come from the release's probe, the target's layers from --target."""
+    from compat.commands._source import tree_from_args
+    from compat.convert.blocks import execute_blocks, plan_blocks
+    from compat.core.console import show_progress
+    from compat.core.errors import EXIT_OK, UsageError
+    from compat.core.output import print_json
+    from compat.report import build_report
+    from compat.target import read_target
+
+    if not (args.engine or args.path) or options.target is None:
+        raise UsageError("a DFlash or DSpark drafter is converted for one release and one target: give --engine "
+                         "ENGINE==X (or --path DIR) and --target", hint="compat doctor prints the command")
+    report = build_report(tree_from_args(args, progress=show_progress(args)))
+    plan = plan_blocks(options.src, options.dst.expanduser().absolute(), report, read_target(options.target), force=args.force)
+    say = _say(console)
+    if not args.json:
+        say(f"{'plan (dry run, nothing written)' if args.dry_run else 'plan'}: {plan.src} [{plan.layout}, {plan.family}] -> "
+            f"{plan.dst} [{plan.engine} {plan.engine_version}]")
+        say(f"files copied byte for byte: {', '.join(plan.files)}")
+        for line in plan.rewrite.why or ["config.json unchanged: this release already reads it as trained"]:
+            say(f"config.json: {line}")
+    if args.dry_run:
+        if args.json:
+            print_json({"dry_run": True, "recovered": recovered, "plan": plan.to_json()}, "convert")
+        return EXIT_OK
+    result = execute_blocks(plan)
+    if args.json:
+        print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result}, "convert")
+    else:
+        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {result['verified']} files (sha256) against the source")
+    return EXIT_OK
+
+
 def _say(console):
     """Plain lines on stdout (no markup: names hold brackets), silenced by -qq like every console."""
     def say(text: str) -> None:
@@ -218,8 +267,8 @@ def _recover(args) -> list[str]:
     import sys
 
     from compat.convert import recover_leftovers
-    from compat.errors import UsageError
-    from compat.files import refuse_os_error
+    from compat.core.errors import UsageError
+    from compat.core.files import refuse_os_error
 
     dst = args.dst.expanduser().absolute()
     if not dst.parent.is_dir():
@@ -234,7 +283,7 @@ def _recover(args) -> list[str]:
 
 
 def _size(n: float) -> str:
-    from compat.output import human_size
+    from compat.core.output import human_size
 
     return human_size(n)
 

@@ -16,8 +16,8 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 from compat.commands._source import PYTHON_HELP, absolute_path, add_python_argument
-from compat.interpreter import Interpreter
-from compat.output import exit_codes, human_size, print_json
+from compat.core.interpreter import Interpreter
+from compat.core.output import exit_codes, human_size, print_json
 from compat.torch_pin import ASK as ASK_TORCH_REQUIREMENTS
 from compat.torch_pin import TorchPin, torch_pins
 
@@ -148,7 +148,7 @@ def _in_parallel(pythons: list[Interpreter], ask_cuda: bool) -> list[dict[str, A
 
 def interpreter(python: Interpreter, *, this: bool, ask_cuda: bool = False) -> dict[str, Any]:
     """What one interpreter has: its engines (with compat's patches and plugin), torch and CUDA."""
-    from compat.errors import CompatError
+    from compat.core.errors import CompatError
     from compat.sources.installed import find_installed
 
     out: dict[str, Any] = {"python": python.path, "this": this}
@@ -172,7 +172,7 @@ def _engine(found: InstalledEngine) -> dict[str, Any]:
 
 
 def _plugins(python: Interpreter) -> list[dict[str, Any]] | dict[str, str]:
-    from compat.errors import CompatError
+    from compat.core.errors import CompatError
 
     try:
         from compat.plugin import installed_plugins
@@ -184,7 +184,7 @@ def _plugins(python: Interpreter) -> list[dict[str, Any]] | dict[str, str]:
 
 
 def _ask(python: Interpreter, ask_cuda: bool) -> dict[str, Any]:
-    from compat.interpreter import InterpreterError, InterpreterFailed
+    from compat.core.interpreter import InterpreterError, InterpreterFailed
 
     code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE + ASK_TORCH_REQUIREMENTS + "print(json.dumps(out))\n"
     try:

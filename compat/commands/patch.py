@@ -10,15 +10,15 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from compat.output import EXIT_CODES, print_json
+from compat.core.output import EXIT_CODES, print_json
 from compat.commands._source import add_source_arguments
-from compat.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
+from compat.core.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
 from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
 from compat.patching import (
     APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, add_patch_options, apply, check_record,
     combined_edits, given_options, plan, revert, settle, settle_for_reading, tree_lock, version_range,
 )
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 NAME = "patch"
 ORDER = 20

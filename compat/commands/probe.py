@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from compat.output import EXIT_CODES, add_json_argument
+from compat.core.output import EXIT_CODES, add_json_argument
 from compat.commands._source import add_source_arguments
 
 NAME = "probe"
@@ -23,6 +23,7 @@ EPILOG = """examples:
   compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached): the summary
   compat probe --engine vllm==0.11.0 --full     ... then every fact, with its file and line
+  compat probe --engine sglang==0.5.23 --methods    every method, family by family (names, aliases, drafters)
   compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
   compat probe --engine vllm==latest --json     for CI
   compat probe --path ./vllm-checkout           a source tree (checkout, unpacked or patched copy)
@@ -35,18 +36,21 @@ def add_arguments(parser) -> None:
     add_json_argument(parser, "print the report as JSON (stable keys, for CI)")
     parser.add_argument("--full", action="store_true", help="after the summary, every fact with its file and line "
                         "(the default prints the one-screen summary only)")
+    parser.add_argument("--methods", action="store_true", help="after the summary, every speculative method the release "
+                        "accepts, family by family: its names, what runs it, the drafter classes, the layer-id reader "
+                        "(keys and offsets), the block keys and what the serving venv needs, each with its file and line")
 
 
 def run(args, console) -> int:
-    from compat.output import print_json
+    from compat.core.output import print_json
     from compat.commands._source import tree_from_args
-    from compat.errors import EXIT_OK
+    from compat.core.errors import EXIT_OK
 
     if not args.engine and not args.path:
         return _list_installed(args, console)
     from compat.report import build_report, render
 
-    from compat.console import show_progress
+    from compat.core.console import show_progress
 
     tree = tree_from_args(args, progress=show_progress(args))
     report = build_report(tree)
@@ -58,6 +62,11 @@ def run(args, console) -> int:
     again = "compat probe " + " ".join(_source_words(args))
     render_summary(report, console, full_hint=None if args.full else f"every fact with its file and line: {again} --full; "
                    f"as JSON: {again} --json")
+    if args.methods:
+        from compat.method_table import render_methods
+
+        console.print()
+        render_methods(report, console)
     if args.full:
         console.print()
         # a fact with no value (compat_plugin when no plugin is installed) is not a section of its own
@@ -76,8 +85,8 @@ def _source_words(args) -> list[str]:
 
 
 def _list_installed(args, console) -> int:
-    from compat.output import print_json
-    from compat.errors import EXIT_OK
+    from compat.core.output import print_json
+    from compat.core.errors import EXIT_OK
     from compat.sources import find_installed
 
     engines = find_installed(args.python)

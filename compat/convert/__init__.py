@@ -3,7 +3,7 @@
 Data flow: checkpoint -> layout (checkpoints/) -> checkpoint, one job per module:
 
     source.py       read SRC: config.json, the record, tensor headers (never the tensor bytes);
-                    regular files inside SRC only (compat/files.py)
+                    regular files inside SRC only (compat/core/files.py)
     bin.py          pytorch_model.bin: pickle_scan.py reads what the pickle would build, every tensor's
                     storage and strides are checked against the file, then torch.load(weights_only=True)
     checks.py       layers, shapes, vocab maps (compat/vocab_maps.py), the --target (compat/target.py)

@@ -23,8 +23,8 @@ import os
 import zipfile
 from pathlib import Path
 
-from compat.errors import RefusedError
-from compat.files import refuse_os_error
+from compat.core.errors import RefusedError
+from compat.core.files import refuse_os_error
 
 from . import pickle_scan
 from .pickle_scan import ScanError, TensorRecord

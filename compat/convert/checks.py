@@ -5,7 +5,7 @@ RefusedError with the first problem, or fills what the checkpoint implies (and s
 from __future__ import annotations
 
 from compat.checkpoints import LLAMA_LAYER0, MLA_LAYER0, REQUIRED_TOP, DrafterConfig, layer_index
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.target import Target
 from compat.vocab_maps import DerivedMap, derive_missing, vocab_map_problems
 

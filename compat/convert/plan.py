@@ -15,8 +15,8 @@ from compat.checkpoints import (
     BASIS_COMMAND_LINE, BASIS_ENGINE_DEFAULT, BASIS_LAYOUT, CAPTURE_BEFORE, RECORD_KEY, DrafterConfig, LayerIds,
     ReadContext, Settled, WriteContext, compat_record, default_layer_ids, ids_from_declared, layer_index,
 )
-from compat.errors import RefusedError, UsageError
-from compat.files import refuse_os_error
+from compat.core.errors import RefusedError, UsageError
+from compat.core.files import refuse_os_error
 from compat.safetensors_stream import CHECKSUM, DTYPE_NAMES, DTYPE_SIZES, FLOAT_DTYPES, CheckpointFormatError, TensorSource, bytes_source, parse_size
 from compat.target import Target, read_target
 

@@ -1,6 +1,6 @@
 """Reading SRC: config.json, the provenance record, and the tensor headers (never the tensor bytes).
 
-Every file is opened through compat/files.py: regular files only, never through a link out of SRC
+Every file is opened through compat/core/files.py: regular files only, never through a link out of SRC
 (a Hugging Face cache snapshot's links into its repository's blobs/ are inside), JSON read with a size
 limit. Files beside the weights (tokenizer, README, generation config) are carried into DST only when
 they are regular files inside SRC; anything else is named in the plan's notes and left behind.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat.checkpoints import RECORD_FILE, RECORD_KEY
-from compat.errors import CompatError, RefusedError, UsageError
-from compat.files import input_roots, open_regular, read_json, refuse_os_error, regular_file, resolve_inside
+from compat.core.errors import CompatError, RefusedError, UsageError
+from compat.core.files import input_roots, open_regular, read_json, refuse_os_error, regular_file, resolve_inside
 from compat.safetensors_stream import (
     CheckpointFormatError, TensorInfo, TensorSource, bytes_source, file_source, read_header, read_tensor_bytes,
 )
@@ -60,7 +60,7 @@ class SourceCheckpoint:
     weight_files: list[str]
     metadata: dict[str, str] | None
     kind: str  # safetensors | sharded safetensors | pytorch_model.bin
-    roots: tuple[Path, ...] = ()  # where SRC's files may really live (compat.files.input_roots)
+    roots: tuple[Path, ...] = ()  # where SRC's files may really live (compat.core.files.input_roots)
     notes: list[str] = field(default_factory=list)
 
     @property

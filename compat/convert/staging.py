@@ -33,7 +33,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 KINDS = ("tmp", "old", "del")
 _NAME_KEPT = 160  # of DST's name, inside NAME_MAX (255) with the marker

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from compat import checkpoints
 from compat.checkpoints import RECORD_FILE, RECORD_KEY, ReadContext
-from compat.errors import EXIT_CHECK_FAILED, CompatError
+from compat.core.errors import EXIT_CHECK_FAILED, CompatError
 from compat.safetensors_stream import TensorInfo, WrittenTensor, read_header
 
 from .plan import Plan

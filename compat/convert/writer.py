@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat.checkpoints import RECORD_FILE
-from compat.files import refuse_os_error
+from compat.core.files import refuse_os_error
 from compat.safetensors_stream import CHECKSUM, OutputTensor, WrittenTensor, write_safetensors
 
 from .interrupts import SignalGuard

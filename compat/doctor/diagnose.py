@@ -18,9 +18,9 @@ from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launc
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, patch_command, plugin_command, where_to_patch)
 from compat.doctor.releases import ReleaseFinder
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 from compat.target import Target
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # The overall verdict, from the checks and their fixes (classify).
 WORKS = "works as is"
@@ -72,7 +72,9 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                    "num_hidden_layers": target.num_hidden_layers, "vocab_size": target.vocab_size},
         "drafter": {"path": str(drafter.path), "architecture": drafter.architecture,
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
-                    "trained_layer_ids": drafter.trained_ids},
+                    "trained_layer_ids": drafter.trained_ids,
+                    **({} if drafter.present else {"present": False})},
+        "method": {"family": ctx.method.family, "launched": ctx.method.launched, "from": ctx.method.source},
         "checks": [c.to_json() for c in checks],
         "verdict": verdict,
         "fix_steps": steps,

@@ -9,8 +9,8 @@ from typing import Callable
 
 from packaging.version import Version
 
-from compat.errors import SourceError
-from compat.tree import EngineTree
+from compat.core.errors import SourceError
+from compat.core.tree import EngineTree
 
 
 class ReleaseFinder:

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 
 MAX_LINE = 8192  # characters kept of one line
 SNIFF = 8192  # bytes looked at to tell a binary file

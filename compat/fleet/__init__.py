@@ -33,8 +33,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from compat.argtypes import seconds
-from compat.errors import UsageError
+from compat.core.argtypes import seconds
+from compat.core.errors import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import EXIT_REFUSED, EXIT_SOURCE
+from compat.core.errors import EXIT_REFUSED, EXIT_SOURCE
 
 EXIT_UNREACHABLE = EXIT_SOURCE  # no connection, no python there: nothing could be read from that host
 EXIT_HOST_KEY = EXIT_REFUSED  # an unknown or changed host key, a refused login: nothing was run there

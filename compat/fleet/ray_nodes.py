@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, PRUNE_SOURCE
 from compat.fleet.outcome import EXIT_UNREACHABLE, Outcome, failed, from_output
 from compat.fleet.ssh import _RUN as RUN_CODE  # the one way compat is started from an unpacked bundle

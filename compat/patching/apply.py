@@ -10,12 +10,12 @@ import base64
 import json
 
 from compat import __version__
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.patch_record import new_record, record_bytes, record_path, record_relpath, timestamp
 from compat.patching.files import current_bytes, os_error, remove_file, sha256
 from compat.patching.journal import BACK, FORWARD, Change, run_journaled
 from compat.patching.plan import APPLY, FileEdit, PlannedPatch, combined_edits, version_range
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def check_record(tree: EngineTree, record: dict | None, force: bool) -> tuple[dict | None, list[str]]:

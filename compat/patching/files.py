@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 
 from compat.patch_record import TEMP_SUFFIX  # noqa: E402  (one spelling: the record reader looks for it too)
 

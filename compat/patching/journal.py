@@ -34,13 +34,13 @@ from pathlib import Path
 
 from datetime import datetime, timezone
 
-from compat.errors import CompatError, RefusedError
-from compat.locking import directory_lock
+from compat.core.errors import CompatError, RefusedError
+from compat.core.locking import directory_lock
 from compat.patching.files import (
     check_writable, current_bytes, drop_bytecode, os_error, remove_file, remove_temp_files, sha256, temp_files_in,
     write_atomic,
 )
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 from compat.patch_record import JOURNAL_NAME  # noqa: E402  (one spelling, beside the record's)
 JOURNAL_FORMAT = 1
@@ -66,7 +66,7 @@ def tree_lock(tree: EngineTree, timeout: float | None = None, notify=None, share
     """An exclusive flock on the package directory: one compat patch run per tree at a time.
 
     Another run is waited for up to LOCK_TIMEOUT seconds, then refused naming its pid
-    (compat/locking.py). `shared`: a reader's lock (--status, --dry-run), held by any number of
+    (compat/core/locking.py). `shared`: a reader's lock (--status, --dry-run), held by any number of
     readers at once and never while a run changes the tree, so a reader never sees a run half-way.
     A filesystem without locks leaves a reader unlocked. The directory itself is locked, so no
     lock file is left in site-packages.

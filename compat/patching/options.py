@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from compat.patches import Patch, all_patches
-from compat.tree import ENGINES
+from compat.core.tree import ENGINES
 
 
 class _Recorder:

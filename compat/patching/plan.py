@@ -10,10 +10,10 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.patches import FileNotAsExpected, Patch, all_patches
 from compat.patching.options import resolve_options
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # Plan states, as shown and as in --json.
 APPLY = "apply"  # will change files

@@ -14,11 +14,11 @@ import hashlib
 from datetime import datetime, timezone
 
 from compat import __version__
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.patch_record import read_record
 from compat.patching import APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, PlannedPatch, combined_edits, plan, version_range
 from compat.sources.version import VERSION_FILES, version_assignment
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 DATA_FORMAT = 1  # runtime.DATA_FORMAT: the runtime refuses data of another format
 

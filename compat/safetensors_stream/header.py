@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, NoReturn
 
-from compat.errors import RefusedError
+from compat.core.errors import RefusedError
 from compat.safetensors_stream import bounded_json
 from compat.safetensors_stream.dtypes import DTYPE_BITS, DTYPE_SIZES
 

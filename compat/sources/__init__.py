@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.errors import SourceError, UsageError
-from compat.tree import ENGINES, EngineTree, SourceInfo, find_package_root
+from compat.core.errors import SourceError, UsageError
+from compat.core.tree import ENGINES, EngineTree, SourceInfo, find_package_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from compat.interpreter import Interpreter
+    from compat.core.interpreter import Interpreter
     from compat.sources.installed import InstalledEngine
 
 __all__ = ["EngineSpec", "parse_engine_spec", "open_tree", "open_path", "find_installed"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 
 __all__ = ["Artifact", "Choice", "parse_specifier", "is_exact_pin", "final_releases", "choose"]
 

@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.sources.archives import extract_sdist, extract_wheel
 from compat.sources.cache import RECORD_NAME, CacheEntry
 from compat.sources.manifest import forget, write_manifest
 from compat.sources.network import CHUNK, Download, Session, local_path
 from compat.sources.progress import human
 from compat.sources.ranged import RangedFile, RangesUnsupported
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 if TYPE_CHECKING:
     from compat.sources.choice import Artifact

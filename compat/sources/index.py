@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.sources.auth import remember_credentials
 from compat.sources.cache import atomic_write, cached_versions, listing_path
 from compat.sources.choice import Artifact

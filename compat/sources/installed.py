@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.errors import SourceError
-from compat.interpreter import Interpreter
-from compat.tree import EngineTree, SourceInfo
+from compat.core.errors import SourceError
+from compat.core.interpreter import Interpreter
+from compat.core.tree import EngineTree, SourceInfo
 
 
 @dataclass(frozen=True)

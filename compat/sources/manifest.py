@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from compat.hashing import sha256
+from compat.core.hashing import sha256
 
 __all__ = ["MANIFEST_NAME", "write_manifest", "check_manifest", "forget"]
 

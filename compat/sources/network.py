@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from compat import __version__
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.sources.auth import credentials_for
 from compat.sources.progress import Progress
 from compat.sources.settings import NetworkOptions

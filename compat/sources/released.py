@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, plain_pin
-from compat.tree import ENGINES, EngineTree
+from compat.core.tree import ENGINES, EngineTree
 
 TYPE_CHECKING = False  # packaging and index.py are imported only when the cache cannot answer
 if TYPE_CHECKING:

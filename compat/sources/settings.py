@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.errors import SourceError, UsageError
+from compat.core.errors import SourceError, UsageError
 
 __all__ = ["DEFAULT_INDEX", "DEFAULT_RETRIES", "DEFAULT_TIMEOUT", "NetworkOptions", "configure", "pip_config"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from compat.aux_layers import Feed, fed_layers
-from compat.errors import UsageError
-from compat.interpreter import Interpreter
+from compat.core.errors import UsageError
+from compat.core.interpreter import Interpreter
 from compat.verify.engine import DEFAULT_TIMEOUT_S, describe, installed_vllm, new_log_path, run_script
 
 FAMILIES = ("llama", "qwen3", "deepseek_v3", "kimi_k2")

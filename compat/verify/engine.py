@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.errors import EXIT_CHECK_FAILED, CompatError
-from compat.interpreter import Interpreter
+from compat.core.errors import EXIT_CHECK_FAILED, CompatError
+from compat.core.interpreter import Interpreter
 
 if TYPE_CHECKING:
     from compat.sources.installed import InstalledEngine
@@ -68,7 +68,7 @@ class EngineRun:
 def installed_vllm(python: Interpreter | str | None) -> InstalledEngine:
     """The vLLM installed in `python` (a python or a venv directory; this interpreter when None): a
     SourceError when there is none."""
-    from compat.errors import SourceError
+    from compat.core.errors import SourceError
     from compat.sources.installed import find_installed
 
     found = [e for e in find_installed(python) if e.engine == "vllm"]

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.safetensors_stream import read_header, read_tensor_bytes
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "tiktoken.model", "vocab.json")

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.interpreter import Interpreter
+from compat.core.interpreter import Interpreter
 from compat.verify.engine import (
     DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, explain_command, installed_vllm, new_log_path, run_script,
 )

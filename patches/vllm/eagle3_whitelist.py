@@ -20,7 +20,7 @@ from typing import Sequence
 import libcst as cst
 from packaging.specifiers import SpecifierSet
 
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 
 from .. import FileNotAsExpected
 from .._cst import parse

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # The collector's homes: up to 0.5.9, and from 0.5.10. A byte grep over sglang/srt finds it anywhere else.
 HOMES = ("sglang/srt/metrics/collector.py", "sglang/srt/observability/metrics_collector.py")

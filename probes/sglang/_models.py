@@ -26,7 +26,7 @@ import weakref
 from dataclasses import dataclass, field
 
 from compat.probes.sglang._source import block_end, enclosing_class, line_of, parse_block
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 MODELS_DIR = "sglang/srt/models"
 CAPTURE_METHOD = "set_eagle3_layers_to_capture"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from compat.probes._ast import class_fields, field_name, find_class, literal, methods, top_level_classes
 from compat.probes.sglang._models import _memo
 from compat.probes.sglang._source import parse_piece, top_level_end
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SERVER_ARGS_HOME = "sglang/srt/server_args.py"
 SPEC_WORDS = ("speculative", "eagle", "draft", "dflash", "ngram")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def line_of(data: bytes, offset: int) -> int:

@@ -17,7 +17,7 @@ from collections import Counter
 from compat.probes import probe
 from compat.probes.sglang._models import CAPTURE_METHOD, eagle3_targets
 from compat.probes.sglang._source import enclosing_class, enclosing_def_start, line_of, parse_block
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 KEY = "eagle_aux_hidden_state_layer_ids"
 EXECUTOR_DIR = "sglang/srt/model_executor"

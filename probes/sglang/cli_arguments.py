@@ -12,7 +12,7 @@ import ast
 from compat.probes import probe
 from compat.probes._ast import base_names, find_class, literal, unparse
 from compat.probes.sglang._server_args import every_flag
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SCALARS = {"int": "int", "float": "float", "str": "str", "Optional[int]": "int", "Optional[str]": "str",
            "Optional[float]": "float", "int | None": "int", "str | None": "str", "float | None": "float"}

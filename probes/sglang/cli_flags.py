@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.sglang._server_args import is_speculative, server_args_source
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 @probe("sglang", "cli_flags", "Speculative CLI flags", order=30)

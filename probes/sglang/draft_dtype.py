@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from compat.probes import probe
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOMES = ("sglang/srt/configs/model_config.py", "sglang/srt/managers/tp_worker.py")  # 0.4.x: the worker builds it
 SHARED = re.compile(rb"dtype\s*=\s*(?:server_args|cfg|self\.server_args)\.dtype\b")

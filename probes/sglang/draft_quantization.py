@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from compat.probes import probe
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOMES = ("sglang/srt/server_args.py",)
 INHERITS = re.compile(rb"speculative_draft_model_quantization\s*=\s*(?:self|cfg|server_args)\.quantization\b")

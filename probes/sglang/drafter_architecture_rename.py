@@ -24,7 +24,7 @@ import ast
 
 from compat.probes import probe
 from compat.probes.drafter_code import ModuleCode
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 MODEL_CONFIG_HOME = "sglang/srt/configs/model_config.py"
 

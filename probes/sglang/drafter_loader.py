@@ -21,7 +21,7 @@ from compat.probes import probe
 from compat.probes.drafter_loading import describe
 from compat.probes.drafter_code import ModuleCode
 from compat.probes.sglang.eagle3_drafters import drafter_classes
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 @probe("sglang", "drafter_loader", "EAGLE-3 drafter loaders: tensor names, fc width, layers, config keys", order=62)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.sglang._models import is_eagle3_drafter_name, models_index, module_name
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def drafter_classes(tree: EngineTree) -> list[dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.sglang._models import Target, eagle3_targets, is_eagle3_drafter_name, module_name
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def target_json(tree: EngineTree, target: Target) -> dict:

@@ -17,7 +17,7 @@ from typing import cast
 from compat.probes import probe
 from compat.probes.sglang._models import CAPTURE_METHOD, MODELS_DIR, capture_methods, is_eagle3_drafter_name, models_index
 from compat.probes.sglang._source import enclosing_def_start, enclosing_if_start, parse_block
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 REASON = "SGLang has no model-type whitelist; a target needs set_eagle3_layers_to_capture (AttributeError otherwise)"
 SEARCHED = ("sglang/srt/server_args.py", "sglang/srt/arg_groups", "sglang/srt/speculative", "sglang/srt/model_executor")

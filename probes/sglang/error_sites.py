@@ -14,7 +14,7 @@ import posixpath
 
 from compat.probes import probe
 from compat.probes._error_sites import sites_fact
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOMES = ("sglang/srt/server_args.py", "sglang/srt/configs/model_config.py", "sglang/srt/model_executor/model_runner.py",
          "sglang/srt/models/registry.py")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from compat.probes import probe
 from compat.probes._final_capture import Resolver, capture_sites, facts
 from compat.probes.sglang._models import MODELS_DIR, eagle3_targets
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 IDS_ATTRS = ("layers_to_capture",)
 HELPERS: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from compat.probes import probe
 from compat.probes._metrics import declarations
 from compat.probes.sglang._metrics_home import collector_files
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # role -> (the tail of the name that says what it counts, the kind it must be)
 ROLES = {"generation_tokens": ("generation_tokens", "counter"), "requests_running": ("num_running_reqs", "gauge"),

@@ -14,7 +14,7 @@ import re
 from compat.probes import probe
 from compat.probes._ast import find_class, methods
 from compat.probes.sglang._server_args import is_speculative, server_args_source, style_of
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 ENUM_HOME = "sglang/srt/speculative/spec_info.py"
 _MEMBER = re.compile(r"^[A-Z][A-Z0-9_]*$")

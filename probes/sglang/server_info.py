@@ -21,7 +21,7 @@ import re
 
 from compat.probes import probe
 from compat.probes.sglang._source import enclosing_def_start, parse_block
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 UNDER = "sglang/srt"
 ACCEPT = b"accept_length\"]"

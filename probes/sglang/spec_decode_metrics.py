@@ -16,7 +16,7 @@ from __future__ import annotations
 from compat.probes import probe
 from compat.probes._metrics import declarations
 from compat.probes.sglang._metrics_home import collector_files
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 PREFIX = "sglang:spec"
 # role -> (the tail of the name that says what it counts, the kind it must be)

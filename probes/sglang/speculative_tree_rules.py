@@ -17,7 +17,7 @@ import re
 from compat.probes import probe
 from compat.probes._ast import unparse
 from compat.probes._rules import start_up_rules
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOMES = ("sglang/srt/server_args.py", "sglang/srt/arg_groups/speculative_hook.py")
 TREE_FIELDS = ("speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_num_steps")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 LOADER_HOMES = ("sglang/srt/utils/hf_transformers/config.py", "sglang/srt/utils/hf_transformers_utils.py",
                 "sglang/srt/hf_transformers_utils.py")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.sglang._models import models_index
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 @probe("sglang", "target_architectures", "Architectures the models folder registers", order=90)

@@ -22,7 +22,7 @@ from typing import TypeGuard
 from compat.probes._ast import base_names, class_fields, literal, unparse
 from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings, resolve_function
 from compat.probes.vllm._kwargs import Traits, derive, traits
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SERVE_COMMAND = "vllm/entrypoints/cli/serve.py"
 CLI_ARGS_HOMES = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",

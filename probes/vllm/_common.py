@@ -12,7 +12,7 @@ import re
 import weakref
 from dataclasses import dataclass
 
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 # Where SpeculativeConfig has lived: 0.10.0, 0.10.1-0.10.2, 0.11.0+ (research §1.1).
 SPEC_CONFIG_HOMES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")

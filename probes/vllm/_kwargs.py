@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from compat.probes._ast import decorator_names
 from compat.probes.vllm._common import arg_utils_file, find_class_def, resolve_name
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SCALARS = ("int", "float", "str")
 COLLECTIONS = {"list": "list", "List": "list", "tuple": "tuple", "Tuple": "tuple", "set": "set", "Set": "set",

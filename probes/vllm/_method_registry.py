@@ -18,7 +18,7 @@ import ast
 from collections.abc import Callable
 
 from compat.probes.vllm._common import find_class_def, resolve_name
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 TestReader = Callable[[EngineTree, str, ast.AST], dict]
 

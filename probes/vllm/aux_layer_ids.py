@@ -15,7 +15,7 @@ import ast
 from compat.probes import probe
 from compat.probes._ast import find_def, unparse
 from compat.probes.vllm._common import MODEL_DIRS
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 READERS = (
     # (runner, function name, usual home)

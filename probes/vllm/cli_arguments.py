@@ -14,7 +14,7 @@ import re
 from compat.probes import probe
 from compat.probes._ast import literal, methods, unparse
 from compat.probes.vllm._arguments import cli_file, server_arguments
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 PARSER_HOMES = ("vllm/utils/argparse_utils.py", "vllm/utils/__init__.py", "vllm/utils.py")
 

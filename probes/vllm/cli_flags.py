@@ -17,7 +17,7 @@ from typing import TypeGuard, cast
 from compat.probes import probe
 from compat.probes._ast import find_class_field, find_def, literal, unparse
 from compat.probes.vllm._common import arg_utils_file, literal_strings, speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SPEC_FLAG = re.compile(r"^--spec(ulative)?[-_]")
 VLLM_CONFIG_HOMES = ("vllm/config/vllm.py", "vllm/config/__init__.py", "vllm/config.py")

@@ -8,7 +8,7 @@ import re
 
 from compat.probes import probe
 from compat.probes.vllm._common import speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SHARED = re.compile(rb"dtype\s*=\s*(?:self\.target_model_config|target_model_config|target|spec\.target_model_config)\.dtype\b")
 MOVED = ("vllm/v1/worker/gpu/spec_decode", "vllm/v1/spec_decode")  # where 0.34 builds the draft's ModelConfig

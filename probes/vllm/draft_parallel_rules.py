@@ -12,7 +12,7 @@ import ast
 from compat.probes import probe
 from compat.probes._rules import start_up_rules
 from compat.probes.vllm._common import speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 DRAFT_TP = ("draft_tensor_parallel_size", "speculative_draft_tensor_parallel_size", "tensor_parallel_size")
 

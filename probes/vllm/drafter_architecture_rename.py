@@ -38,7 +38,7 @@ from compat.probes import probe
 from compat.probes.drafter_replay import name_matches
 from compat.probes.drafter_steps import name_test
 from compat.probes.vllm._common import find_class_def, speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 EAGLE_CONFIG_HOME = "vllm/transformers_utils/configs/eagle.py"
 

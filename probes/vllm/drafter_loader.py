@@ -51,7 +51,7 @@ from compat.probes.drafter_loading import describe
 from compat.probes.drafter_code import ModuleCode
 from compat.probes.vllm._common import registry_file, registry_module_file
 from compat.probes.vllm.eagle3_drafters import eagle3_entries
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 UTILS_HOME = "vllm/model_executor/models/utils.py"
 

@@ -6,7 +6,7 @@ from compat.probes import probe
 from compat.probes._ast import class_headers
 from compat.probes.vllm._common import registry_file, registry_module_file
 from compat.probes.vllm.eagle3_drafters import eagle3_entries
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 @probe("vllm", "eagle3_drafter_classes", "EAGLE-3 drafter classes", order=61)

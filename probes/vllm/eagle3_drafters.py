@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes.vllm._common import RegistryEntry, registry_entries
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 def is_eagle3(entry: RegistryEntry) -> bool:

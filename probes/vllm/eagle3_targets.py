@@ -21,7 +21,7 @@ from collections import defaultdict
 from compat.probes import probe
 from compat.probes._ast import ClassHeader, class_headers
 from compat.probes.vllm._common import MODEL_DIRS, registry_entries, registry_module_file
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 PROTOCOL = "SupportsEagle3"
 HOOK = "set_aux_hidden_state_layers"

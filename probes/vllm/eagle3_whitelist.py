@@ -17,7 +17,7 @@ import tokenize
 from compat.probes import probe
 from compat.probes._ast import find_def, literal, methods, source_segment, unparse
 from compat.probes.vllm._common import speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 TESTED_SUFFIX = "model_type"
 RUNNER_DIR = "vllm/v1/worker"

@@ -18,7 +18,7 @@ import posixpath
 from compat.probes import probe
 from compat.probes._error_sites import sites_fact
 from compat.probes.vllm._common import ARG_UTILS_HOME, MODEL_DIRS, SPEC_CONFIG_HOMES
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 CONFIG_FILES = ("vllm/config/vllm.py", "vllm/config/model.py", "vllm/config/cache.py")
 PACKAGES = ("vllm/v1/spec_decode", "vllm/spec_decode", "vllm/model_executor/model_loader",

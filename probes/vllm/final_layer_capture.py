@@ -15,7 +15,7 @@ from compat.probes import probe
 from compat.probes._final_capture import Resolver, capture_sites, facts
 from compat.probes.vllm._common import MODEL_DIRS
 from compat.probes.vllm.eagle3_targets import eagle3_targets
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 IDS_ATTRS = ("aux_hidden_state_layers",)
 HELPERS = ("_maybe_add_hidden_state",)

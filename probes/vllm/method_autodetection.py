@@ -26,7 +26,7 @@ import ast
 from compat.probes import probe
 from compat.probes.vllm._method_registry import read_detection_registry
 from compat.probes.vllm._common import literal_strings, resolve_name, speculative_config_class
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 SAMPLE_PATHS = ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "AngelSlim/Qwen3-8B_eagle3", "yuhuili/EAGLE-LLaMA3-Instruct-8B",
                 "lightseekorg/kimi-k2.5-eagle3")

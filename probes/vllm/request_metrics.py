@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from compat.probes import probe
 from compat.probes._metrics import declarations
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOME = "vllm/v1/metrics/loggers.py"
 # role -> (the tail of the name that says what it counts, the kind it must be)

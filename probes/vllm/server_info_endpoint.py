@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes import probe
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 PATH = "/server_info"
 UNDER = "vllm/entrypoints"

@@ -22,7 +22,7 @@ import ast
 from compat.probes import probe
 from compat.probes._ast import class_fields
 from compat.probes._metrics import MetricDecl, declarations
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOME = "vllm/v1/spec_decode/metrics.py"
 PREFIX = "vllm:spec_decode"

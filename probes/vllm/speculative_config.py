@@ -24,7 +24,7 @@ from compat.probes.vllm._common import (
     resolve_name,
     speculative_config_class,
 )
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 
 @probe("vllm", "speculative_config", "SpeculativeConfig: keys of --speculative-config", order=20)

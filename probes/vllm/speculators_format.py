@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from compat.probes import probe
 from compat.probes.vllm._common import find_class_def
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 HOME = "vllm/transformers_utils/configs/speculators"
 CONFIG_PARSER_HOME = "vllm/transformers_utils/config.py"

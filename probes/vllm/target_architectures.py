@@ -14,7 +14,7 @@ import re
 
 from compat.probes import probe
 from compat.probes.vllm._common import registry_entries, registry_file
-from compat.tree import EngineTree
+from compat.core.tree import EngineTree
 
 TARGET_TABLES = re.compile(r"GENERATION|MULTIMODAL")  # generation models; not pooling or speculative tables
 

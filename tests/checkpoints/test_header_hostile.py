@@ -16,7 +16,7 @@ import time
 import pytest
 
 from compat.cli import main as compat_main
-from compat.errors import EXIT_REFUSED
+from compat.core.errors import EXIT_REFUSED
 from compat.safetensors_stream import (
     MAX_HEADER_BYTES, MAX_JSON_VALUES, CheckpointFormatError, OutputTensor, bytes_source, encode_header, read_header,
     write_safetensors,

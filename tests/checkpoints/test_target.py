@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.target import read_target
 
 KIMI_K25 = {  # the shape of moonshotai/Kimi-K2.5's config.json (fields that matter here)
@@ -82,7 +82,7 @@ def test_special_files_refused_at_once(tmp_path):
     zero.mkdir(), fifo.mkdir()
     (zero / "config.json").symlink_to("/dev/zero")
     os.mkfifo(fifo / "config.json")
-    code = ("import sys\nfrom compat.target import read_target\nfrom compat.errors import RefusedError\n"
+    code = ("import sys\nfrom compat.target import read_target\nfrom compat.core.errors import RefusedError\n"
             "try:\n    read_target(sys.argv[1])\nexcept RefusedError as e:\n    print(e)\n")
     for path, needle in ((zero, "outside"), (fifo, "is a FIFO, not a regular file")):
         proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from compat.checks import Options
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 from compat.launch_line import fixed_words, read_line
 
 ARGS = {"present": True, "location": "vllm/entrypoints/openai/cli_args.py",

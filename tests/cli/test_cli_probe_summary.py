@@ -42,6 +42,7 @@ def test_json_is_unchanged_and_sglang_gets_its_own_words():
     run = compat("probe", "--engine", "sglang==0.5.8")
     assert run.code == 0, run.err
     text = " ".join(run.out.split())
-    assert "--speculative-algorithm EAGLE | EAGLE3" in text and "no model-type whitelist" in text
+    assert "--speculative-algorithm 4 names (Enum): EAGLE, EAGLE3, STANDALONE, NGRAM; NEXTN runs as EAGLE" in text
+    assert "no model-type whitelist" in text
     assert "eagle_config.eagle_aux_hidden_state_layer_ids" in text and "--speculative-* flags" in text
     json.dumps(report)

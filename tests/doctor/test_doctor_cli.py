@@ -97,7 +97,7 @@ def test_releases_offline_without_a_cached_listing_exits_3(kimi, doctor_cli, tmp
 
 def test_releases_row_for_a_release_that_cannot_be_fetched(kimi):
     from compat.doctor import SOURCE_UNAVAILABLE, diagnose_range, read_drafter, read_target
-    from compat.errors import SourceError
+    from compat.core.errors import SourceError
     from doctor_helpers import open_release
 
     def flaky(version):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compat.cli import main
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 from compat.fleet import python_given, remote_words
 from compat.fleet.hosts import parse_host, read_hosts_file
 

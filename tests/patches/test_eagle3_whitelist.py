@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from compat.errors import UsageError
+from compat.core.errors import UsageError
 from compat.patches import Patch
 from compat.patches.vllm import eagle3_whitelist
 from compat.patching import option_flags, resolve_options

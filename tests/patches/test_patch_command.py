@@ -249,7 +249,7 @@ def test_reinstalled_engine_makes_the_record_stale_and_it_is_forgotten(mini_vllm
 
 
 def test_released_trees_are_never_patched(mini_vllm, capsys, monkeypatch):
-    from compat.tree import EngineTree, SourceInfo
+    from compat.core.tree import EngineTree, SourceInfo
 
     released = EngineTree("vllm", mini_vllm, "0.11.0", SourceInfo("released", str(mini_vllm)))
     monkeypatch.setattr("compat.commands._source.tree_from_args", lambda args, progress: released)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.errors import CompatError
+from compat.core.errors import CompatError
 from compat.hub import _commit, _snapshots, hf_hub_cache, resolve_model
 from peer_venv import run_in_peers
 

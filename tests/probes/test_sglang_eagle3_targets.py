@@ -9,7 +9,7 @@ from compat.probes.sglang.eagle3_drafters import eagle3_drafter_classes, eagle3_
 from compat.probes.sglang.eagle3_targets import eagle3_targets_probe
 from compat.probes.sglang.eagle3_whitelist import eagle3_whitelist
 from compat.report import build_report
-from compat.tree import UnparseableFile
+from compat.core.tree import UnparseableFile
 
 import probe_trees
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.probes.sglang.error_sites import error_sites
 from compat.sources import open_tree
 

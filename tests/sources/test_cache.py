@@ -9,7 +9,7 @@ import pytest
 
 from fake_index import Index, make_sdist, package_files
 
-from compat.errors import EXIT_SOURCE, SourceError
+from compat.core.errors import EXIT_SOURCE, SourceError
 from compat.sources import index as index_module
 from compat.sources.released import cache_root, fetch_release, list_releases
 

@@ -8,7 +8,7 @@ import pytest
 
 from fake_index import version_of
 
-from compat.errors import EXIT_SOURCE, SourceError
+from compat.core.errors import EXIT_SOURCE, SourceError
 from compat.sources import open_tree
 from compat.sources.released import fetch_release, list_releases
 

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_index import FAULTS, Index, Server, make_sdist, make_wheel, package_files  # noqa: E402
 
-from compat.errors import SourceError  # noqa: E402
+from compat.core.errors import SourceError  # noqa: E402
 from compat.sources import auth, settings  # noqa: E402
 from compat.sources.released import fetch_release  # noqa: E402
 from compat.sources.settings import NetworkOptions  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 
 from fake_index import Index, make_sdist, make_wheel, package_files
 
-from compat.errors import EXIT_SOURCE, SourceError
+from compat.core.errors import EXIT_SOURCE, SourceError
 from compat.sources.released import fetch_release
 from compat.sources.settings import NetworkOptions
 

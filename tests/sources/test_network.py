@@ -8,7 +8,7 @@ import pytest
 
 from fake_index import Index
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.sources.released import fetch_release
 from compat.sources.settings import NetworkOptions
 

@@ -11,7 +11,7 @@ import pytest
 
 from trust_parts import Proxy, make_ca
 
-from compat.errors import SourceError
+from compat.core.errors import SourceError
 from compat.sources.released import fetch_release
 from compat.sources.settings import NetworkOptions
 

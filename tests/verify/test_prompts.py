@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.verify.inputs import (
     DEFAULT_TEXTS, draft_vocabulary, draw_prompt_ids, plan_prompts, read_d2t, read_model_dir,
 )

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from compat.errors import EXIT_REFUSED, EXIT_USAGE, CompatError
+from compat.core.errors import EXIT_REFUSED, EXIT_USAGE, CompatError
 from compat.verify.server import prometheus
 from compat.verify.server.prompts import builtin, from_file
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.errors import EXIT_REFUSED
+from compat.core.errors import EXIT_REFUSED
 from compat.verify.server.http import Client, HttpStatus, NotJson, ServerError, TooSlow
 
 ENGINES = ("vllm", "sglang")

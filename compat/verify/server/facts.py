@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from compat.errors import CompatError, SourceError
+from compat.core.errors import CompatError, SourceError
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from compat import __version__
-from compat.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE, CompatError
+from compat.core.errors import EXIT_REFUSED, EXIT_SOURCE, EXIT_USAGE, CompatError
 
 MAX_JSON = 4 << 20       # an info endpoint's answer
 MAX_METRICS = 32 << 20   # /metrics of a large server stays in the low MBs
@@ -132,6 +132,18 @@ class Client:
         try:
             return json.loads(data)
         except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
+            raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
+
+    def post_json(self, path: str, body: dict, max_bytes: int = MAX_JSON) -> Any:
+        """POST `body` as JSON and decode the (bounded) JSON answer."""
+        started = time.monotonic()
+        request = self._request(path, body)
+        response = self._open(request)
+        with response:
+            data = _read_bounded(response, request.full_url, self.base_url, max_bytes, started, self.deadline)
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
 
     def stream_events(self, path: str, body: dict, *, deadline: float) -> Iterator[tuple[float, Any]]:

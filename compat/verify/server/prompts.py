@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from compat.errors import RefusedError, UsageError
+from compat.core.errors import RefusedError, UsageError
 
 BUILTIN = "chat_prompts.jsonl"
 ROLES = ("system", "user", "assistant", "tool", "developer")
