@@ -98,8 +98,9 @@ class Drafter:
         if ids is None:  # compat's record, or the default
             return settled.why
         if settled.source == "fingerprint":
-            # doctor's words for a fingerprint name the flag the fingerprint stands in for (kept as they were)
-            return f"{ids.declared_field} = {ids.declared} read as {ids.convention} ({CONVENTION_FLAG}); {settled.why}"
+            # the trainer's convention, not the user's word: the flag is named only as what needs no saying
+            return (f"{ids.declared_field} = {ids.declared} read as {ids.convention} (the trainer's, from its fingerprint: "
+                    f"no {CONVENTION_FLAG} needed); {settled.why}")
         return ids.origin
 
 

@@ -21,7 +21,7 @@ from typing import TypeGuard
 
 from compat.probes._ast import base_names, class_fields, literal, unparse
 from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings, resolve_function
-from compat.probes.vllm._kwargs import Traits, derive, traits
+from compat.probes.vllm._kwargs import Traits, class_shapes, derive, traits
 from compat.core.tree import EngineTree
 
 SERVE_COMMAND = "vllm/entrypoints/cli/serve.py"
@@ -55,6 +55,12 @@ class _Reader:
     tree: EngineTree
     classes: dict[str, tuple[str, ast.ClassDef] | None] = field(default_factory=dict)
     rules: Traits = field(default_factory=Traits)
+    shapes: dict[str, str] | None = None
+
+    def shape(self, name: str) -> str:
+        if self.shapes is None:
+            self.shapes = class_shapes(self.tree)
+        return self.shapes.get(name, "class")
 
     def cls(self, name: str) -> tuple[str, ast.ClassDef] | None:
         if name not in self.classes:
@@ -210,7 +216,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
         where, stmt = found
         arg.annotation = unparse(stmt.annotation)
         arg.default = _literal_default(stmt)
-        derive(reader.tree, where, stmt.annotation, arg, reader.rules)
+        derive(reader.tree, where, stmt.annotation, arg, reader.rules, reader.shape)
     else:
         arg.value = "unknown"
     for node in assigns:
@@ -258,7 +264,7 @@ def _frontend_fields(reader: _Reader, relpath: str, cls: ast.ClassDef) -> list[A
             name = stmt.target.id
             arg = Argument("--" + name.replace("_", "-"), [], "str", reader.tree.loc(relpath, stmt),
                            field=f"{cls.name}.{name}", annotation=unparse(stmt.annotation))
-            derive(reader.tree, relpath, stmt.annotation, arg, reader.rules)
+            derive(reader.tree, relpath, stmt.annotation, arg, reader.rules, reader.shape)
             for key, value in overrides.get(name, []):
                 _override(arg, key, value)
             out.append(arg)

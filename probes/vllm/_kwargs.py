@@ -12,10 +12,11 @@ from its source (`Traits`), so a rule that changed between releases is followed 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from compat.probes._ast import decorator_names
-from compat.probes.vllm._common import arg_utils_file, find_class_def, resolve_name
+from compat.probes.vllm._common import arg_utils_file, resolve_name
 from compat.core.tree import EngineTree
 
 SCALARS = ("int", "float", "str")
@@ -64,7 +65,43 @@ def _head(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
-def kind_of(tree: EngineTree, relpath: str, member: ast.AST) -> str:
+ClassFinder = Callable[[str], str]  # a class name -> "dataclass" | "dict" | "class" (cached by the caller)
+
+
+CLASS_HEADER = re.compile(rb"^class (\w+)\b(\([^)]*\))?", re.M)
+DECORATOR = re.compile(rb"^[ \t]*@(\w+\.)?(dataclass|config)\b")
+
+
+def class_shapes(tree: EngineTree) -> dict[str, str]:
+    """Every top-level class of the tree -> what get_kwargs makes of it in an annotation, read from the headers'
+    bytes in one pass (no parse: the homes of these classes are large): a @dataclass / @config class parses JSON,
+    a dict subclass is a dict (contains_type is issubclass), anything else is a class."""
+    out: dict[str, str] = {}
+    for relpath in tree.files("vllm"):
+        data = tree.read_bytes(relpath)
+        for found in CLASS_HEADER.finditer(data):
+            bases = found.group(2) or b""
+            shape = ("dataclass" if _decorated(data, found.start()) else
+                     "dict" if re.match(rb"\(\s*(dict|Dict)\b", bases) else "class")
+            out.setdefault(found.group(1).decode(), shape)
+    return out
+
+
+def _decorated(data: bytes, start: int) -> bool:
+    """A @dataclass / @config line among the decorator lines right above the class header at start."""
+    end = start - 1
+    while end > 0:
+        begin = data.rfind(b"\n", 0, end) + 1
+        line = data[begin:end]
+        if not line.lstrip().startswith(b"@"):
+            return False
+        if DECORATOR.match(line):
+            return True
+        end = begin - 1
+    return False
+
+
+def kind_of(tree: EngineTree, relpath: str, member: ast.AST, find: ClassFinder) -> str:
     """none | bool | literal | list/tuple/set | int | float | str | dict | dataclass | class."""
     if isinstance(member, ast.Constant):
         return "none" if member.value is None else "class"  # a quoted forward reference: a class
@@ -85,25 +122,23 @@ def kind_of(tree: EngineTree, relpath: str, member: ast.AST) -> str:
         alias = resolve_name(tree, relpath, member.id)
         if alias is not None and alias[1].value is not None and not isinstance(alias[1].value, ast.Call):
             return "alias"
-        found = find_class_def(tree, member.id, under="vllm")
-        if found is not None and {"dataclass", "config"} & {d.rsplit(".", 1)[-1] for d in decorator_names(found[1])}:
-            return "dataclass"
-        if found is not None and any(_head(b) in ("dict", "Dict") for b in found[1].bases):
-            return "dict"  # contains_type is issubclass: a dict subclass is a dict
+        return find(member.id)  # a dict subclass is a dict: contains_type is issubclass
     return "class"
 
 
-def derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg, rules: Traits, _depth: int = 0) -> None:
-    """Set arg.value / choices / negatable / nargs / item as get_kwargs would (arg: probes.vllm._arguments.Argument)."""
+def derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg, rules: Traits, find: ClassFinder,
+           _depth: int = 0) -> None:
+    """Set arg.value / choices / negatable / nargs / item as get_kwargs would (arg: probes.vllm._arguments.Argument;
+    find: the class definition of a name, cached by the caller)."""
     parts = members(annotation)
-    kinds = [kind_of(tree, relpath, m) for m in parts]
+    kinds = [kind_of(tree, relpath, m, find) for m in parts]
     if "alias" in kinds and _depth < 3:  # `X = int | list[int]` used as `x: X`: its members
         i = kinds.index("alias")
         assign = resolve_name(tree, relpath, getattr(parts[i], "id", ""))
         if assign is not None and assign[1].value is not None:
             value = assign[1].value
             derive(tree, assign[0], ast.BinOp(value, ast.BitOr(), ast.Constant(None)) if "none" in kinds else value,
-                   arg, rules, _depth + 1)
+                   arg, rules, find, _depth + 1)
             return
     has = set(kinds)
     optional = "none" in has
@@ -123,7 +158,7 @@ def derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg, rules: Trai
         collection = parts[next(i for i, k in enumerate(kinds) if k in ("list", "tuple", "set"))]
         item = collection.slice.elts[0] if isinstance(collection, ast.Subscript) and isinstance(collection.slice, ast.Tuple) \
             else getattr(collection, "slice", None)
-        item_kind = kind_of(tree, relpath, item) if item is not None else "class"
+        item_kind = kind_of(tree, relpath, item, find) if item is not None else "class"
         arg.item = item_kind if item_kind in ("int", "float", "str") else None
     elif "int" in has or "float" in has:
         arg.value = "int" if "int" in has else "float"

@@ -96,7 +96,8 @@ RULES = {"model-option-refused": {"rule": "model-option-refused", "location": "v
          "positional-model-first": {"rule": "positional-model-first", "location": "vllm/utils/argparse_utils.py:229",
                                     "message": "`model` should be provided as the first positional argument",
                                     "when": "--served-model-name"}}
-MORE = [{"name": "--served-model-name", "aliases": [], "value": "list", "nargs": "+", "item": "str", "location": "a.py:7"},
+MORE = [{"name": "--trust-remote-code", "aliases": [], "value": "bool", "negatable": True, "location": "a.py:6"},
+        {"name": "--served-model-name", "aliases": [], "value": "list", "nargs": "+", "item": "str", "location": "a.py:7"},
         {"name": "--cudagraph-capture-sizes", "aliases": [], "value": "list", "nargs": "+", "item": "int", "location": "a.py:8"}]
 
 
@@ -108,7 +109,7 @@ def with_rules(*names):
 def printed(result, line):
     from compat.launch_line import LineEdit
 
-    edits = [LineEdit(**{k: (tuple(v) if k == "aliases" else v) for k, v in e.items()}) for e in result["line_edits"]]
+    edits = [LineEdit(**{k: (tuple(v) if k == "aliases" else v) for k, v in e.items()}) for e in result.get("line_edits", [])]
     return fixed_words(line, edits)
 
 
@@ -151,3 +152,18 @@ def test_an_option_its_own_action_refuses(ctx, run):
     args = {**ARGS, "arguments": [*ARGS["arguments"], refused]}
     result = run_line(ctx, run, f"vllm serve /m/t --enable-ep-moe {SPEC}", cli_arguments=args)
     assert result["verdict"] == "fail" and "ValueError: NOTE: --enable-ep-moe is deprecated." in result["detail"]
+
+
+@pytest.mark.parametrize("text", [
+    f"vllm serve /m/t --trust-remote-code -tp 8 {SPEC} --foo bar",
+    f"vllm serve -tp 8 --model /m/t {SPEC} --trust-remote-code",
+    f"vllm serve /m/t {SPEC} --trust-remote-code --served-model-name kimi",
+])
+def test_every_flag_doctor_does_not_change_is_printed_back(ctx, run, text):
+    """The fixes (an option dropped, the model moved first, a spec key) leave the user's other words as typed."""
+    line = read_line(text)
+    result = run_line(ctx, run, text, cli_arguments=with_rules("model-option-refused", "positional-model-first"))
+    words = printed(result, line)
+    kept = [w for w in line.args if w not in ("--foo", "bar", "--model", "/m/t")]
+    assert [w for w in words[2:] if w in kept] == [w for w in kept if w in words[2:]]  # in their order
+    assert "--trust-remote-code" in words and set(kept) <= set(words)
