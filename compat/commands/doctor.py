@@ -113,6 +113,9 @@ def add_arguments(parser) -> None:
                         help="after a diagnosis that says it works, run the engine on the pair (compat verify: outputs "
                         "equal, acceptance per position); needs the installed vLLM (--engine vllm [--python PY])")
     parser.add_argument("--min-acceptance", type=float, metavar="R", help="with --verify: an acceptance below R fails")
+    parser.add_argument("--profile", metavar="PROFILE", help="a speculation_profile.json (compat verify --server ... "
+                        "--save-profile, or ModelOpt's specdec_bench): its measured acceptance and speed-up shown next to "
+                        "doctor's prediction, and whether they agree")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
     add_manifest_arguments(parser)
 
@@ -237,6 +240,11 @@ def run(args, console) -> int:
     topk = DEFAULT_TOPK if args.topk is None else args.topk
     extra_spec = _extra_spec(args.spec)
     target_name, drafter_name = _pair(args, line)
+    profile = None
+    if getattr(args, "profile", None):
+        from compat.verify.sweep.profile import read_profile
+
+        profile = read_profile(args.profile)  # a bad profile fails before any work
     target = read_target(resolve_model(target_name, what="target"))
     drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids))
@@ -280,8 +288,13 @@ def run(args, console) -> int:
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
     diagnosis["notes"] = ignored_options(args, tree.engine) + _dropped_keys(diagnosis)
+    if profile is not None:
+        from compat.verify.sweep.beside import beside
+
+        diagnosis["profile"] = beside(diagnosis, profile)
     if args.verify and not args.json:
         render(diagnosis, console, only_problems=bool(args.quiet))
+        _render_profile(diagnosis, console)
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
     failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
@@ -292,7 +305,20 @@ def run(args, console) -> int:
             print_json(diagnosis, "doctor")
         elif not args.verify:
             render(diagnosis, console, only_problems=bool(args.quiet))
+            _render_profile(diagnosis, console)
     return code
+
+
+def _render_profile(diagnosis: dict, console) -> None:
+    if not diagnosis.get("profile"):
+        return
+    from rich.text import Text
+
+    from compat.verify.sweep.beside import lines
+
+    console.print()
+    for line in lines(diagnosis["profile"]):
+        console.print(Text(line, style="bold" if line.startswith("predicted") else ""), soft_wrap=True)
 
 
 def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTree, python: Interpreter | None,

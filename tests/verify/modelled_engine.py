@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from server_fakes import FakeServer, Request, chat_events, prometheus_text, sse
@@ -32,6 +34,13 @@ class Behaviour:
     text: str = "The quick brown fox jumps over the lazy dog. "
     draft_model: str = "/models/eagle3-drafter"
     delay: float = 0.0                                 # seconds between streamed events
+    # the sweep's batch model: seconds per streamed event given the requests in flight, and tokens per event (one
+    # event per engine step: a speculative step emits its accepted tokens together)
+    pace: Callable[[int], float] | None = None
+    tokens_per_event: int = 1
+    tokenize_shift: int | None = None                  # answers POST /tokenize (ids shifted: another tokenizer)
+    root: str | None = None                            # the model card's root (the path vLLM loaded)
+    on_chat: Callable[[int], None] | None = None       # called with the count of chat requests so far
 
 
 @dataclass
@@ -43,6 +52,8 @@ class ModelledEngine:
     per_pos: list[float] = field(default_factory=list)
     cum_accept: tuple[float, float] = (0.0, 0.0)   # SGLang: (accepted tokens, verify steps) since start
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0
+    chats: int = 0
 
     @property
     def engine(self) -> str:
@@ -50,6 +61,8 @@ class ModelledEngine:
 
     def serve(self) -> FakeServer:
         routes = {"GET /v1/models": self._models, "POST /v1/chat/completions": self._chat}
+        if self.behaviour.tokenize_shift is not None:
+            routes["POST /tokenize"] = self._tokenize
         if self.behaviour.metrics:
             routes["GET /metrics"] = self._metrics
         if self.engine == "vllm":
@@ -74,7 +87,16 @@ class ModelledEngine:
 
     # -- OpenAI ------------------------------------------------------------------------------------
     def _models(self, req: Request) -> None:
-        req.send(200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": self.engine}]})
+        card = {"id": self.model, "object": "model", "owned_by": self.engine}
+        if self.behaviour.root:
+            card["root"] = self.behaviour.root
+        req.send(200, {"object": "list", "data": [card]})
+
+    def _tokenize(self, req: Request) -> None:
+        body = req.json()
+        text = body.get("prompt") or "".join(m["content"] for m in body.get("messages") or [])
+        tokens = [ord(c) + (self.behaviour.tokenize_shift or 0) for c in text]
+        req.send(200, {"count": len(tokens), "max_model_len": 4096, "tokens": tokens})
 
     def _chat(self, req: Request) -> None:
         body = req.json()
@@ -85,8 +107,42 @@ class ModelledEngine:
         words = (self.behaviour.text * (tokens // 9 + 1)).split(" ")[:tokens]
         pieces = [w + " " for w in words]
         self._count(tokens)
-        sse(req, chat_events(self.model, pieces, tokens if body.get("stream_options", {}).get("include_usage") else None),
-            delay=self.behaviour.delay)
+        events = chat_events(self.model, pieces, tokens if body.get("stream_options", {}).get("include_usage") else None)
+        with self.lock:
+            self.chats += 1
+            self.in_flight += 1
+            chats = self.chats
+        if self.behaviour.on_chat:
+            self.behaviour.on_chat(chats)
+        try:
+            if self.behaviour.pace is None:
+                sse(req, events, delay=self.behaviour.delay)
+            else:
+                self._paced(req, events)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _paced(self, req: Request, events: list[dict]) -> None:
+        """One event per engine step, each step as long as `pace(requests in flight)`: a batch that slows down."""
+        import json
+
+        b = self.behaviour
+        head, content, tail = events[:1], events[1:-1] if events[-1].get("usage") else events[1:], \
+            events[-1:] if events[-1].get("usage") else []
+        steps = [content[i:i + b.tokens_per_event] for i in range(0, len(content), b.tokens_per_event)]
+        req.start_chunked()
+        for event in head:
+            req.chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+        for step in steps:
+            time.sleep(b.pace(self.in_flight))  # type: ignore[misc]
+            merged = dict(step[-1])
+            merged["choices"] = [{**step[-1]["choices"][0], "delta": {"content": "".join(e["choices"][0]["delta"]["content"] for e in step)}}]
+            req.chunk(b"data: " + json.dumps(merged).encode() + b"\n\n")
+        for event in tail:
+            req.chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+        req.chunk(b"data: [DONE]\n\n")
+        req.end_chunked()
 
     def _count(self, tokens: int) -> None:
         b = self.behaviour

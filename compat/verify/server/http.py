@@ -134,6 +134,18 @@ class Client:
         except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply to decode
             raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
 
+    def post_json(self, path: str, body: dict, max_bytes: int = MAX_JSON) -> Any:
+        """POST `body` as JSON and decode the (bounded) JSON answer."""
+        started = time.monotonic()
+        request = self._request(path, body)
+        response = self._open(request)
+        with response:
+            data = _read_bounded(response, request.full_url, self.base_url, max_bytes, started, self.deadline)
+        try:
+            return json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise NotJson(f"{self.url(path)} did not answer JSON ({_snippet(data)})", url=self.base_url) from None
+
     def stream_events(self, path: str, body: dict, *, deadline: float) -> Iterator[tuple[float, Any]]:
         """POST `body` and yield (monotonic time, decoded JSON) for every `data:` event of a server-sent-events
         answer, until `[DONE]` or the end. A non-JSON event raises NotJson; limits as above."""

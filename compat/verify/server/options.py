@@ -9,6 +9,7 @@ from typing import Any
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.verify.server.run import (DEFAULT_CONCURRENCY, DEFAULT_MAX_TOKENS, DEFAULT_NUM_PROMPTS, DEFAULT_REQUEST_TIMEOUT,
                                       ServerRun)
+from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, MAX_REQUESTS, MIN_REQUESTS, REQUESTS_PER_SLOT, concurrency_list
 
 # Options of the local run (TARGET DRAFTER, --canary) that mean nothing against a server.
 LOCAL_ONLY = (("target", "TARGET"), ("drafter", "DRAFTER"), ("canary", "--canary"), ("python", "--python"),
@@ -17,7 +18,11 @@ LOCAL_ONLY = (("target", "TARGET"), ("drafter", "DRAFTER"), ("canary", "--canary
 SERVER_ONLY = (("baseline", "--baseline"), ("prompts", "--prompts"), ("concurrency", "--concurrency"),
                ("temperature", "--temperature"), ("api_key", "--api-key"), ("model", "--model"),
                ("request_timeout", "--request-timeout"), ("seed", "--seed"), ("offline", "--offline"),
-               ("cache_dir", "--cache-dir"))
+               ("cache_dir", "--cache-dir"), ("level_timeout", "--level-timeout"), ("save_profile", "--save-profile"),
+               ("page", "--page"), ("compare", "--compare"), ("format", "--format"))
+# The options that make --server a concurrency sweep even with one level.
+SWEEP_ONLY = (("level_timeout", "--level-timeout"), ("save_profile", "--save-profile"), ("page", "--page"),
+              ("compare", "--compare"), ("format", "--format"))
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +33,10 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                        "and whether greedy outputs are equal")
     group.add_argument("--prompts", metavar="FILE.jsonl", help="your traffic: one conversation a line, "
                        '{"messages": [{"role": "user", "content": "..."}]} (default: compat\'s 100 built-in chat prompts)')
-    group.add_argument("--concurrency", type=int, default=None, metavar="N",
-                       help=f"requests in flight at once (default {DEFAULT_CONCURRENCY})")
+    group.add_argument("--concurrency", type=concurrency_list, default=None, metavar="N[,N...]",
+                       help=f"requests in flight at once (default {DEFAULT_CONCURRENCY}); a list (1,2,4,8,16) sweeps the "
+                       "levels: per level throughput, TTFT/ITL p50 and p95, acceptance per position and, with --baseline, "
+                       "the speed-up, the crossover concurrency and whether speculation pays")
     group.add_argument("--temperature", type=float, default=None, metavar="T",
                        help="sampling temperature (default 0: greedy; sampled runs exercise other engine paths)")
     group.add_argument("--seed", type=int, default=None, metavar="S", help="the request seed, for sampled runs")
@@ -39,6 +46,20 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"give up on one request after S seconds (default {DEFAULT_REQUEST_TIMEOUT:.0f})")
     group.add_argument("--offline", action="store_true", help="read the server's release from the cache only")
     group.add_argument("--cache-dir", metavar="DIR", help="where fetched releases are kept (default: the user cache)")
+    sweep = parser.add_argument_group("a concurrency sweep (--server URL --concurrency 1,2,4,8,16)")
+    sweep.add_argument("--level-timeout", type=float, default=None, metavar="S", help="stop sending a level's requests "
+                       f"after S seconds, those in flight finish (default {DEFAULT_LEVEL_TIMEOUT:.0f}); --num-prompts is the "
+                       f"requests per level (default {REQUESTS_PER_SLOT} per slot, at least {MIN_REQUESTS}, at most {MAX_REQUESTS})")
+    sweep.add_argument("--save-profile", metavar="FILE", help="write the measurement as a speculation_profile.json "
+                       "(NVIDIA ModelOpt's schema 1.0, with compat's fields beside it: engine, release, launch line, doctor's "
+                       "verdict, the sweep); a directory gets FILE/speculation_profile.json")
+    sweep.add_argument("--page", metavar="FILE.html", help="write a static page: speed-up against concurrency with the "
+                       "crossover, acceptance per position against published references, latency bands (loads nothing)")
+    sweep.add_argument("--compare", metavar="PROFILE", help="measure again as PROFILE was measured (its levels, requests "
+                       "and tokens) and say what changed per position and per level, and against which release; "
+                       "exit 1 on a regression")
+    sweep.add_argument("--format", choices=("text", "json", "md"), default=None,
+                       help="how to print the sweep (json: the same as --json; md: a markdown report)")
 
 
 def check_mode(args: argparse.Namespace) -> None:
@@ -73,6 +94,7 @@ def server_run(args: argparse.Namespace) -> ServerRun:
             raise UsageError(f"--engine {args.engine}: name the server's release (==VERSION) or just the engine")
     num_prompts = _positive(args.num_prompts, "--num-prompts", DEFAULT_NUM_PROMPTS)
     prompts = from_file(args.prompts) if args.prompts else builtin()
+    levels = args.concurrency or (DEFAULT_CONCURRENCY,)
     temperature = 0.0 if args.temperature is None else args.temperature
     if not (math.isfinite(temperature) and 0 <= temperature <= 2):
         raise UsageError(f"--temperature {args.temperature}: between 0 and 2 (0 is greedy)")
@@ -81,9 +103,9 @@ def server_run(args: argparse.Namespace) -> ServerRun:
         raise UsageError("--request-timeout must be a positive number of seconds")
     if args.min_acceptance is not None and not 0.0 <= args.min_acceptance <= 1.0:
         raise UsageError(f"--min-acceptance {args.min_acceptance}: a rate between 0 and 1")
-    return ServerRun(args.server, prompts.take(num_prompts), engine=args.engine, model=args.model,
-                     max_tokens=_positive(args.max_tokens, "--max-tokens", DEFAULT_MAX_TOKENS),
-                     concurrency=_positive(args.concurrency, "--concurrency", DEFAULT_CONCURRENCY),
+    return ServerRun(args.server, prompts if is_sweep(args) else prompts.take(num_prompts), engine=args.engine,
+                     model=args.model, max_tokens=_positive(args.max_tokens, "--max-tokens", DEFAULT_MAX_TOKENS),
+                     concurrency=levels[0],
                      temperature=temperature, seed=args.seed, api_key=args.api_key, min_acceptance=args.min_acceptance,
                      baseline=args.baseline, request_timeout=timeout, offline=args.offline, cache_dir=args.cache_dir)
 
@@ -96,7 +118,16 @@ def _positive(value: int | None, flag: str, default: int) -> int:
     return value
 
 
+def is_sweep(args: argparse.Namespace) -> bool:
+    """A list of levels, or an option only a sweep has, makes --server a sweep."""
+    return len(args.concurrency or ()) > 1 or any(getattr(args, attr, None) is not None for attr, _ in SWEEP_ONLY)
+
+
 def run_server_command(args: argparse.Namespace, console: Any) -> int:
+    if is_sweep(args):
+        from compat.verify.sweep.command import run_sweep_command
+
+        return run_sweep_command(args, server_run(args), console)
     from compat.core.output import print_json
     from compat.verify.server import verify_server
     from compat.verify.server.progress import ServerProgress

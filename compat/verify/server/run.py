@@ -124,7 +124,7 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
     t1 = time.monotonic()
     info_path = (facts.server_info.get("preferred_path") or "/get_server_info") if identity.engine == "sglang" else None
     before = snapshot(client, facts, info_path)
-    speculation = _speculation(client, identity, facts, before)
+    speculation = measure_speculation(client, identity, facts, before)
     t2 = time.monotonic()
     requests = send_all(run.client(run.url, stream=True), identity.model, run, progress, "requests")
     t3 = time.monotonic()
@@ -136,7 +136,8 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
     return Measurement(run, identity, facts, speculation, before, after, requests, overhead, baseline)
 
 
-def _speculation(client: Client, identity: Identity, facts: ReleaseFacts, before: Snapshot) -> Speculation:
+def measure_speculation(client: Client, identity: Identity, facts: ReleaseFacts, before: Snapshot) -> Speculation:
+    """What the server says of its speculation: SGLang's server info, vLLM's counters and /server_info."""
     if identity.engine == "sglang":
         if before.info:
             identity.info = before.info
@@ -152,22 +153,29 @@ def _speculation(client: Client, identity: Identity, facts: ReleaseFacts, before
     return vllm_speculation(client, facts.server_info, counters, positions_exposed(before, facts))
 
 
-def send_all(client: Client, model: str, run: ServerRun, progress: Progress, label: str) -> Requests:
+def send_all(client: Client, model: str, run: ServerRun, progress: Progress, label: str, *,
+             stop_after: float | None = None) -> Requests:
     """Every prompt, `run.concurrency` at a time, in daemon threads (Ctrl-C ends the run at once instead of
-    waiting for requests in flight); completions in prompt order."""
+    waiting for requests in flight); completions in prompt order. With `stop_after` (seconds), no request is
+    sent once that much time has passed (those in flight finish): the sweep's bound on one level."""
     prompts = run.prompts.prompts
     progress.start(f"{label} to {client.base_url}", len(prompts))
     results: list[Completion | None] = [None] * len(prompts)
     pending = list(range(len(prompts)))[::-1]
     done = threading.Condition()
     failure: list[BaseException] = []
+    sent = [0]
 
     def worker() -> None:
         while True:
             with done:
+                if stop_after is not None and time.monotonic() - started > stop_after:
+                    pending.clear()  # the level's time is up: no new request
                 if not pending or failure:
+                    done.notify()
                     return
                 index = pending.pop()
+                sent[0] += 1
             body = request_body(model, prompts[index].to_request(), max_tokens=run.max_tokens,
                                 temperature=run.temperature, seed=run.seed)
             try:
@@ -186,7 +194,7 @@ def send_all(client: Client, model: str, run: ServerRun, progress: Progress, lab
         threading.Thread(target=worker, name="compat-verify", daemon=True).start()
     finished = 0
     with done:
-        while finished < len(prompts) and not failure:
+        while (pending or finished < sent[0]) and not failure:
             done.wait(0.5)
             now = sum(r is not None for r in results)
             for _ in range(now - finished):

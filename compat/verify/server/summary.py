@@ -12,6 +12,7 @@ from typing import Any
 
 from compat.acceptance import HEALTHY, AcceptanceSample, Judgement, judge, unknown
 from compat.verify.server.counters import Measured, sglang_acceptance, traffic, vllm_acceptance
+from compat.verify.server.detect import Identity, Speculation
 from compat.verify.server.run import Measurement, Requests
 
 SAMPLED_NOTE = ("temperature {t}: sampled decoding exercises the engine's probabilistic rejection sampling, not the "
@@ -31,7 +32,7 @@ def document(m: Measurement) -> dict:
         "server": _server(m),
         "prompts": _prompts(m),
         "requests": _requests(reqs),
-        "acceptance": _acceptance_json(measured.sample, scope, measured.notes),
+        "acceptance": acceptance_json(measured.sample, scope, measured.notes),
         "traffic": flow.to_json(),
         "latency": latency(reqs),
         "tokens_per_s": tokens_per_s(reqs),
@@ -91,7 +92,7 @@ def _requests(reqs: Requests) -> dict:
             "tokens_from_usage": all(c.tokens_from_usage for c in reqs.ok), "seconds": reqs.seconds}
 
 
-def _acceptance_json(sample: AcceptanceSample | None, scope: str, notes: list[str]) -> dict:
+def acceptance_json(sample: AcceptanceSample | None, scope: str, notes: list[str]) -> dict:
     if sample is None:
         return {"rate": None, "per_position": [], "mean_accepted_length": None, "scope": scope, "source": None,
                 "notes": notes}
@@ -115,7 +116,7 @@ def percentiles(values: list[float]) -> dict | None:
         return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
 
     return {"mean": round(statistics.fmean(ordered), 4), "p50": round(rank(0.5), 4), "p90": round(rank(0.9), 4),
-            "p99": round(rank(0.99), 4), "max": round(ordered[-1], 4), "count": len(ordered)}
+            "p95": round(rank(0.95), 4), "p99": round(rank(0.99), 4), "max": round(ordered[-1], 4), "count": len(ordered)}
 
 
 def latency(reqs: Requests) -> dict:
@@ -156,21 +157,27 @@ def _first_difference(a: str, b: str) -> int:
 
 def doctor_line(m: Measurement) -> str:
     """The `compat doctor --launch '<the server's launch line>'` to run next, from what the server told."""
-    i, s = m.identity, m.speculation
+    return doctor_command(m.identity, m.speculation)
+
+
+def launch_line(i: Identity, s: Speculation) -> str:
+    """The server's launch line as far as it tells it (`<DRAFTER>` where it does not say its draft model)."""
     draft = s.draft_model or "<DRAFTER>"
     k = s.num_speculative_tokens or 3
     if i.engine == "sglang":
-        launch = (f"python -m sglang.launch_server --model-path {shlex.quote(i.model)} --speculative-algorithm "
-                  f"{s.method or 'EAGLE3'} --speculative-draft-model-path {shlex.quote(draft)} "
-                  f"--speculative-num-draft-tokens {k + 1}")
-    else:
-        config = json.dumps({"method": s.method or "eagle3", "model": draft, "num_speculative_tokens": k}, separators=(",", ":"))
-        launch = f"vllm serve {shlex.quote(i.model)} --speculative-config {shlex.quote(config)}"
+        return (f"python -m sglang.launch_server --model-path {shlex.quote(i.model)} --speculative-algorithm "
+                f"{s.method or 'EAGLE3'} --speculative-draft-model-path {shlex.quote(draft)} "
+                f"--speculative-num-draft-tokens {k + 1}")
+    config = json.dumps({"method": s.method or "eagle3", "model": draft, "num_speculative_tokens": k}, separators=(",", ":"))
+    return f"vllm serve {shlex.quote(i.model)} --speculative-config {shlex.quote(config)}"
+
+
+def doctor_command(i: Identity, s: Speculation) -> str:
     version = f"=={i.version}" if i.version else ""
-    return f"compat doctor --engine {i.engine}{version} --launch {_double_quoted(launch)}"
+    return f"compat doctor --engine {i.engine}{version} --launch {double_quoted(launch_line(i, s))}"
 
 
-def _double_quoted(text: str) -> str:
+def double_quoted(text: str) -> str:
     """One shell word in double quotes (the launch line holds single-quoted JSON)."""
     return '"' + "".join("\\" + c if c in '\\"$`' else c for c in text) + '"'
 

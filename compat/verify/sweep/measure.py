@@ -1,0 +1,165 @@
+"""The sweep's measurements: for each concurrency level, the speculative server's counters before, its requests,
+its counters after, then the same requests on the baseline (the same target without speculation) at the same level.
+
+Levels run from the lowest up, speculative then baseline, so slow drift on a shared machine touches both sides
+alike. A level is bounded (levels.py); the sweep keeps what it measured when it is interrupted (Ctrl-C, SIGTERM)
+or a server goes away mid-way, and says where it stopped (`Stop`). No argparse or printing here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from compat.core.errors import CompatError
+from compat.verify.server.counters import Snapshot, snapshot
+from compat.verify.server.detect import identify
+from compat.verify.server.facts import ReleaseFacts, read_release_facts
+from compat.verify.server.http import ServerError
+from compat.verify.server.run import Progress, Requests, ServerRun, measure_speculation, send_all
+from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
+from compat.verify.sweep.pair import Pair, Side, check_pair
+
+SPECULATIVE, BASELINE = "speculative", "baseline"
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """What to sweep: the server run (URL, prompt pool, tokens, sampling, keys, baseline) and the levels."""
+
+    server: ServerRun
+    levels: tuple[int, ...]
+    requests_per_level: int | dict[int, int] | None = None   # None: levels.requests_for's default
+    level_timeout: float = DEFAULT_LEVEL_TIMEOUT
+
+
+@dataclass
+class Level:
+    concurrency: int
+    requests: Requests
+    before: Snapshot
+    after: Snapshot
+    asked: int                                  # requests the level was to send
+    baseline: Requests | None = None
+
+    @property
+    def cut_short(self) -> bool:
+        return len(self.requests.completions) < self.asked or (
+            self.baseline is not None and len(self.baseline.completions) < self.asked)
+
+
+@dataclass
+class Stop:
+    """Where an unfinished sweep stopped, and why."""
+
+    reason: str                 # interrupted | server-died | requests-failed
+    level: int
+    during: str                 # speculative requests | baseline requests | counters
+    url: str | None = None
+    error: str | None = None
+    exit_code: int = 1
+
+    def to_json(self) -> dict:
+        return {"reason": self.reason, "concurrency": self.level, "during": self.during, "url": self.url,
+                "error": self.error}
+
+
+@dataclass
+class Sweep:
+    run: SweepRun
+    server: Side
+    baseline: Side | None
+    pair: Pair | None
+    levels: list[Level] = field(default_factory=list)
+    stop: Stop | None = None
+    seconds: float = 0.0
+
+
+def prepare(run: SweepRun, progress: Progress) -> Sweep:
+    """Both servers asked what they are, their releases' names read, the pair checked: every refusal before any
+    request is sent."""
+    server = _side(run.server, run.server.url, run.server.engine, run.server.model, progress, None)
+    baseline = pair = None
+    if run.server.baseline:
+        baseline = _side(run.server, run.server.baseline, None, None, progress, server.facts)
+        pair = check_pair(server, baseline)
+    return Sweep(run, server, baseline, pair)
+
+
+def _side(run: ServerRun, url: str, engine: str | None, model: str | None, progress: Progress,
+          reuse: ReleaseFacts | None) -> Side:
+    client = run.client(url)
+    progress.status(f"asking {client.base_url} what it is")
+    forced = engine.split("=")[0].split("<")[0].split(">")[0].strip() if engine else None
+    identity = identify(client, engine=forced, model=model)
+    if reuse is not None and (reuse.engine, reuse.version) == (identity.engine, _release(identity.version)):
+        facts = reuse
+    else:
+        released = engine if engine and any(c in engine for c in "=<>") else None
+        facts = read_release_facts(identity.engine, identity.version, source=released, path=run.path,
+                                   cache_dir=run.cache_dir, offline=run.offline, progress=progress.status)
+    info_path = (facts.server_info.get("preferred_path") or "/get_server_info") if identity.engine == "sglang" else None
+    before = snapshot(client, facts, info_path)
+    speculation = measure_speculation(client, identity, facts, before)
+    return Side(client, run.client(url, stream=True), identity, facts, speculation, info_path)
+
+
+def _release(version: str | None) -> str | None:
+    return version.split("+")[0] if version else None
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled, `kill PID`) stops the sweep as Ctrl-C does: what was measured is kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def sweep(run: SweepRun, progress: Progress, prepared: Sweep | None = None) -> Sweep:
+    """Every level in turn; an interruption or a server gone away ends the sweep with the levels measured so far."""
+    started = time.monotonic()
+    result = prepared or prepare(run, progress)
+    with _sigterm_interrupts():
+        for level in run.levels:
+            during, url = "counters", result.server.client.base_url
+            try:
+                asked = requests_for(level, run.requests_per_level)
+                level_run = dataclasses.replace(run.server, concurrency=level, prompts=run.server.prompts.take(asked))
+                before = snapshot(result.server.client, result.server.facts, result.server.info_path)
+                during = "speculative requests"
+                requests = send_all(result.server.stream, result.server.identity.model, level_run, progress,
+                                    f"concurrency {level}: speculative", stop_after=run.level_timeout)
+                during = "counters"
+                after = snapshot(result.server.client, result.server.facts, result.server.info_path)
+                measured = Level(level, requests, before, after, asked)
+                if result.baseline is not None:
+                    during, url = "baseline requests", result.baseline.client.base_url
+                    measured.baseline = send_all(result.baseline.stream, result.baseline.identity.model, level_run,
+                                                 progress, f"concurrency {level}: baseline", stop_after=run.level_timeout)
+                result.levels.append(measured)
+            except KeyboardInterrupt as signal_name:
+                result.stop = Stop("interrupted", level, during, url, str(signal_name) or "SIGINT", exit_code=130)
+                break
+            except ServerError as err:
+                result.stop = Stop("server-died", level, during, err.url, err.message, exit_code=err.exit_code)
+                break
+            except CompatError as err:  # every request of the level failed
+                result.stop = Stop("requests-failed", level, during, url, err.message, exit_code=err.exit_code)
+                break
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
