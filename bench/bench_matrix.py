@@ -6,7 +6,7 @@
                                                        # release probed, every patch planned and re-probed)
 
 The command is the one a user types: `compat matrix --engine E --out DIR` (matrix.html + matrix.json, every
-release of the default range x 10 families x 4 drafter kinds). Warm: the releases, their facts and the matrix
+release of the default range x 10 families x 4 EAGLE-3 drafter kinds, and the other methods' 12 columns). Warm: the releases, their facts and the matrix
 cells are cached (a priming run first, which is the cold build when the cache is empty). With --cold-facts the
 facts go to a temporary COMPAT_FACTS_DIR, so the shared cache is neither used nor changed by that run.
 Goal (issue 24): a warm rebuild of a whole engine's page <= 10 s.

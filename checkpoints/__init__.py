@@ -104,7 +104,7 @@ CONTRACT = Contract("checkpoint layout", (
     Field("read_config", FUNCTION, doc="read_config(config, ctx) -> DrafterConfig"),
     Field("write_config", FUNCTION, doc="write_config(drafter, ctx) -> dict"),
 ), key="NAME")
-FOLDER = Folder(__name__, CONTRACT)
+FOLDER = Folder(__name__, CONTRACT, subpackages=False)  # blocks/: the block drafters' layouts, a folder of their own
 
 
 def _layouts() -> dict[str, ModuleType]:

@@ -20,7 +20,9 @@ imports compat.doctor or another check); the decorator names it, once:
 - `blocks`: fix kinds that cannot help any check while this one fails (no patch makes a release
   load an architecture it does not have), so none of that kind is offered;
 - `when`: "launch" for a check of the user's launch line (`doctor --launch`): it runs only when there is
-  one (the launch command doctor builds itself is the launch-command check's).
+  one (the launch command doctor builds itself is the launch-command check's);
+- `methods`: the method families (compat.methods) it checks, `ANY_METHOD` for every one; the default is EAGLE-3's,
+  what the checks were first written for. Doctor runs the checks of the family in play (`ctx.method`).
 
 The registry fills itself: `all_checks()` imports every module here whose name does not start
 with `_`, so adding a check is adding a file (and its offline test in tests/checks/). Modules
@@ -34,12 +36,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, Options, Result, Verdict,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
+    Verdict,
 )
 from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
 from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")
+ANY_METHOD = ("*",)  # a check of every method family (the launch line, the target's architecture, the draft's dtype)
+EAGLE3_CHECKS = ("eagle3",)
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,12 @@ class Check:
     func: Callable[[Ctx], Result]
     blocks: tuple[str, ...] = ()
     when: str = ""
+    methods: tuple[str, ...] = EAGLE3_CHECKS
 
     def applies(self, ctx: Ctx) -> bool:
-        return self.when != "launch" or ctx.options.launch is not None
+        if self.when == "launch" and ctx.options.launch is None:
+            return False
+        return self.methods == ANY_METHOD or ctx.method.family in self.methods
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
         return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
@@ -82,11 +90,12 @@ CONTRACT = Contract("check", (
     Field("fixes", tuple, default=(), doc=f"what may fix it, tried in this order: of {FIX_KINDS}"),
     Field("blocks", tuple, default=(), doc="fix kinds no other check is offered while this one fails"),
     Field("when", str, default="", doc='"launch": runs only on a launch line (doctor --launch)'),
+    Field("methods", tuple, default=EAGLE3_CHECKS, doc="the method families it checks (ANY_METHOD: every one)"),
 ))
 
 
 def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = (),
-          blocks: tuple[str, ...] = (), when: str = ""):
+          blocks: tuple[str, ...] = (), when: str = "", methods: tuple[str, ...] = EAGLE3_CHECKS):
     """Register the decorated function as the check `id`."""
     unknown = [f for f in (*fixes, *blocks) if f not in FIX_KINDS]
     if unknown:
@@ -96,11 +105,11 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
 
     def register(func: Callable) -> Callable:
         CONTRACT.values(func.__module__, {"id": id, "title": title, "order": order, "needs": needs, "fixes": fixes,
-                                          "blocks": blocks, "when": when})
+                                          "blocks": blocks, "when": when, "methods": methods})
         known = _REGISTRY.get(id)
         if known is not None and known.func.__module__ != func.__module__:
             raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
-        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks), when)
+        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks), when, tuple(methods))
         return func
 
     return register

@@ -19,6 +19,7 @@ from compat import aux_layers
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
 from compat.core.interpreter import Interpreter
 from compat.launch_line import LaunchLine, LineEdit
+from compat.methods import Recognition, Unrecognised
 from compat.target import Target
 from compat.vocab_maps import MapTensor
 
@@ -58,6 +59,10 @@ class Drafter:
     read_error: str | None = None  # why the layout could not read the config (e.g. ambiguous ids), in words
     # When only the user can settle the convention of the declared ids: the error, with what each reading trains on.
     ambiguous: AmbiguousConvention | None = None
+    # The method family it was trained for (compat.methods: from its trainer's keys), or what was read when no family
+    # recognises it; None: not looked at (a drafter built by hand in a test), or no drafter (`present` False)
+    recognised: Recognition | Unrecognised | None = None
+    present: bool = True  # False: the method launched takes no drafter (n-gram, suffix, MTP heads in the target)
 
     @property
     def architecture(self) -> str | None:
@@ -156,6 +161,20 @@ class Result:
         return out
 
 
+@dataclass(frozen=True)
+class MethodInPlay:
+    """Which method doctor checks: the family whose checks run, the name the user runs (and where it is said)."""
+
+    family: str  # compat.methods family: its checks run
+    launched: str | None  # the name the launch line or --method gives; None: neither (doctor prints its own)
+    source: str  # "the launch line", "--method", "the drafter" (recognised) or "doctor's default"
+    launched_family: str | None  # the family of the launched name (None: no family has that name in this engine)
+
+    @property
+    def eagle3(self) -> bool:
+        return self.family == "eagle3"
+
+
 @dataclass
 class Ctx:
     report: dict[str, Any]
@@ -178,6 +197,14 @@ class Ctx:
 
     def at_least(self, gate: Version) -> bool | None:
         return None if self.version is None else self.version >= gate
+
+    @property
+    def method(self) -> MethodInPlay:
+        """The method family whose checks run and the name the user runs (settled once per context)."""
+        found = self.__dict__.get("_method")
+        if found is None:
+            found = self.__dict__["_method"] = method_in_play(self)
+        return found
 
     def with_drafter(self, drafter: Drafter) -> Ctx:
         return Ctx(self.report, self.target, drafter, self.options, self.releases)
@@ -226,3 +253,30 @@ class Ctx:
         if isinstance(value, dict):
             return value.get("location")
         return None
+
+
+DEFAULT_FAMILY = "eagle3"  # what doctor checked first, and checks when nothing says which method
+
+
+def method_in_play(ctx: Ctx) -> MethodInPlay:
+    """The family whose checks run: the drafter's when its trainer's keys say which it was trained for (an EAGLE-3
+    drafter launched as EAGLE is checked as EAGLE-3, whose checks say the method is wrong); else the family of the
+    name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a plain causal LM is only a weak
+    sign of a draft model: `--method draft_model` says it)."""
+    from compat.methods import find_name, get_method
+
+    line = ctx.options.launch
+    launched, source = (line.method, "the launch line") if line is not None else (ctx.options.method, "--method")
+    match = find_name(ctx.engine, launched) if launched else None
+    launched_family = match.method.family if match is not None else None
+    if launched and launched_family is None:  # compat's own id: `--method dflash` on SGLang, `--method DSpark`
+        try:
+            launched_family = get_method(launched.lower()).family
+        except KeyError:
+            launched_family = None
+    found = ctx.drafter.recognised
+    if isinstance(found, Recognition) and found.certain and ctx.drafter.present:
+        return MethodInPlay(found.family, launched, source if launched else "the drafter", launched_family)
+    if launched_family is not None:
+        return MethodInPlay(launched_family, launched, source, launched_family)
+    return MethodInPlay(DEFAULT_FAMILY, launched, source if launched else "doctor's default", launched_family)

@@ -22,11 +22,30 @@ def launch_command(ctx: Ctx, drafter_path: str | None = None) -> dict[str, Any]:
     return _vllm_launch(ctx, drafter) if ctx.engine == "vllm" else _sglang_launch(ctx, drafter)
 
 
+def method_name(ctx: Ctx) -> str:
+    """The method name the printed line runs: the family's name in this release (EAGLE-3: eagle3 / EAGLE3)."""
+    from compat.checks._method import release_name
+
+    found = release_name(ctx, ctx.method.family)
+    return found.name if found is not None else ctx.method.launched or ctx.method.family
+
+
+def _takes_drafter(ctx: Ctx) -> bool:
+    from compat.methods import get_method
+
+    return ctx.drafter.present and get_method(ctx.method.family).takes_drafter
+
+
 def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     sc = ctx.fact("speculative_config")
     fields = {f["name"] for f in sc.get("fields") or []}
-    wanted = {"method": "eagle3", "model": drafter, "num_speculative_tokens": ctx.options.num_speculative_tokens,
-              **ctx.options.extra_spec}
+    wanted: dict[str, Any] = {"method": method_name(ctx), "model": drafter,
+                              "num_speculative_tokens": ctx.options.num_speculative_tokens}
+    if not _takes_drafter(ctx):
+        del wanted["model"]  # n-gram, suffix; MTP heads: the draft is the target itself
+    if ctx.method.family == "peagle":  # P-EAGLE: EAGLE-3 drafting every token at once (0.22.0-0.33.0)
+        wanted["parallel_drafting"] = True
+    wanted.update(ctx.options.extra_spec)
     problems: list[str] = []
     dropped: dict[str, str] = {}
     spec: dict[str, Any] = {}
@@ -38,7 +57,7 @@ def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
         else:
             dropped[key] = "this release's SpeculativeConfig has no such field (it would be ignored)"
     problems += [f"SpeculativeConfig has no {key!r} field" for key in ("method", "model", "num_speculative_tokens")
-                 if key not in spec]
+                 if key not in spec and key in wanted]
     flag = ctx.flag("--speculative-config")
     if flag is None:
         problems.append("no --speculative-config flag in this release")
@@ -57,9 +76,13 @@ def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
 def _sglang_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
     draft_tokens = steps + 1 if topk == 1 else steps * topk
-    wanted = [("--speculative-algorithm", "EAGLE3"), ("--speculative-draft-model-path", drafter),
+    wanted = [("--speculative-algorithm", method_name(ctx)), ("--speculative-draft-model-path", drafter),
               ("--speculative-num-steps", str(steps)), ("--speculative-eagle-topk", str(topk)),
               ("--speculative-num-draft-tokens", str(draft_tokens))]
+    if ctx.method.family not in ("eagle3", "eagle", "mtp"):  # the EAGLE worker's tree flags are EAGLE's
+        wanted = wanted[:2]
+    if not _takes_drafter(ctx):
+        wanted = [w for w in wanted if w[0] != "--speculative-draft-model-path"]
     problems = [f"no {name} flag in this release" for name, _ in wanted if ctx.flag(name) is None]
     args = [part for pair in wanted for part in pair]
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []

@@ -7,7 +7,7 @@ is a DeepSeek sparse-attention one (nsa, dsa)."""
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import argument, draft_setting, line
 from compat.launch_line import LineEdit
 
@@ -22,7 +22,7 @@ def mla_only(backend: object) -> bool:
 
 @check("draft-attention-backend", "draft attention backend: one the drafter's attention (MHA or MLA) runs on", order=7,
        needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
-       when="launch")
+       when="launch", methods=ANY_METHOD)
 def draft_attention_backend(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:

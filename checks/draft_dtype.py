@@ -5,7 +5,7 @@ error); the line's --dtype sets the target's dtype too, so doctor warns and name
 
 from __future__ import annotations
 
-from compat.checks import PASS, WARN, Ctx, Result, check
+from compat.checks import ANY_METHOD, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import line
 
 FLOAT16 = ("float16", "half", "fp16")
@@ -13,7 +13,7 @@ BFLOAT16 = ("bfloat16", "bf16")
 
 
 @check("draft-dtype", "draft dtype: the server's dtype fits the one the drafter was trained in", order=9,
-       needs=("draft_dtype",), when="launch")
+       needs=("draft_dtype",), when="launch", methods=ANY_METHOD)
 def draft_dtype(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:

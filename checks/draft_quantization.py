@@ -11,7 +11,7 @@ MLA-only cache layout (fp8_ds_mla, ...) cannot hold an MHA drafter's cache."""
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import DraftSetting, draft_setting, line
 from compat.launch_line import LineEdit
 
@@ -20,7 +20,7 @@ ONLINE = ("fp8",)  # methods that quantize unquantized weights at load
 
 @check("draft-quantization", "draft quantization and KV-cache dtype: ones the drafter's checkpoint and attention take",
        order=9, needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments", "draft_quantization")},
-       fixes=("line",), when="launch")
+       fixes=("line",), when="launch", methods=ANY_METHOD)
 def draft_quantization(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:

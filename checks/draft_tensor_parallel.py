@@ -5,7 +5,7 @@ SGLang: the draft worker runs at the target's --tp-size; no release has an optio
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import argument, line
 from compat.checks._launch_args import settings
 from compat.checks._rules import UNKNOWN, fill, holds
@@ -14,7 +14,7 @@ from compat.launch_line import LineEdit
 
 @check("draft-tensor-parallel", "draft tensor parallel size: one this release runs beside the target's", order=8,
        needs={"vllm": ("draft_parallel_rules", "cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)},
-       fixes=("line",), when="launch")
+       fixes=("line",), when="launch", methods=ANY_METHOD)
 def draft_tensor_parallel(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:

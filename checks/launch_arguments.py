@@ -7,14 +7,14 @@ and value types are the `cli_arguments` probe fact, the keys the `speculative_co
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import read_against
 from compat.launch_line import LineEdit
 
 
 @check("launch-arguments", "launch line: every argument and --speculative-config key is one this release takes",
        order=5, needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
-       when="launch")
+       when="launch", methods=ANY_METHOD)
 def launch_arguments(ctx: Ctx) -> Result:
     read = read_against(ctx)
     if read is None:  # the registry runs it only on a line (when="launch")

@@ -4,11 +4,11 @@ which doctor prints from too."""
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, WARN, Ctx, Result, check, launch_command
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check, launch_command
 
 
 @check("launch-command", "launch command uses only flags and keys this release accepts", order=90,
-       needs={"vllm": ("speculative_config", "cli_flags"), "sglang": ("cli_flags",)})
+       needs={"vllm": ("speculative_config", "cli_flags"), "sglang": ("cli_flags",)}, methods=ANY_METHOD)
 def launch(ctx: Ctx) -> Result:
     command = launch_command(ctx)
     verdict = FAIL if command["problems"] else (WARN if command["dropped"] else PASS)

@@ -7,11 +7,11 @@ While this fails, no patch is offered for any check (`blocks`), and the fix is a
 
 from __future__ import annotations
 
-from compat.checks import FAIL, PASS, Ctx, LaterRelease, Result, check
+from compat.checks import ANY_METHOD, FAIL, PASS, Ctx, LaterRelease, Result, check
 
 
 @check("target-architecture", "the release knows the target's architecture", order=15,
-       needs=("target_architectures",), fixes=("release",), blocks=("patch",))
+       needs=("target_architectures",), fixes=("release",), blocks=("patch",), methods=ANY_METHOD)
 def target_architecture(ctx: Ctx) -> Result:
     arch = ctx.target.architecture
     if not arch:

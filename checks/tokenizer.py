@@ -20,7 +20,7 @@ SHOWN = 6  # tokens named per list
 
 
 @check("tokenizer", "the drafter's tokenizer files match the target's (vocabulary, special token ids, chat template)",
-       order=55)
+       order=55, methods=("eagle3", "peagle", "eagle", "dflash", "dspark", "draft_model", "medusa"))
 def tokenizer(ctx: Ctx) -> Result:
     drafter = read_tokenizer(ctx.drafter.path)
     if not drafter.ships_tokenizer:

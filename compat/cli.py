@@ -159,10 +159,25 @@ def _parse_before(words: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _terminate_as_interrupt()
     try:
         return _main(argv)
     except BrokenPipeError as gone:
         return _reader_went_away(gone)
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, `kill PID`, `timeout`) and SIGHUP (the terminal closed) end a run as Ctrl-C does:
+    a KeyboardInterrupt, so what was half done is undone by the same cleanup, then one line and exit 130. A command
+    that must not be cut at some instant (convert's swap) installs its own handler around it."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) in (signal.SIG_DFL, None):
+            signal.signal(getattr(signal, name), interrupt)
 
 
 def _main(argv: list[str]) -> int:
@@ -263,10 +278,15 @@ def _report_usage(problem: UsageProblem, argv: list[str]) -> int:
 
 
 def _usage_fix(problem: UsageProblem) -> str:
-    """'did you mean --json?' for a mistyped option, and where the options are listed."""
+    """'did you mean --json?' for a mistyped option or `doctor` for `doctr`, and where the options are listed."""
     import difflib
 
     prog = problem.parser.prog
+    if problem.message.startswith("argument COMMAND: invalid choice") and prog == "compat":  # the command name
+        typed = problem.message.split("'", 2)[1] if problem.message.count("'") >= 2 else ""
+        close = difflib.get_close_matches(typed, command_names(), n=1, cutoff=0.6)
+        listed = "compat --help lists the commands"
+        return f"did you mean compat {close[0]}? ({listed})" if close else listed
     words = problem.message.split(": ", 1)[-1].split() if "unrecognized arguments" in problem.message else []
     options = [s for action in problem.parser._actions for s in action.option_strings]  # noqa: SLF001
     guesses = [match for word in words if word.startswith("-")

@@ -37,6 +37,7 @@ class Name:
     # True: the name is another family's, which this one runs under with a setting the note names (P-EAGLE is
     # vLLM's "eagle3" with "parallel_drafting": true); the name is looked up as the other family's
     shared: bool = False
+    serves: tuple[str, ...] = ()  # other families whose drafters the name also runs (SGLang's EAGLE runs NextN heads)
 
     def accepted_in(self, version: str | Version | None) -> bool | None:
         """Whether a release accepts it by this gate (None: the version cannot be read)."""

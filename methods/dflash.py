@@ -30,7 +30,7 @@ NAMES = {
     "sglang": (Name("DFLASH", since="0.5.11"),),
 }
 LAYER_IDS = (
-    LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("z-lab-dflash", "specforge"),
+    LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("z-lab-dflash", "specforge", "modelopt"),
                "z-lab/dflash dflash/model.py:43-44 and SpecForge specforge/modeling/draft/dflash.py:284-291: hidden_states[id + 1]"),
     LayerIdKey("aux_hidden_state_layer_ids", CAPTURE_BEFORE, ("speculators",),
                "speculators src/speculators/models/dflash/config.py; vLLM maps it to target_layer_ids i - 1 (vllm#40727)"),

@@ -1,5 +1,7 @@
 """DSpark: DFlash's backbone plus a Markov head and a confidence head (DeepSpec; vllm#46995, SGLang 0.5.16).
 
+ModelOpt exports DSpark in z-lab's DFlash format (architectures DFlashDraftModel, `dflash_config.projector_type`
+"dspark", `shift_label`, Model-Optimizer hf_spec_export.py:510-533); its block layout is not written: doctor asks.
 Layer ids, per trainer: SpecForge writes `dflash_config.target_layer_ids` output-of (it subclasses DFlash,
 specforge/modeling/draft/dspark.py:283); the dense DeepSpec checkpoints (deepseek-ai/dspark_qwen3_8b_block7) write
 a top-level `target_layer_ids`, output-of (vLLM adds 1: eagle3_utils.py:126-130 in 0.34.0); DeepSeek-V4 DSpark
@@ -33,8 +35,9 @@ NAMES = {
     "sglang": (Name("DSPARK", since="0.5.16"),),
 }
 LAYER_IDS = (
-    LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("specforge",),
-               "SpecForge configs/qwen3-8b-dspark.json; DSparkDraftModel(DFlashDraftModel), hidden_states[id + 1]"),
+    LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("specforge", "modelopt"),
+               "SpecForge configs/qwen3-8b-dspark.json (DSparkDraftModel(DFlashDraftModel), hidden_states[id + 1]); ModelOpt "
+               "hf_spec_export.py:510 DSparkExporter, trained with offset = 1 (speculative/plugins/hf_dspark.py:353)"),
     LayerIdKey("target_layer_ids", OUTPUT_OF, ("deepspec",),
                "dense DSpark (deepseek-ai/dspark_qwen3_8b_block7); vLLM 0.34.0 eagle3_utils.py:126-130 adds 1"),
     LayerIdKey("dspark_target_layer_ids", OUTPUT_OF, ("target-checkpoint",),
@@ -62,7 +65,11 @@ def recognise(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> Recognit
     nested = config.get("dflash_config")
     archs = [a for a in architectures(config) if "DSpark" in a]
     if isinstance(nested, Mapping) and nested.get("projector_type") == "dspark":
-        return Recognition(FAMILY, "specforge", f"dflash_config.projector_type 'dspark'{f' and architectures {archs}' if archs else ''}")
+        # ModelOpt's DSparkExporter (hf_spec_export.py:510-533) writes shift_label / use_confidence_head; SpecForge
+        # (configs/qwen3-8b-dspark.json) enable_confidence_head / confidence_head_alpha
+        trainer = "modelopt" if {"shift_label", "use_confidence_head"} & set(nested) else "specforge"
+        return Recognition(FAMILY, trainer, f"dflash_config.projector_type 'dspark'{f' and architectures {archs}' if archs else ''}"
+                           + (" with ModelOpt's shift_label" if trainer == "modelopt" else ""))
     if archs:
         dense = isinstance(config.get("target_layer_ids"), list)
         return Recognition(FAMILY, "deepspec" if dense else "unknown", f"architectures {archs}")

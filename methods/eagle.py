@@ -21,7 +21,7 @@ TAKES_DRAFTER = True
 NAMES = {
     "vllm": (Name("eagle"),),
     # SGLang runs NEXTN (DeepSeek's MTP heads) through the same worker: see mtp.py
-    "sglang": (Name("EAGLE", note="also runs MTP/NextN drafts (NEXTN is an alias of it)"),),
+    "sglang": (Name("EAGLE", serves=("mtp",), note="also runs MTP/NextN drafts (NEXTN is an alias of it)"),),
 }
 TARGET_NEEDS = "nothing beyond the last hidden state"
 THREADS = ("https://github.com/sgl-project/sglang/issues/21272",)

@@ -33,7 +33,7 @@ _V = {  # vLLM's MTP model types and the release each arrives in (compat reads v
 NAMES = {
     "vllm": (Name("mtp", since="0.11.0"),
              *(Name(name, since=since, note='runs as "mtp"') for name, since in _V.items())),
-    "sglang": (Name("NEXTN", alias_of="EAGLE", note="DeepSeek's NextN heads, run by the EAGLE worker"),
+    "sglang": (Name("NEXTN", alias_of="EAGLE", serves=("eagle",), note="DeepSeek's NextN heads, run by the EAGLE worker"),
                Name("FROZEN_KV_MTP", since="0.5.12", note="a Gemma4 assistant draft; EAGLE/NEXTN are promoted to it")),
 }
 TARGET_NEEDS = "MTP layers in the target checkpoint (num_nextn_predict_layers / mtp_num_hidden_layers > 0, their tensors present)"

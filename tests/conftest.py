@@ -1,16 +1,46 @@
-"""Suite-wide settings: the `stress` campaigns run only when asked for (COMPAT_STRESS=1)."""
+"""Suite-wide settings: each part a test needs beyond the test extra (tests/parts.py) is a marker, added from the
+fixture that starts it (a test using `sshd` is `fleet`, `browser` is `page`, ...); a test whose part is missing is
+skipped with the command that provides it, or fails under CI=true. The `stress` campaigns run only when asked for
+(COMPAT_STRESS=1)."""
 
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # parts: the parts table, for every folder's tests
+
+import parts  # noqa: E402
+
+SINGLE_PART_MARKERS = {marker: [p for p in parts.PARTS if p.marker == marker] for marker in {p.marker for p in parts.PARTS}}
+
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for part in parts.PARTS:
+            if set(part.fixtures) & set(getattr(item, "fixturenames", ())):
+                item.add_marker(getattr(pytest.mark, part.marker))
     if os.environ.get("COMPAT_STRESS") == "1":
         return
     skip = pytest.mark.skip(reason="a stress campaign: run with COMPAT_STRESS=1")
     for item in items:
         if "stress" in item.keywords:
             item.add_marker(skip)
+
+
+def _needed(item) -> list[parts.Part]:
+    """The parts this test needs: those of the fixtures it uses, and of a marker that names one part only."""
+    used = set(getattr(item, "fixturenames", ()))
+    needed = [p for p in parts.PARTS if set(p.fixtures) & used]
+    for marker, of_marker in SINGLE_PART_MARKERS.items():
+        if len(of_marker) == 1 and item.get_closest_marker(marker) and of_marker[0] not in needed:
+            needed.append(of_marker[0])
+    return needed
+
+
+def pytest_runtest_setup(item):
+    for part in _needed(item):
+        parts.require(part.name)

@@ -151,7 +151,7 @@ def test_the_ground_stands_on_nothing_above_it():
 
 
 RULE_FOLDERS = ("compat.commands", "compat.engines", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
-                "compat.manifests.formats", "compat.methods")
+                "compat.manifests.formats", "compat.methods", "compat.checkpoints.blocks")
 
 
 def test_every_rule_folder_loads_through_the_registry_and_declares_its_contract():

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run the README's examples and write what the commands really print into it (`--check`: only compare).
+"""Run the examples of the README and docs/ and write what the commands really print into them (`--check`: compare).
 
 An example is a fenced block right after a marker line:
 
@@ -24,8 +24,9 @@ Fixtures (built only when an example's commands name them):
     demo/               a copy of vLLM 0.17.1's released source (from the user cache, or fetched once)
     cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts)
 
-    python tools/readme_examples.py             rewrite README.md's examples
-    python tools/readme_examples.py --check     exit 1 (with a diff) when README.md differs from the commands
+    python tools/readme_examples.py             rewrite the examples of README.md and docs/*.md
+    python tools/readme_examples.py --check     exit 1 (with a diff) when a page differs from the commands
+    python tools/readme_examples.py docs/doctor.md --only seed-unknown    one page, one example
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ class Example:
     output: list[list[str]] = field(default_factory=list)
 
 
-def parse(lines: list[str]) -> list[Example]:
+def parse(lines: list[str], page: str = "README.md") -> list[Example]:
     examples = []
     for i, line in enumerate(lines):
         match = MARKER.match(line)
         if not match:
             continue
         if i + 1 >= len(lines) or not lines[i + 1].startswith(FENCE):
-            raise SystemExit(f"README line {i + 1}: example {match['name']} is not followed by a ``` block")
+            raise SystemExit(f"{page} line {i + 1}: example {match['name']} is not followed by a ``` block")
         end = next(j for j in range(i + 2, len(lines)) if lines[j].startswith(FENCE))
         options = match["options"].split()
         needs = [n for o in options if o.startswith("needs=") for n in o[len("needs="):].split(",") if n]
@@ -78,7 +79,7 @@ def parse(lines: list[str]) -> list[Example]:
             elif output:
                 output[-1].append(text)
         if not commands:
-            raise SystemExit(f"README line {i + 1}: example {match['name']} has no `$ ` command")
+            raise SystemExit(f"{page} line {i + 1}: example {match['name']} has no `$ ` command")
         examples.append(Example(match["name"], needs, "network" in options, i + 2, end, commands, output))
     return examples
 
@@ -149,39 +150,52 @@ def render(example: Example, outputs: list[list[str]]) -> list[str]:
     return lines
 
 
+def pages() -> list[Path]:
+    """The README and every page of docs/: where the examples are."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("readme", nargs="?", type=Path, default=ROOT / "README.md")
+    parser.add_argument("pages", nargs="*", type=Path, help="Markdown files (default: README.md and docs/*.md)")
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 with a diff when they differ")
     parser.add_argument("--offline", action="store_true", help="skip examples whose releases are not cached")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this example only (repeatable)")
     args = parser.parse_args(argv)
-    lines = args.readme.read_text().split("\n")
-    examples = [e for e in parse(lines) if not args.only or e.name in args.only]
-    changed, ran, skipped = [], [], []
+    ran, skipped, differ = [], [], 0
+    for page in args.pages or pages():
+        differ += run_page(page, args, ran, skipped)
+    print(f"examples run: {', '.join(ran) or 'none'}" + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+    return 1 if args.check and differ else 0
+
+
+def run_page(page: Path, args: argparse.Namespace, ran: list[str], skipped: list[str]) -> int:
+    """Run one page's examples (rewriting it, or with --check comparing); the number that differ."""
+    lines = page.read_text().split("\n")
+    examples = [e for e in parse(lines, page.name) if not args.only or e.name in args.only]
+    changed, page_ran, page_skipped = [], [], []
     for example in reversed(examples):  # from the end, so earlier line numbers stay valid while rewriting
         missing = [n for n in example.needs if not cached(n)]
         if args.offline and (example.network or missing):
-            skipped.append(f"{example.name} ({'needs the package index' if example.network else 'not cached: ' + ', '.join(missing)})")
+            page_skipped.append(f"{example.name} ({'needs the package index' if example.network else 'not cached: ' + ', '.join(missing)})")
             continue
         new = render(example, run_example(example, offline=args.offline))
-        ran.append(example.name)
+        page_ran.append(example.name)
         old = lines[example.start:example.end]
         if new != old:
             changed.append((example.name, old, new))
             lines[example.start:example.end] = new
+    ran.extend(reversed(page_ran))
+    skipped.extend(reversed(page_skipped))
     for name, old, new in reversed(changed):
         verb = "differs from what the commands print" if args.check else "rewritten"
-        print(f"example {name}: {verb}")
+        print(f"{page.name} example {name}: {verb}")
         if args.check:
             sys.stdout.writelines(difflib.unified_diff([f"{x}\n" for x in old], [f"{x}\n" for x in new],
-                                                       f"README.md ({name})", "the commands"))
-    print(f"examples run: {', '.join(reversed(ran)) or 'none'}" + (f"; skipped: {'; '.join(reversed(skipped))}" if skipped else ""))
-    if args.check:
-        return 1 if changed else 0
-    if changed:
-        args.readme.write_text("\n".join(lines))
-    return 0
+                                                       f"{page.name} ({name})", "the commands"))
+    if changed and not args.check:
+        page.write_text("\n".join(lines))
+    return len(changed)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ SUMMARY = "where fetched releases are cached, how big they are, and cleaning the
 DESCRIPTION = (
     "Releases fetched by --engine vllm==X (their Python source only, about 10-60 MB each) and the facts the "
     "probes found in them are kept in the user cache, so a release is downloaded once and probed once. "
-    "dir prints where that is, list what is there with sizes, clean removes releases or facts "
+    "compat matrix keeps its cells there, and fleet mode the bundles it uploads. "
+    "dir prints where that is, list what is there with sizes on disk, clean removes releases or facts (--all: all of it) "
     "(never one another compat run is fetching)."
 )
 EPILOG = """examples:
@@ -42,7 +43,8 @@ EPILOG = """examples:
   compat cache clean vllm                every cached vLLM release; 'sglang<0.5' a range
   compat cache clean --facts             only the probe facts (recomputed on the next run)
   compat cache clean --all --dry-run     what --all would remove, and how much it frees
-  compat cache clean --all               every release, listing and fact compat cached
+  compat cache clean --all               every release, listing and fact compat cached, the matrix cells and
+                                         the fleet bundles: everything `list` counts as compat's
 
 The cache honours --cache-dir and XDG_CACHE_HOME; the facts of --path trees and installed engines honour
 COMPAT_FACTS_DIR. Nothing outside compat's own entries is removed. A release whose files no longer match its
@@ -108,13 +110,29 @@ def inventory(cache: Path) -> dict[str, Any]:
     facts: list[dict[str, Any]] = [{"path": str(d), "bytes": tree_size(d)} for d in facts_dirs(cache) if d.is_dir()]
     other: list[dict[str, Any]] = [{"path": str(p), "bytes": tree_size(p)} for p in sorted(cache.iterdir())
                                    if p.name not in OWN_ENTRIES] if cache.is_dir() else []
-    ours = sum(r["bytes"] for r in releases) + sum(tree_size(p) for p in index) + sum(f["bytes"] for f in facts)
+    kept = _kept(cache)
+    ours = (sum(r["bytes"] for r in releases) + sum(tree_size(p) for p in index) + sum(f["bytes"] for f in facts)
+            + sum(k["bytes"] for k in kept))
     return {
         "cache": str(cache), "exists": cache.is_dir(), "releases": releases,
         "index": [{"path": str(p), "engine": p.stem, "bytes": tree_size(p)} for p in index],
         "facts": facts, "facts_bytes": sum(f["bytes"] for f in facts) + sum(r["facts_bytes"] for r in releases),
+        "kept": kept,
         "other": other, "bytes": ours, "total_bytes": ours + sum(o["bytes"] for o in other),
     }
+
+
+KEPT = {  # what else compat writes in its cache, besides releases, listings and facts: folder -> what it is
+    "matrix": "compat matrix's cells and built-in targets; recomputed when removed",
+    "fleet": "the compat bundles fleet mode uploads to hosts; rebuilt when removed",
+}
+
+
+def _kept(cache: Path) -> list[dict[str, Any]]:
+    from compat.sources.cache import tree_size
+
+    return [{"name": name, "path": str(cache / name), "bytes": tree_size(cache / name), "what": what}
+            for name, what in KEPT.items() if (cache / name).exists()]
 
 
 def _dir(cache: Path, args: argparse.Namespace, console: Console) -> int:
@@ -150,6 +168,8 @@ def _list(cache: Path, args: argparse.Namespace, console: Console) -> int:
         say(f"index listing {item['engine']}: {human_size(item['bytes'])}  ({item['path']})")
     say(f"facts: {human_size(data['facts_bytes'])} (probe answers; recomputed when removed)"
         + "".join(f"\n  {f['path']}  {human_size(f['bytes'])}" for f in data["facts"]))
+    for item in data["kept"]:
+        say(f"{item['name']}: {human_size(item['bytes'])} ({item['what']})")
     if data["other"]:
         say("not compat's cache (never removed by compat cache clean): "
             + ", ".join(f"{Path(o['path']).name} {human_size(o['bytes'])}" for o in data["other"]))
@@ -187,6 +207,8 @@ def _clean(cache: Path, args: argparse.Namespace, console: Console) -> int:
     if args.all:
         for listing in listing_files(cache):
             removed.append(_remove(listing, tree_size(listing), f"index listing {listing.stem}", args.dry_run))
+        for item in _kept(cache):  # everything `list` shows as compat's is what --all removes
+            removed.append(_remove(Path(item["path"]), item["bytes"], f"{item['name']} folder", args.dry_run))
     freed = sum(item["bytes"] for item in removed)
     if args.json:
         print_json({"cache": str(cache), "dry_run": args.dry_run, "removed": removed, "skipped": skipped,

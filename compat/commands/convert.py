@@ -184,6 +184,8 @@ def run(args, console) -> int:
 
     options = _options(args)
     recovered = _recover(args)
+    if _is_block_drafter(options.src):
+        return _run_blocks(args, options, recovered, console)
     plan = make_plan(options)
     say = _say(console)
     if args.dry_run:
@@ -202,6 +204,53 @@ def run(args, console) -> int:
             f"verified {len(result.tensors)} tensors byte for byte against the source")
         for note in result.notes:
             say(f"note: {note}")
+    return EXIT_OK
+
+
+def _is_block_drafter(src: Path) -> bool:
+    """A DFlash or DSpark drafter: its files are copied and its config rewritten (compat/convert/blocks.py)."""
+    from compat.convert.blocks import block_family
+    from compat.core.errors import CompatError
+    from compat.core.files import input_roots, read_json
+
+    try:  # regular files inside SRC only, bounded: a FIFO or /dev/zero is refused at once (compat/core/files.py)
+        config = read_json(src / "config.json", input_roots(src), "a drafter config.json")
+    except (OSError, ValueError, CompatError):
+        return False  # make_plan says what is wrong with SRC
+    return isinstance(config, dict) and block_family(config, set()) is not None
+
+
+def _run_blocks(args, options, recovered: list[str], console) -> int:
+    """A block drafter for a named release: its readers come from the release's probe, the target's layers from --target."""
+    from compat.commands._source import tree_from_args
+    from compat.convert.blocks import execute_blocks, plan_blocks
+    from compat.core.console import show_progress
+    from compat.core.errors import EXIT_OK, UsageError
+    from compat.core.output import print_json
+    from compat.report import build_report
+    from compat.target import read_target
+
+    if not (args.engine or args.path) or options.target is None:
+        raise UsageError("a DFlash or DSpark drafter is converted for one release and one target: give --engine "
+                         "ENGINE==X (or --path DIR) and --target", hint="compat doctor prints the command")
+    report = build_report(tree_from_args(args, progress=show_progress(args)))
+    plan = plan_blocks(options.src, options.dst.expanduser().absolute(), report, read_target(options.target), force=args.force)
+    say = _say(console)
+    if not args.json:
+        say(f"{'plan (dry run, nothing written)' if args.dry_run else 'plan'}: {plan.src} [{plan.layout}, {plan.family}] -> "
+            f"{plan.dst} [{plan.engine} {plan.engine_version}]")
+        say(f"files copied byte for byte: {', '.join(plan.files)}")
+        for line in plan.rewrite.why or ["config.json unchanged: this release already reads it as trained"]:
+            say(f"config.json: {line}")
+    if args.dry_run:
+        if args.json:
+            print_json({"dry_run": True, "recovered": recovered, "plan": plan.to_json()}, "convert")
+        return EXIT_OK
+    result = execute_blocks(plan)
+    if args.json:
+        print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result}, "convert")
+    else:
+        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {result['verified']} files (sha256) against the source")
     return EXIT_OK
 
 

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, SOURCE_UNAVAILABLE, WARN, WORKS,
-    WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_PATCHED_CONVERTED, Options, diagnose, diagnose_range, read_drafter, read_target,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, no_drafter,
+    read_drafter,
+    read_target,
 )
 from compat.checkpoints import add_flag as add_convention_flag
 from compat.checkpoints import add_layer_ids_flag, layer_ids_arg
 from compat.core.console import progress_bar, show_progress
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, EXIT_SOURCE, UsageError
+from compat.commands._doctor_text import render, render_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -97,7 +98,10 @@ def add_arguments(parser) -> None:
                         "sglang.launch_server ...`; read with the release's own argument names and value types, its "
                         "target, drafter and speculative settings checked, and printed back with the fixes applied")
     parser.add_argument("--method", metavar="NAME", help="the method you run without a launch line: vLLM's \"method\" "
-                        "(eagle3, eagle, ...) or SGLang's --speculative-algorithm (EAGLE3, EAGLE, ...)")
+                        "(eagle3, eagle, dflash, dspark, draft_model, ngram, suffix, deepseek_mtp, ...) or SGLang's "
+                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...); the "
+                        "checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
+                        "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
@@ -117,6 +121,8 @@ def add_arguments(parser) -> None:
                         "--save-profile, or ModelOpt's specdec_bench): its measured acceptance and speed-up shown next to "
                         "doctor's prediction, and whether they agree")
     parser.add_argument("--json", action="store_true", help="print the diagnosis as JSON (for CI)")
+    parser.add_argument("--detail", action="store_true", help="each check's whole reason, source line and fix (as -v "
+                        "does; the default is one line per check)")
     add_manifest_arguments(parser)
 
 
@@ -175,10 +181,25 @@ def _launch_line(args, engine: str | None):
     return line
 
 
-def _pair(args, line) -> tuple[str, str]:
-    """TARGET and DRAFTER: as given (local copies), else the launch line's."""
+def _takes_no_drafter(method: str | None) -> bool:
+    """The method named (the line's, --method) is one that runs without a drafter (n-gram, suffix, UNO, MTP heads)."""
+    from compat.methods import all_methods
+
+    if not method:
+        return False
+    for family in all_methods():
+        names = [n.name.lower() for entries in family.names.values() for n in entries if not n.shared]
+        if method.lower() in names or method.lower() == family.family:
+            return not family.takes_drafter
+    return False
+
+
+def _pair(args, line) -> tuple[str, str | None]:
+    """TARGET and DRAFTER: as given (local copies), else the launch line's; no DRAFTER for a method that takes none."""
     target = args.target or (line.target if line else None)
     drafter = args.drafter or (line.drafter if line else None)
+    if drafter is None and target is not None and _takes_no_drafter(line.method if line else args.method):
+        return target, None
     if target is None:
         raise UsageError("no target: give TARGET" + (", or the model in the launch line" if line else "") + ", or --launch",
                          hint="compat doctor --help lists the options")
@@ -247,7 +268,7 @@ def run(args, console) -> int:
         profile = read_profile(args.profile)  # a bad profile fails before any work
     target = read_target(resolve_model(target_name, what="target"))
     drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
-                           layer_ids_arg(args.layer_ids))
+                           layer_ids_arg(args.layer_ids)) if drafter_name is not None else no_drafter(target)
     if line is not None:
         args.num_speculative_tokens, topk = _line_numbers(line, args.num_speculative_tokens, topk)
     if args.releases:
@@ -293,7 +314,7 @@ def run(args, console) -> int:
 
         diagnosis["profile"] = beside(diagnosis, profile)
     if args.verify and not args.json:
-        render(diagnosis, console, only_problems=bool(args.quiet))
+        render(diagnosis, console, only_problems=bool(args.quiet), detail=_detail(args))
         _render_profile(diagnosis, console)
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
@@ -304,9 +325,14 @@ def run(args, console) -> int:
         if args.json:
             print_json(diagnosis, "doctor")
         elif not args.verify:
-            render(diagnosis, console, only_problems=bool(args.quiet))
+            render(diagnosis, console, only_problems=bool(args.quiet), detail=_detail(args))
             _render_profile(diagnosis, console)
     return code
+
+
+def _detail(args) -> bool:
+    """-v or --detail: each check whole (the default is one line per check; --json always holds everything)."""
+    return bool(getattr(args, "detail", False) or getattr(args, "verbose", 0))
 
 
 def _render_profile(diagnosis: dict, console) -> None:
@@ -349,137 +375,3 @@ def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTre
         console.print()
         render_verify(document, console)
     return {"ran": True, **document}
-
-
-
-# ---------------------------------------------------------------------------------------------
-# Rendering for people
-
-INDENT = " " * 5  # under a check's PASS/FAIL/WARN
-_STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
-_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
-                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red"}
-
-
-def _hanging(console, head, text) -> None:
-    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
-    pipe the line is never wrapped (compat/core/console.py), so a path or command stays whole."""
-    from rich.table import Table
-    from rich.text import Text
-
-    head = head if isinstance(head, Text) else Text(head)
-    text = text if isinstance(text, Text) else Text(text)
-    if console.soft_wrap:
-        console.print(head + text)
-        return
-    grid = Table.grid(padding=0)
-    grid.add_column(no_wrap=True, width=head.cell_len)
-    grid.add_column(overflow="fold")
-    grid.add_row(head, text)
-    console.print(grid)
-
-
-def render(d: dict, console, only_problems: bool = False) -> None:
-    from rich.text import Text
-
-    src = d.get("source") or {}
-    console.print(Text.assemble(("compat doctor  ", "bold"), f"{d['engine']} {d.get('version') or '?'}",
-                                f"  ({src.get('kind')}: {src.get('location')})"))
-    t, dr = d["target"], d["drafter"]
-    layers = f"{t['num_hidden_layers']} layers" if t["num_hidden_layers"] else "(no num_hidden_layers)"
-    console.print(Text(f"  target  {t['path']}  model_type={t['model_type'] or '(none)'} "
-                       f"{t['architecture'] or '(no architectures)'} {layers}"))
-    console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
-                       f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
-    for note in d.get("notes") or []:
-        _hanging(console, Text("  warning: ", style="yellow"), note)
-    console.print()
-    for c in d["checks"]:
-        if only_problems and c["verdict"] == PASS:
-            continue
-        label, style = _STYLE[c["verdict"]]
-        _hanging(console, Text(f"{label} ", style=style), Text(c["title"], style="bold"))
-        _hanging(console, INDENT, c["detail"])
-        if c.get("location"):
-            _hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
-        fix = c.get("fix")
-        if fix:
-            _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.get("command") or fix.get("text"))
-            if fix.get("alternative"):
-                _hanging(console, Text(INDENT + "or:  ", style="cyan"), fix["alternative"]["command"])
-    console.print()
-    console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
-    steps = d.get("fix_steps") or []
-    if steps:
-        console.print(Text("fix, in this order:", style="bold"))
-        for number, step in enumerate(steps, 1):
-            console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)
-            if step.get("plugin"):
-                console.print(Text(f"     or, changing no engine file: {step['plugin']}", style="dim"), soft_wrap=True)
-            if step.get("note"):
-                console.print(Text(f"     ({step['note']})", style="dim"))
-    if d.get("instead"):
-        console.print(Text("what would work instead: " + "; ".join(d["instead"]), style="bold"))
-    launch = d["launch"]
-    yours = " (your line" + (", fixed" if launch.get("edits") else "") + ")" if launch.get("typed") else ""
-    if not launch.get("runnable", True):
-        why = ("nothing here makes it work" if d["verdict"] == DOES_NOT_WORK
-               else "it depends on the answer above")
-        console.print(Text(f"launch{yours}: not shown as runnable ({why}); it would be:", style="bold"))
-    else:
-        console.print(Text("launch" + yours + (" (after the fixes above):" if steps else ":"), style="bold"))
-    console.print(Text("  " + launch["command"]), soft_wrap=True)
-    for edit in launch.get("edits") or []:
-        console.print(Text(f"     changed: {_edit_words(edit)}", style="dim"), soft_wrap=True)
-    if launch["module_argv"] != launch["argv"]:
-        console.print(Text("  or: " + shlex.join(launch["module_argv"])), soft_wrap=True)
-
-
-def _edit_words(edit: dict) -> str:
-    if edit["kind"] == "spec":
-        what = (f"--speculative-config {edit['key']!r} removed" if edit.get("value") is None
-                else f"--speculative-config {edit['key']}={json.dumps(edit['value'])}")
-    elif edit["kind"] == "set":
-        what = f"{edit['option']} {edit.get('value') if edit.get('value') is not None else ''}".rstrip()
-    else:
-        return f"removed: {edit['why']}"
-    return f"{what} ({edit['why']})"
-
-
-def group_rows(rows: list[dict]) -> list[dict]:
-    """Consecutive releases with the same verdict, fixes and failing checks, as one range."""
-    groups: list[dict] = []
-    for row in rows:
-        key = (row["verdict"], tuple(row.get("fixes") or []), tuple(row.get("failing") or []), row.get("error"))
-        if groups and groups[-1]["key"] == key:
-            groups[-1]["last"] = row["version"]
-        else:
-            groups.append({"key": key, "first": row["version"], "last": row["version"], "row": row})
-    return [{"releases": g["first"] if g["first"] == g["last"] else f"{g['first']} - {g['last']}", **g["row"]} for g in groups]
-
-
-def render_table(table: dict, console) -> None:
-    """One line per range of releases with the same answer; the fix is shown whole (wrapped, never cut)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    console.print(Text(f"compat doctor: {table['engine']} {table['releases']}", style="bold"))
-    grid = Table(show_edge=False, header_style="bold", box=None, pad_edge=False)
-    grid.add_column("releases", no_wrap=True)
-    grid.add_column("verdict", no_wrap=True)
-    grid.add_column("fix", overflow="fold")
-    for group in group_rows(table["rows"]):
-        style = _VERDICT_STYLE.get(group["verdict"], "")
-        fixes = "; ".join(group.get("fixes") or []) or group.get("error") or "-"
-        grid.add_row(group["releases"], Text(group["verdict"], style=style), fixes)
-    console.print(grid)
-    for note in table.get("notes") or []:
-        console.print(Text.assemble(("warning: ", "yellow"), note))
-    console.print(Text(f"target  {table['target']}\ndrafter {table['drafter']}"))
-    rows = table["rows"]
-    pick = next((r for r in rows if r["verdict"] != WORKS), rows[0] if rows else None)
-    if pick is not None:
-        from compat.hub import model_name
-
-        one = shlex.join(["compat", "doctor", model_name(table["target"]), model_name(table["drafter"]), "--engine", f"{table['engine']}=={pick['version']}"])
-        console.print(Text(f"details of one release: {one}"))

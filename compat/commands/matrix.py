@@ -17,7 +17,9 @@ SUMMARY = "the compatibility matrix: releases x target families x drafter kinds,
 DESCRIPTION = (
     "Run doctor on every release of an engine for built-in targets (llama, qwen3, qwen3-moe, deepseek-v3, kimi-k2, "
     "kimi-k2.5, glm4-moe, gpt-oss, minimax, gemma3: their real config fields) and drafter kinds (speculators: "
-    "capture-before ids; SpecForge: output-of ids; ModelOpt; no ids recorded), and your own target + drafter as one "
+    "capture-before ids; SpecForge: output-of ids; ModelOpt; no ids recorded; and the other methods' drafters: DFlash "
+    "and DSpark from SpecForge, speculators and DeepSpec, MTP heads in the target, n-gram), each column with its method "
+    "(--method picks them; the page has a selector; matrix.json says each row's), and your own target + drafter as one "
     "more column. Each cell is doctor's verdict with its fixes and failing checks; on the page a click shows the checks, "
     "each linked to the upstream source line at that release's tag. Written: matrix.html (one file, nothing loaded "
     "from the network) and matrix.json beside it; --format md a markdown table."
@@ -29,6 +31,7 @@ EXAMPLES = """examples:
   compat matrix --engine sglang --releases '>=0.5.5' --family kimi-k2 --family llama --format md
   compat matrix --engine vllm --engine sglang --releases 'vllm:>=0.30' --releases 'sglang:>=0.5.8' --out site/
   compat matrix --engine vllm --target ./Llama-3.1-8B --drafter ./eagle3 --kind specforge --format json | jq '.rows[0]'
+  compat matrix --engine sglang --method dspark --method dflash --format md     the block drafters only
 
 The first run fetches and probes the releases it lacks (a progress bar on a terminal); after that the cells are
 read from the cache (<cache>/matrix/cells), and a whole engine's page is rebuilt in seconds.
@@ -59,8 +62,14 @@ def add_arguments(parser) -> None:
     add_layer_ids_flag(parser)
     parser.add_argument("--family", action="append", choices=[f.id for f in FAMILIES], metavar="FAMILY",
                         help="only these target families (repeatable; default all: " + ", ".join(f.id for f in FAMILIES) + ")")
-    parser.add_argument("--kind", action="append", choices=tuple(DRAFTER_KINDS), metavar="KIND",
-                        help="only these drafter kinds (repeatable; default all: " + ", ".join(DRAFTER_KINDS) + ")")
+    from compat.matrix.method_templates import KIND_METHODS
+
+    kinds = (*DRAFTER_KINDS, *KIND_METHODS)
+    parser.add_argument("--kind", action="append", choices=kinds, metavar="KIND",
+                        help="only these drafter kinds (repeatable; default all: " + ", ".join(kinds) + ")")
+    methods = ("eagle3", *dict.fromkeys(KIND_METHODS.values()))
+    parser.add_argument("--method", action="append", choices=methods, metavar="METHOD",
+                        help="only the columns of these methods (repeatable; default all: " + ", ".join(methods) + ")")
     parser.add_argument("--format", choices=FORMATS, default="html",
                         help="html (default: matrix.html + matrix.json), json (matrix.json) or md (a markdown table)")
     parser.add_argument("--out", metavar="DIR", help="the directory to write into (default for html: ./compat-matrix; "
@@ -79,9 +88,9 @@ def run(args, console) -> int:
                          hint="e.g. compat matrix --engine vllm --target ./Kimi-K2-Instruct --drafter ./kimi-k2-eagle3")
     engines = list(dict.fromkeys(args.engine))
     user = _user_pair(args) if args.target else None
-    columns = write_templates(args.cache_dir, families=args.family, kinds=args.kind)
+    columns = write_templates(args.cache_dir, families=args.family, kinds=args.kind, methods=args.method)
     if user is None and not columns:
-        raise UsageError("no column left: --family and --kind select none together")
+        raise UsageError("no column left: --family, --kind and --method select none together")
     progress = progress_bar("matrix") if show_progress(args) else None
     ranges = _ranges(args.releases or [], engines)
     document = merge([build([engine], columns, releases=ranges.get(engine), user=user, cache_dir=args.cache_dir,

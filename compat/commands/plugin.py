@@ -33,6 +33,11 @@ EPILOG = """examples:
   compat plugin install --engine vllm --select vllm-eagle3-whitelist --model-type glm4_moe
   compat plugin status --engine vllm --python PY     what is installed, and does each file still match
   compat plugin remove --engine vllm --python PY     remove it (pip uninstall compat-plugin-vllm does too)
+  compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0 --name qwen-eagle3 > compat-plugin.yaml
+                                            Kubernetes: an init container that installs the plugin at every pod
+                                            start (a Kustomize patch: init container, emptyDir, PYTHONPATH)
+  compat plugin install --engine vllm --target DIR   into DIR, not site-packages (what that init container runs;
+                                            the serving processes get PYTHONPATH=DIR)
 
 What is installed in the venv's site-packages: compat_plugin_<engine>/ (the hook and plugin.json,
 the patched sources with the sha256 of the originals), compat_plugin_<engine>.pth (turns the import
@@ -41,7 +46,7 @@ entry point). Upgrade the engine, then run install again: the old plugin leaves 
 COMPAT_PLUGIN_DISABLE=1 turns the hook off for one process; COMPAT_PLUGIN_VERBOSE=1 logs each patched module.
 """ + "\n" + EXIT_CODES
 
-ACTIONS = ("install", "status", "remove")
+ACTIONS = ("install", "status", "remove", "manifest")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from compat.commands._source import absolute_path, add_python_argument
     from compat.patching import add_patch_options
 
-    parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, or remove it")
+    parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, remove it, or print the "
+                        "Kubernetes init container that installs it at every start (manifest)")
     where = parser.add_argument_group("where")
     where.add_argument("--engine", metavar="ENGINE", required=True, choices=engines.names(), help=engines.choices_text())
     add_python_argument(where, help="the serving environment's interpreter (default: this one); the plugin goes into "
@@ -57,6 +63,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--path", metavar="DIR", type=absolute_path,
                        help="install: the engine tree that interpreter imports, when it is not an installed distribution "
                        "(a checkout on its path); default: the engine installed in --python")
+    where.add_argument("--target", metavar="DIR", type=absolute_path, help="install: into DIR instead of site-packages, "
+                       "with a sitecustomize.py that turns the plugin on for every python started with PYTHONPATH=DIR")
+    kube = parser.add_argument_group("manifest (Kubernetes; docs/manifests.md)")
+    kube.add_argument("--image", metavar="IMAGE", help="the serving image (its tag names the release the plugin is for); "
+                      "the init container runs it, so the plugin is built on the very engine files it patches")
+    kube.add_argument("--container", metavar="NAME", help="the serving container's name (default: the engine's name)")
+    kube.add_argument("--name", metavar="NAME", default="SERVING-WORKLOAD", help="the workload the patch targets")
+    kube.add_argument("--kind", default="Deployment", choices=("Deployment", "StatefulSet", "DaemonSet"),
+                      help="the workload's kind (default Deployment)")
+    kube.add_argument("--mount", metavar="DIR", default="/compat-plugin", help="where the shared volume is mounted")
+    kube.add_argument("--compat-requirement", metavar="REQ", help="what the init container pip-installs (default: "
+                      "this compat's version)")
     choice = parser.add_argument_group("which patches (install; as for compat patch)")
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
@@ -69,6 +87,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from compat.patching import given_options
 
     options = given_options(args)
+    if args.action == "manifest":
+        return _manifest(args, console)
     if args.action != "install" and (args.select or args.skip or options or args.path):
         from compat.core.errors import UsageError
 
@@ -78,7 +98,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         from compat.sources import open_tree
 
         tree = open_tree(args.engine, path=args.path, python=args.python, progress=not args.json)
-        result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options)
+        result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options,
+                                target=args.target)
         show = _show_install
     elif args.action == "status":
         result = plugin.status(args.engine, args.python)
@@ -150,3 +171,30 @@ def _show_remove(r: dict[str, Any], console: Console, args: argparse.Namespace) 
         console.print(f"Nothing to remove: no compat plugin for {r['engine']} in {r['site_packages']}")
         return
     console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({len(r['removed'])} files)")
+
+
+def _manifest(args: argparse.Namespace, console: Console) -> int:
+    """The init container, volume and environment that install the plugin at every start of the serving container."""
+    from compat.core.errors import UsageError
+    from compat.manifests.images import read_image
+    from compat.manifests.model import Where
+    from compat.plugin import kubernetes
+
+    if not args.image:
+        raise UsageError("compat plugin manifest needs --image: the serving image",
+                         hint="compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0")
+    image = read_image(args.image, Where("--image", 1))
+    if image.engine is not None and image.engine != args.engine:
+        raise UsageError(f"--image {args.image} is {image.engine}'s, --engine says {args.engine}")
+    parts = kubernetes.parts(engine=args.engine, version=image.version, image=args.image,
+                             container=args.container or args.engine, mount=args.mount.rstrip("/") or "/compat-plugin",
+                             requirement=args.compat_requirement, select=args.select, skip=args.skip)
+    patch = kubernetes.strategic_patch(parts, kind=args.kind, name=args.name)
+    if args.json:
+        print_json({**parts, "patch": patch, "exit_code": 0}, "plugin-manifest")
+        return 0
+    if image.version is None:
+        console.print(f"[yellow]note:[/] {args.image} names no release: the plugin is built for whatever engine the image has",
+                      highlight=False)
+    print(kubernetes.header(parts) + kubernetes.dump(patch), end="")
+    return 0

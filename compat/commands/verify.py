@@ -39,6 +39,13 @@ EPILOG = """examples:
   compat verify --server http://127.0.0.1:8000
   compat verify --server https://llm.example.com --api-key $KEY --prompts traffic.jsonl --num-prompts 200 --json
   compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --min-acceptance 0.5
+  compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --concurrency 1,2,4,8,16 --page sweep.html
+                    does speculation pay at each load: the crossover concurrency and why (acceptance, the
+                    drafter's own cost, batch effects); docs/verify-sweep.md
+  compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --concurrency 1,4,16 --save-profile ./drafter
+                    writes ./drafter/speculation_profile.json (ModelOpt's schema 1.0 + the sweep, the release)
+  compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --compare ./drafter/speculation_profile.json
+                    after an upgrade: measured again as the profile was; what changed per position and level
 
 The engine runs in a child process of --python (default: this interpreter), offline (HF_HUB_OFFLINE=1),
 with a timeout; its output is kept in a log file (under the user cache, or --log-dir) whose path is printed.
@@ -57,10 +64,14 @@ exit codes:
   0  outputs equal and acceptance at or above --min-acceptance (--canary: every measured case agrees;
      --server: verdict healthy, no request failed, outputs equal to --baseline)
   1  outputs differ, acceptance below --min-acceptance, or the engine failed (--canary: a measurement
-     disagrees with the probe, or nothing could be measured; --server: any other verdict)
-  2  usage error (--server: the server asks for an API key, or refused the one given)
-  3  vLLM is not installed in --python (--server: the URL cannot be reached, or its release's source cannot be read)
-  4  the target or drafter could not be read (--server: not an OpenAI-compatible server)
+     disagrees with the probe, or nothing could be measured; --server: any other verdict; a sweep: it pays at
+     no level, or --compare found a regression)
+  2  usage error (--server: the server asks for an API key, or refused the one given; a sweep: a --concurrency
+     that is not a list of levels, or a --baseline that is not the same target without speculation)
+  3  vLLM is not installed in --python (--server: the URL cannot be reached, or its release's source cannot be read;
+     a sweep: a server gone mid-way, the levels measured before it kept)
+  4  the target or drafter could not be read (--server: not an OpenAI-compatible server; a profile that is not one)
+  130 interrupted (a sweep: the levels measured are printed and written)
 """
 
 

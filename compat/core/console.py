@@ -107,7 +107,7 @@ def progress_bar(command: str):
 
     def bar(items: list[str], what: str):
         if not sys.stderr.isatty():
-            yield from items
+            yield from progress_lines(command, items, what)
             return
         from rich.console import Console
         from rich.progress import Progress
@@ -120,3 +120,24 @@ def progress_bar(command: str):
                 shown.advance(task)
 
     return bar
+
+
+PROGRESS_EVERY_S = 5.0  # into a file or a pipe (a CI log): a line this often, so a long cold run never looks hung
+
+
+def progress_lines(command: str, items: list[str], what: str, every: float = PROGRESS_EVERY_S, stream=None):
+    """The items, with plain progress lines on stderr where no bar can be drawn: one when the work starts, then one
+    at most every `every` seconds (`compat matrix: releases 12/39 (0.18.0), 41 s`), and one when it is done."""
+    import time
+
+    out = stream or sys.stderr
+    started = last = time.monotonic()
+    print(f"{command}: {what}: {len(items)} to do", file=out, flush=True)
+    for done, item in enumerate(items):
+        now = time.monotonic()
+        if now - last >= every:
+            print(f"{command}: {what} {done}/{len(items)} ({item}), {now - started:.0f} s", file=out, flush=True)
+            last = now
+        yield item
+    if time.monotonic() - started >= every:
+        print(f"{command}: {what} done, {len(items)} in {time.monotonic() - started:.0f} s", file=out, flush=True)

@@ -176,10 +176,11 @@ class Folder:
     """
 
     def __init__(self, package: str, contract: Contract | None = None,
-                 check: Callable[[Rule], None] | None = None) -> None:
+                 check: Callable[[Rule], None] | None = None, *, subpackages: bool = True) -> None:
         self.package = package
         self.contract = contract
         self.check = check
+        self.subpackages = subpackages  # False: a sub-package is a rule folder of its own (checkpoints/blocks/), not a rule
         self._read: dict[tuple[str, ...], tuple[Rule, ...]] = {}
 
     def __repr__(self) -> str:
@@ -201,7 +202,7 @@ class Folder:
             for entry in entries:
                 if entry.endswith(".py"):
                     name = entry[:-3]
-                elif os.path.isfile(os.path.join(folder, entry, "__init__.py")):
+                elif self.subpackages and os.path.isfile(os.path.join(folder, entry, "__init__.py")):
                     name = entry
                 else:
                     continue

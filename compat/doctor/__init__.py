@@ -20,4 +20,4 @@ from compat.doctor.diagnose import (  # noqa: F401
     classify,
     diagnose, diagnose_range, fix_summary, release_row, release_trees, run_checks,
 )
-from compat.doctor.inputs import Target, read_drafter, read_target  # noqa: F401
+from compat.doctor.inputs import Target, no_drafter, read_drafter, read_target  # noqa: F401

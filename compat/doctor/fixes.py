@@ -26,6 +26,7 @@ from packaging.version import Version
 from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS, LAYER_IDS_FLAG, RECORD_KEY,
                                 ConventionNeeded, Settled, default_layer_ids, from_flag)
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
+from compat.convert.blocks import BLOCK_FAMILIES
 from compat.doctor.inputs import recognise
 from compat.core.errors import CompatError
 from compat.hub import local_name, model_name
@@ -313,6 +314,8 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     from compat.convert import Options as ConvertOptions
     from compat.convert import build_record, make_plan
 
+    if ctx.method.family in BLOCK_FAMILIES:
+        return _converted_block_drafter(ctx)
     target_config = ctx.target.path / "config.json"
     layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
     with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
@@ -328,6 +331,19 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}
     converted = Drafter(Path(converted_path(ctx)), config, tensors, maps=maps)
     return recognise(converted, ctx.target), None
+
+
+def _converted_block_drafter(ctx: Ctx) -> tuple[Drafter | None, CompatError | None]:
+    """The DFlash/DSpark drafter `compat convert ckpt` would write (compat/convert/blocks.py: the same rewrite)."""
+    from compat.block_drafters import CannotRewrite, release_member, rewrite
+
+    try:
+        changed = rewrite(ctx.report, ctx.drafter.config, ctx.drafter.recognised, ctx.target,
+                          release_member(ctx.report, ctx.method.family))
+    except CannotRewrite as err:
+        return None, CompatError(f"the conversion cannot make them agree: {err}")
+    config = {**changed.config, RECORD_KEY: changed.record}
+    return recognise(Drafter(Path(converted_path(ctx)), config, dict(ctx.drafter.tensors)), ctx.target), None
 
 
 def told_ids(settled: Settled | None) -> list[int] | None:

@@ -44,7 +44,9 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
     record, the user's `layer_ids` or `convention`, a trainer fingerprint, the layout's own rule, nothing
     declared); when nothing settles the convention, `ambiguous` holds what each reading trains on."""
     from compat.checkpoints import detect_layout, settle
+    from compat.methods import recognise_drafter
 
+    drafter.recognised = recognise_drafter(drafter.config, drafter.tensors)
     layouts = detect_layout(drafter.config, set(drafter.tensors))
     drafter.layout = layouts[0] if layouts else None
     if drafter.layout is None:
@@ -59,3 +61,10 @@ def recognise(drafter: Drafter, target: Target | None, convention: str | None = 
     except CompatError as err:
         drafter.read_error = err.message
     return drafter
+
+
+def no_drafter(target: Target) -> Drafter:
+    """The drafter of a method that takes none (n-gram, suffix, UNO; MTP heads, which the target ships): nothing to
+    read. Its path is the target's, which an MTP launch names as the draft model."""
+    return Drafter(target.path if target.path.is_dir() else target.path.parent, {}, {}, present=False,
+                   read_error="the method takes no drafter")

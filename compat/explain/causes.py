@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
+from compat.explain.conditions import check_of, first_passing
 from compat.explain.tracebacks import Traceback
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
@@ -38,6 +39,8 @@ class Release:
     report: dict  # the release's probe report (speculative config fields, ...)
     architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
     source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
+    later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
+    index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 
 def _whitelist_fix(event: Event, release: Release) -> dict | None:
-    found = re.search(r"model_type='?([\w.-]+)", event.text)
+    found = re.search(r"model_type='?([\w.-]+)", _text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
     return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
@@ -325,6 +328,61 @@ CATALOG: tuple[Cause, ...] = (
 )
 
 
+# -- the methods beyond EAGLE-3 (compat.methods; messages as the releases raise them) ------------------------------
+def _says(*fragments: str) -> Callable[[Event, Release], bool]:
+    return lambda event, release: any(f in _text(event) for f in fragments)
+
+
+def _method_fix(release: Release, text: str) -> dict:
+    where = _where(release)
+    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where, "--method", "NAME"])
+    return {"kind": "none", "text": f"{text}; {command} checks the method, the drafter and the target together",
+            "command": command}
+
+
+CATALOG = CATALOG + (
+    Cause("method-peagle-removed", ERROR, _says("P-EAGLE (parallel drafting EAGLE-3) is not supported"),
+          lambda e, r: "this release serves no P-EAGLE drafter: vLLM 0.34.0 removed it (its speculators translation "
+                       "raises, the PEagle classes are gone); 0.22.0 - 0.33.0 serve it as eagle3 with parallel_drafting",
+          lambda e, r: {"kind": "release", "releases": ">=0.22.0,<=0.33.0",
+                        "text": f"serve it on {r.engine} >=0.22.0,<=0.33.0 (\"method\": \"eagle3\", \"parallel_drafting\": true)"}),
+    Cause("method-suffix-needs-arctic-inference", ERROR, _says("Arctic Inference is required for suffix decoding"),
+          lambda e, r: "suffix decoding runs on Snowflake's Arctic Inference, which is not a dependency of this release: "
+                       "the serving venv lacks it",
+          lambda e, r: {"kind": "flag", "text": "in the venv that serves: pip install arctic-inference==0.1.1 (vLLM 0.34.0's "
+                        "GPU suffix speculator needs nothing)"}),
+    Cause("method-unknown-name", ERROR, _says("Unknown speculative algorithm name", "Unsupported speculative method",
+                                              "Input should be 'ngram'"),
+          lambda e, r: "the method launched is not one this release has (or not under that name; SGLang folds the case, "
+                       "vLLM does not)",
+          lambda e, r: _method_fix(r, "compat probe --methods lists this release's methods; doctor names the releases "
+                                      "that have the one you want")),
+    Cause("method-drafter-mismatch", ERROR, _says("but the draft model", "Pass a matching method or a matching draft"),
+          lambda e, r: "the method configured is not the one the drafter was trained for (the draft declares its own): "
+                       "vLLM 0.34.0 refuses the pair rather than run the wrong head",
+          lambda e, r: _method_fix(r, "run the method the error names (its \"Use method=...\")")),
+    Cause("method-gemma4-assistant-eagle3", ERROR, _says("Gemma4AssistantForCausalLM draft requires"),
+          lambda e, r: "a Gemma4 assistant draft runs as FROZEN_KV_MTP, which SGLang reaches from EAGLE or NEXTN, not EAGLE3",
+          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm NEXTN (SGLang promotes it to FROZEN_KV_MTP)"}),
+    Cause("method-uno-arguments", ERROR, _says("UNO requires --uno-lora-path", "UNO reuses the target model",
+                                               "UNO only supports CUDA"),
+          lambda e, r: "UNO drafts with the target itself through a LoRA: it takes --uno-lora-path and no draft model, "
+                       "on CUDA only",
+          lambda e, r: {"kind": "flag", "text": "drop --speculative-draft-model-path, give --uno-lora-path and "
+                        "--speculative-num-draft-tokens"}),
+    Cause("method-dspark-without-markov", ERROR, _says("DSPARK requires markov_rank > 0"),
+          lambda e, r: "the drafter has no Markov head: it is a DFlash drafter, launched as DSPARK",
+          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm DFLASH (or a DSpark drafter)"}),
+    Cause("method-dflash-anchor", ERROR, _says("sample_from_anchor=True is not supported for DFlash"),
+          lambda e, r: "the drafter's block is anchor-first (DSpark's layout), which DFlash cannot read",
+          lambda e, r: _method_fix(r, "run it as dspark if it is a DSpark drafter, else set sample_from_anchor false")),
+    Cause("method-layer-ids-out-of-range", ERROR, _says("target_layer_ids contains an out-of-range layer id"),
+          lambda e, r: "the drafter's target layer ids name layers the target does not have: it was trained for another "
+                       "target, or its ids are in another convention",
+          lambda e, r: convert_fix(r, "write the ids this release reads for this target")),
+)
+
+
 def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:
     """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
     for entry in CATALOG:
@@ -332,19 +390,61 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     site = event.site
     if site is None:
-        tb = event.traceback
-        inner = tb.innermost(release.engine) if tb is not None else None
-        where = f" (from {inner[1]}:{inner[0].line} in {inner[0].function})" if inner else ""
-        return ERROR, (f"{event.exception or 'an error'} raised below {release.engine}'s code{where}; compat's catalog "
-                       "has no cause for this message"), doctor_fix(release, "no catalogued fix"), None
+        return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
+    check = check_of(site, _text(event))
+    if check is not None:
+        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
     return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
 
 
+def check_finding(event: Event, release: Release) -> dict | None:
+    """What the engine checked at the site, read from the source, and the first later release whose check lets the
+    user's value pass (bisected over the releases after this one)."""
+    check = check_of(event.site, _text(event))
+    if check is None:
+        return None
+    out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
+           "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
+           "raises_here": check.holds(), "passes_from": None, "passes_how": None}
+    if release.index_of is not None and release.later is not None and check.values and check.holds() is True:
+        version, how = first_passing(check, list(release.later()), release.index_of)
+        out["passes_from"], out["passes_how"] = version, how
+    return out
+
+
+def _through_frames(event: Event, release: Release) -> str:
+    """Where the engine was when an error with no raise site of its own happened (an AttributeError on a missing
+    method, a bare assert, an error raised inside torch): its innermost frame, and the code shown there."""
+    tb = event.traceback
+    inner = tb.innermost(release.engine) if tb is not None else None
+    what = event.exception or "an error"
+    if tb is None or inner is None:
+        return f"{what}; compat's catalog has no cause for this message"
+    frame, relpath = inner
+    code = f" (`{frame.code}`)" if frame.code else ""
+    if tb.frames and tb.frames[-1] is frame:
+        by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
+              "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
+              else "raised there by Python, not by a raise statement of the engine's")
+        how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
+    else:
+        last = tb.frames[-1] if tb.frames else None
+        below = f" ({last.path.rpartition('/')[2]}:{last.line} in {last.function})" if last is not None else ""
+        how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
+    cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
+    return f"{how}{cut}; compat's catalog has no cause for this message"
+
+
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
     kind, cause, fix, cause_id = diagnose(event, release)
+    check = check_finding(event, release) if kind != UNRELATED else None
+    if check is not None and check["passes_from"]:
+        values = ", ".join(repr(v) for v in check["values"].values())
+        cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "
+                  f"({check['passes_how']})")
     site = event.site.location if event.site is not None else None
     if site is None and event.traceback is not None and kind != UNRELATED:
         inner = event.traceback.innermost(release.engine)
@@ -355,4 +455,9 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
     return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
             "exception": event.exception, "function": event.site.function if event.site else None,
             "template": event.site.template if event.site else None, "located_by": event.located_by,
-            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count}
+            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
+            "process": event.process or None, "traceback": event.traceback is not None,
+            "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
+            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
+            "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
+            "also_fits": [n.to_json() for n in event.nearby], "check": check}

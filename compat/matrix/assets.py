@@ -54,17 +54,18 @@ JS = """
   var S = data.s;
   function st(i){ return i === null || i === undefined ? null : S[i]; }
   var style = document.getElementById('filter-style');
-  var fam = document.getElementById('family'), kind = document.getElementById('kind');
+  var fam = document.getElementById('family'), kind = document.getElementById('kind'), meth = document.getElementById('method');
   function filter(){  // columns hidden by position (nth-child): no cell needs a family attribute
     var rules = [];
     data.families.forEach(function(f, i){
       var mine = f === 'your pair';
-      if (!mine && ((fam.value && f !== fam.value) || (kind.value && data.kinds[i] !== kind.value)))
+      if (!mine && ((fam.value && f !== fam.value) || (kind.value && data.kinds[i] !== kind.value)
+                    || (meth.value && data.methods[i] !== meth.value)))
         rules.push('#matrix tr > :nth-child(' + (i + 2) + '):not([colspan]){display:none}');
     });
     style.textContent = rules.join('\\n');
   }
-  fam.addEventListener('change', filter); kind.addEventListener('change', filter);
+  fam.addEventListener('change', filter); kind.addEventListener('change', filter); meth.addEventListener('change', filter);
   var panel = document.getElementById('details'), body = document.getElementById('details-body');
   function el(tag, cls, text){ var e = document.createElement(tag); if (cls) e.className = cls; if (text !== null && text !== undefined) e.textContent = text; return e; }
   function link(url, text){ var a = el('a', null, text); a.href = url; a.target = '_blank'; a.rel = 'noopener noreferrer'; return a; }
@@ -79,8 +80,10 @@ JS = """
     body.textContent = '';
     body.appendChild(el('h2', null, st(cell[5]) + ' ' + st(cell[6]) + ' \\u00b7 ' + data.columns[cell[7]]));
     var v = el('p'); v.appendChild(el('strong', null, 'verdict: ')); v.appendChild(el('span', 'chip ' + td.dataset.css, st(cell[0]))); body.appendChild(v);
-    [list('fixes', cell[1].map(st)), list('fix, in this order', cell[3].map(st), true),
-     list('failing checks', cell[2].map(st))].forEach(function(x){ if (x) body.appendChild(x); });
+    // each thing once: the ordered fixes (else the fixes' names), then the checks, failing first; a check whose
+    // fix is a step above points at it instead of repeating it, and the failing checks are not listed twice
+    var steps = cell[3].map(st), fixes = list(steps.length ? 'fix, in this order' : 'fixes', steps.length ? steps : cell[1].map(st), steps.length > 0);
+    if (fixes) body.appendChild(fixes);
     var rank = {fail: 0, warn: 1, pass: 2};  // what needs doing first
     cell[4].slice().sort(function(a, b){ return rank[st(data.checks[a][2])] - rank[st(data.checks[b][2])]; }).forEach(function(ci){
       var c = data.checks[ci], box = el('div', 'check ' + ({pass:'ok', fail:'no', warn:'fix'}[st(c[2])] || 'na'));
@@ -89,7 +92,12 @@ JS = """
       if (c[5] !== null) { var p = el('p'); p.appendChild(el('span', null, 'evidence: ')); p.appendChild(link(st(c[5]), st(c[4]))); box.appendChild(p); }
       else if (c[4] !== null) box.appendChild(el('p', null, 'at ' + st(c[4])));
       (c[7] || []).forEach(function(iss){ var p = el('p'); p.appendChild(el('span', null, 'issue: ')); p.appendChild(link(st(iss[1]), st(iss[0]))); box.appendChild(p); });
-      if (c[6] !== null) { var f = el('p'); f.appendChild(el('span', null, 'fix: ')); f.appendChild(el('code', null, st(c[6]))); box.appendChild(f); }
+      if (c[6] !== null) {
+        var f = el('p'), at = steps.findIndex(function(s){ return s === st(c[6]) || s.indexOf(st(c[6])) === 0; });
+        if (at >= 0) f.appendChild(el('span', null, 'fix: step ' + (at + 1) + ' above'));
+        else { f.appendChild(el('span', null, 'fix: ')); f.appendChild(el('code', null, st(c[6]))); }
+        box.appendChild(f);
+      }
       box.dataset.check = st(c[0]);
       body.appendChild(box);
     });

@@ -35,6 +35,8 @@ def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
     """doctor's release row without the whole diagnosis: the checks as the page shows them, with their evidence."""
     cell = {key: row.get(key) for key in ("verdict", "fixes", "failing", "launch", "error") if row.get(key) is not None}
     diagnosis = row.get("diagnosis") or {}
+    if (diagnosis.get("method") or {}).get("family"):
+        cell["method"] = diagnosis["method"]["family"]  # the method doctor checked (the drafter's, or the column's)
     checks = []
     for check in diagnosis.get("checks") or []:
         fix = check.get("fix") or {}
@@ -57,7 +59,9 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
     (the cache keeps a few entries per release, so not one per cell), keyed by the templates, doctor's options and
     the release list the fixes search."""
     from compat import facts
-    from compat.doctor import read_drafter, read_target, release_row
+    from dataclasses import replace
+
+    from compat.doctor import no_drafter, read_drafter, read_target, release_row
 
     inputs = {"templates": templates_digest(), "columns": [c.id for c in columns], "options": _options_key(options),
               "releases": versions}
@@ -71,8 +75,11 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
     cells = {}
     for column in columns:
         target = read_target(column.target)
-        cells[column.id] = slim(engine, version, release_row(version, tree, target, read_drafter(column.drafter, target),
-                                                             options, finder))
+        drafter = no_drafter(target) if column.drafterless else read_drafter(column.drafter, target)
+        # a drafterless column says its method; a drafter's own keys say its family
+        mine = replace(options, method=column.method) if column.drafterless else options
+        cells[column.id] = {"method": column.method, **slim(engine, version, release_row(version, tree, target, drafter,
+                                                                                         mine, finder))}
     return place.store(cells)
 
 
@@ -107,7 +114,8 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
         document["columns"].append({"id": USER, "family": USER, "drafter_kind": USER, "label": USER,
                                     "target": str(user["target"].path), "drafter": str(user["drafter"].path)})
     document["columns"] += [{"id": c.id, "family": c.family, "drafter_kind": c.drafter_kind, "label": c.label,
-                             "target": str(c.target), "drafter": str(c.drafter)} for c in columns]
+                             "method": c.method, "target": str(c.target),
+                             "drafter": "(none: the method takes none)" if c.drafterless else str(c.drafter)} for c in columns]
     for engine in engines:
         spec = releases or engine_units.get(engine).default_releases
         versions = list_releases(engine, cache_dir=cache_dir, offline=offline)
@@ -133,9 +141,13 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
 def summary(document: dict[str, Any]) -> dict[str, Any]:
     """What the page's header says: engines, release counts, families, drafter kinds."""
     columns = document["columns"]
+    from compat.matrix.method_templates import METHOD_KINDS
+
+    kinds = [USER, *DRAFTER_KINDS, *(mk.kind for mk in METHOD_KINDS)]
     return {"engines": {e: len(v["versions"]) for e, v in document["engines"].items()},
             "families": sorted({c["family"] for c in columns}, key=_family_order),
-            "drafter_kinds": [k for k in [USER, *DRAFTER_KINDS] if any(c["drafter_kind"] == k for c in columns)]}
+            "drafter_kinds": [k for k in kinds if any(c["drafter_kind"] == k for c in columns)],
+            "methods": list(dict.fromkeys(c.get("method") or "eagle3" for c in columns if c["id"] != USER))}
 
 
 def _family_order(name: str) -> int:

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from compat.matrix.assets import CSS, JS
+from compat.matrix.method_templates import METHOD_KINDS
 from compat.matrix.build import USER, summary
 from compat.matrix.labels import legend, short
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES
@@ -104,7 +105,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
     out.append(_footer(columns))
     data = {"s": s.strings, "checks": checks.items, "cells": cells,
             "columns": [c["label"] for c in columns], "families": [c["family"] for c in columns],
-            "kinds": [c["drafter_kind"] for c in columns]}
+            "kinds": [c["drafter_kind"] for c in columns], "methods": [c.get("method") or "" for c in columns]}
     island = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     out.append(f'<script type="application/json" id="matrix-data">{island}</script>')
     out.append(f"<script>{JS}</script></body></html>")
@@ -116,6 +117,7 @@ def _header(document: dict[str, Any], info: dict[str, Any], command: str, genera
                         for e, n in info["engines"].items())
     families = "".join(f'<option value="{_esc(f)}">{_esc(f)}</option>' for f in info["families"] if f != USER)
     kinds = "".join(f'<option value="{_esc(k)}">{_esc(k)}</option>' for k in info["drafter_kinds"] if k != USER)
+    methods = "".join(f'<option value="{_esc(m)}">{_esc(_method_title(m))}</option>' for m in info.get("methods") or [])
     chips = "".join(f'<span class="chip {css}" title="{_esc(verdict)}">{_esc(text)}<span class="lv">: {_esc(verdict)}</span></span>'
                     for text, css, verdict in legend())
     return (f"<header><h1>Which release serves an EAGLE-3 drafter, and what it needs</h1>"
@@ -124,7 +126,17 @@ def _header(document: dict[str, Any], info: dict[str, Any], command: str, genera
             + (f'<p class="long">{_esc(command)}{" · " + _esc(generated) if generated else ""}</p>' if command else "")
             + '<div class="filters"><label>family <select id="family"><option value="">all</option>'
             + families + '</select></label><label>drafter <select id="kind"><option value="">all</option>' + kinds
+            + '</select></label><label>method <select id="method"><option value="">all</option>' + methods
             + f'</select></label></div><div class="legend">{chips}</div></header>')
+
+
+def _method_title(family: str) -> str:
+    from compat.methods import get_method
+
+    try:
+        return get_method(family).title
+    except KeyError:
+        return family
 
 
 def _footer(columns: list[dict[str, Any]]) -> str:
@@ -134,6 +146,8 @@ def _footer(columns: list[dict[str, Any]]) -> str:
         f"{_esc(f.config['architectures'][0])}, {f.layers} layers, hidden {f.text['hidden_size']}, vocab {f.text['vocab_size']}"
         + (", MLA" if "kv_lora_rank" in f.text else "") + "</li>" for f in FAMILIES if f.id in used)
     kinds = "".join(f"<li><b>{_esc(k)}</b>: {_esc(v)}</li>" for k, v in DRAFTER_KINDS.items())
+    kinds += "".join(f"<li><b>{_esc(mk.kind)}</b> ({_esc(_method_title(mk.method))}): {_esc(mk.label)}</li>" for mk in METHOD_KINDS
+                     if any(c["drafter_kind"] == mk.kind for c in columns))
     user = [c for c in columns if c["id"] == USER]
     mine = f"<p><b>your pair</b>: {_esc(user[0]['target'])} + {_esc(user[0]['drafter'])}</p>" if user else ""
     return (f"<footer>{mine}<p>Target families (config.json fields as the models publish them):</p><ul>{families}</ul>"

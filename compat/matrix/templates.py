@@ -28,7 +28,7 @@ from typing import Any
 
 MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
 DRAFT_VOCAB = 32000
-TEMPLATE_FORMAT = 1  # bump when what a template writes changes
+TEMPLATE_FORMAT = 2  # bump when what a template writes changes (2: the method kinds)
 
 
 @dataclass(frozen=True)
@@ -190,18 +190,23 @@ class Column:
     target: Path
     drafter: Path
     label: str
+    method: str = "eagle3"  # the compat.methods family diagnosed (method_templates.py: the other methods' kinds)
+    drafterless: bool = False  # the method takes no drafter (MTP heads in the target, n-gram)
 
 
 def templates_digest() -> str:
     from hashlib import sha256
 
+    from compat.matrix.method_templates import METHOD_KINDS
+
     material = [TEMPLATE_FORMAT, [(f.id, f.config) for f in FAMILIES], sorted(DRAFTER_KINDS),
-                [drafter_config(f, k) for f in FAMILIES for k in DRAFTER_KINDS]]
+                [drafter_config(f, k) for f in FAMILIES for k in DRAFTER_KINDS],
+                [(mk.kind, mk.families, [mk.config(family(f)) for f in mk.families] if mk.config else None) for mk in METHOD_KINDS]]
     return sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def write_templates(cache_dir: Path | None = None, families: list[str] | None = None,
-                    kinds: list[str] | None = None) -> list[Column]:
+                    kinds: list[str] | None = None, methods: list[str] | None = None) -> list[Column]:
     """The template columns (family x kind), written under the cache once per template content."""
     from compat.sources.cache import cache_root
 
@@ -218,9 +223,19 @@ def write_templates(cache_dir: Path | None = None, families: list[str] | None = 
                 raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    from compat.matrix.method_templates import METHOD_KINDS
+
     chosen = [f for f in FAMILIES if families is None or f.id in families]
-    return [Column(f"{f.id}/{k}", f.id, k, home / "targets" / f.id, home / "drafters" / f.id / k, f"{f.id} · {k}")
-            for f in chosen for k in DRAFTER_KINDS if kinds is None or k in kinds]
+    columns = [Column(f"{f.id}/{k}", f.id, k, home / "targets" / f.id, home / "drafters" / f.id / k, f"{f.id} · {k}")
+               for f in chosen for k in DRAFTER_KINDS if (kinds is None or k in kinds) and (methods is None or "eagle3" in methods)]
+    for mk in METHOD_KINDS:
+        if (kinds is not None and mk.kind not in kinds) or (methods is not None and mk.method not in methods):
+            continue
+        for f in (f for f in chosen if f.id in mk.families):
+            target = home / ("targets-mtp" if mk.method == "mtp" else "targets") / f.id
+            columns.append(Column(f"{f.id}/{mk.kind}", f.id, mk.kind, target, home / "drafters" / f.id / mk.kind,
+                                  f"{f.id} · {mk.kind}", mk.method, mk.config is None))
+    return columns
 
 
 def _write_all(root: Path) -> None:
@@ -235,3 +250,22 @@ def _write_all(root: Path) -> None:
             config = drafter_config(fam, kind)
             (drafter / "config.json").write_text(json.dumps(config, indent=2))
             write_safetensors(drafter / "model.safetensors", drafter_tensors(fam, kind, config), maps)
+    _write_methods(root)
+
+
+def _write_methods(root: Path) -> None:
+    from compat.matrix import method_templates
+
+    for mk in method_templates.METHOD_KINDS:
+        for fam in (f for f in FAMILIES if f.id in mk.families):
+            if mk.method == "mtp":
+                target = root / "targets-mtp" / fam.id
+                target.mkdir(parents=True, exist_ok=True)
+                (target / "config.json").write_text(json.dumps(method_templates.family_config(fam, mk), indent=2))
+            if mk.config is None:
+                continue
+            drafter = root / "drafters" / fam.id / mk.kind
+            drafter.mkdir(parents=True)
+            config = mk.config(fam)
+            (drafter / "config.json").write_text(json.dumps(config, indent=2))
+            write_safetensors(drafter / "model.safetensors", method_templates.tensors(config), {})

@@ -259,6 +259,39 @@ def remove(site: Path, engine: str) -> list[str]:
     return removed
 
 
+# In a directory of its own (compat plugin install --target) the plugin is on PYTHONPATH, where site.py reads no
+# .pth file: this sitecustomize (imported by site.py at every start, from the first sys.path entry that has one)
+# reads the directory's .pth files with site.addsitedir, then runs the sitecustomize the image has of its own, if any.
+# The vllm.general_plugins entry point needs nothing of it: importlib.metadata reads dist-infos on sys.path.
+SITECUSTOMIZE = '''"""compat plugin (compat plugin install --target): turns on the compat plugins of this directory in every
+interpreter started with it on PYTHONPATH, then runs the environment's own sitecustomize, if there is one."""
+import os
+import site
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+try:
+    site.addsitedir(_HERE)  # the compat_plugin_<engine>.pth files: the import hook
+except Exception as err:  # never in the way of the interpreter
+    sys.stderr.write("compat plugin: cannot read the .pth files of %s: %s\\n" % (_HERE, err))
+try:
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
+
+    _spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != _HERE])
+    if _spec is not None and _spec.loader is not None:
+        _module = module_from_spec(_spec)
+        _spec.loader.exec_module(_module)
+except Exception as err:
+    sys.stderr.write("compat plugin: the environment's own sitecustomize failed: %s\\n" % (err,))
+'''
+
+
+def write_sitecustomize(directory: Path) -> str:
+    _write_atomic(directory / "sitecustomize.py", SITECUSTOMIZE.encode())
+    return "sitecustomize.py"
+
+
 def _remove_tree(path: Path) -> None:
     """Renamed out of the way first (one atomic step), then deleted: an interpreter starting meanwhile finds
     the package whole or not at all, never half deleted; a kill mid-way leaves a `.compat-tmp` name that

@@ -15,9 +15,10 @@ from compat.core.tree import EngineTree
 
 
 def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[str], skip: list[str],
-            options: dict[str, Any]) -> dict[str, Any]:
+            options: dict[str, Any], target: str | Path | None = None) -> dict[str, Any]:
     """Build the plugin for `tree` and write it into `python`'s site-packages (a python or a venv directory;
-    default: this interpreter). Nothing of the engine is written."""
+    default: this interpreter), or into `target`, a directory of its own that the serving processes get on their
+    PYTHONPATH (an init container's shared volume: compat/plugin/kubernetes.py). Nothing of the engine is written."""
     if tree.source.kind == "released":
         raise UsageError(
             f"{tree.engine} {tree.version} from the package index is not an environment: the plugin goes where the engine runs",
@@ -30,7 +31,10 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
     from compat.plugin import build  # the patch registry and libcst: only to install
 
     exe = Interpreter.of(python)
-    site = dist.site_packages(exe)
+    target = None if target is None else Path(target)
+    site = dist.site_packages(exe) if target is None else target
+    if target is not None:
+        target.mkdir(parents=True, exist_ok=True)
     with tree_lock(tree, shared=True):  # a compat patch run on this tree is never seen half-way
         planned = build.plan_patches(tree, select, skip, options)
         why = build.refusal(planned, select)
@@ -42,6 +46,8 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
     with dist.site_lock(site):
         replaced = dist.is_installed(site, tree.engine)
         files = dist.write(site, tree.engine, data)
+        if target is not None:
+            files.append(dist.write_sitecustomize(target))
     notes = []
     origin = imported_from(exe, tree.engine)
     if origin is None or not Path(origin).resolve().is_relative_to((tree.root / tree.engine).resolve()):

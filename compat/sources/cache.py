@@ -45,7 +45,8 @@ __all__ = [
 ]
 
 RECORD_NAME = "release.json"
-OWN_ENTRIES = ("facts", "index", "locks", "releases")  # what compat keeps in the cache folder (nothing else is removed)
+OWN_ENTRIES = ("facts", "index", "locks", "releases", "matrix", "fleet")  # what compat keeps in the cache folder
+# (matrix: compat matrix's cells and templates; fleet: the bundles fleet mode uploads); nothing else is removed
 _BUILDING = ".tmp-"  # prefix of a release being built: `.tmp-<version>-<random>`
 
 
@@ -328,16 +329,22 @@ def _version_key(entry: Path) -> tuple[int, Version, str]:
 
 
 def tree_size(path: Path) -> int:
-    """Bytes of the files under `path` (links counted as links, never followed)."""
+    """Bytes the files under `path` take on disk (allocated blocks: a sparse file counts what it holds, not its
+    apparent length, as `du` does); links counted as links, never followed."""
     total = 0
     for root, dirs, files in os.walk(path):
         for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
+                total += _on_disk(os.lstat(os.path.join(root, name)))
     with contextlib.suppress(OSError):
         if path.is_file() or path.is_symlink():
-            total += os.lstat(path).st_size
+            total += _on_disk(os.lstat(path))
     return total
+
+
+def _on_disk(stat: os.stat_result) -> int:
+    blocks = getattr(stat, "st_blocks", None)  # 512-byte units (POSIX), whatever the file system's block size
+    return stat.st_size if blocks is None else blocks * 512
 
 
 def cache_size(cache: Path) -> int:

@@ -136,7 +136,7 @@ def config_reads(tree: EngineTree, relpath: str, node: ast.AST) -> list[dict]:
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
         func = call.func
         is_getattr = isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2
-        is_get = isinstance(func, ast.Attribute) and func.attr == "get" and call.args and "config" in ast.unparse(func.value)
+        is_get = isinstance(func, ast.Attribute) and func.attr == "get" and bool(call.args) and "config" in ast.unparse(func.value)
         key_node = call.args[1] if is_getattr else call.args[0] if is_get else None
         if not (isinstance(key_node, ast.Constant) and isinstance(key_node.value, str)):
             continue

@@ -187,7 +187,20 @@ def _speculators_types(tree: EngineTree) -> dict[str, dict]:
             archs = sorted({n.value for n in ast.walk(func) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                             and n.value.endswith(("ForCausalLM", "Model"))})
             out[name] = {"function": func.name, "location": tree.loc(relpath, func), "raises": raises,
-                         "architectures": archs, "layer_ids": _id_maps(tree, relpath, func)}
+                         "architectures": archs, "layer_ids": _id_maps(tree, relpath, func),
+                         "defaults": {r["key"]: r["default"] for r in runners.config_reads(tree, relpath, func)
+                                      if r["key"] in BLOCK_KEYS},
+                         "sets": {k: v for k, v in _constant_sets(func).items() if k in BLOCK_KEYS}}
+    return out
+
+
+def _constant_sets(func: ast.FunctionDef) -> dict[str, object]:
+    """`pre_trained_config["dspark_bonus_anchor"] = True` (0.25.0): keys the translation sets to a constant."""
+    out: dict[str, object] = {}
+    for node in ast.walk(func):
+        if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript) and isinstance(node.value, ast.Constant)
+                and isinstance(node.targets[0].slice, ast.Constant) and isinstance(node.targets[0].slice.value, str)):
+            out[node.targets[0].slice.value] = node.value.value
     return out
 
 

@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 
 import compat.safetensors_stream as stream
@@ -217,7 +218,7 @@ class NotATensor:
 
 @pytest.mark.parametrize("extra", ["object", "int"])
 def test_pickle_with_more_than_tensors_refused(tmp_path, capsys, extra):
-    torch = pytest.importorskip("torch")
+    torch = parts.module("torch")
     src = tmp_path / "src"
     src.mkdir()
     state = {k: torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}
@@ -229,7 +230,7 @@ def test_pickle_with_more_than_tensors_refused(tmp_path, capsys, extra):
 
 
 def test_truncated_pickle_refused(tmp_path, capsys):
-    torch = pytest.importorskip("torch")
+    torch = parts.module("torch")
     src = tmp_path / "src"
     src.mkdir()
     torch.save({k: torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}, src / "pytorch_model.bin")
@@ -528,7 +529,7 @@ def test_sharded_source_index_disagreeing_with_shards_refused(tmp_path, capsys, 
 
 
 def test_legacy_pickle_format_loads_without_mmap(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = parts.module("torch")
     src = tmp_path / "src"
     src.mkdir()
     state = {(k.replace("layers.0.", "midlayer.")): torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}

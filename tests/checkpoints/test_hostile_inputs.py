@@ -14,12 +14,13 @@ import sys
 import zipfile
 from pathlib import Path
 
+import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 
 from compat.cli import main as compat_main
 from ckpt_builders import canonical_tensors, eagle_config, write_drafter
 
-torch = pytest.importorskip("torch")
+torch = parts.module("torch")
 
 CLI = [sys.executable, "-c", "import sys; from compat.cli import main; sys.exit(main(sys.argv[1:]))", "convert", "ckpt"]
 

@@ -7,6 +7,7 @@ import os
 import struct
 
 import numpy as np
+import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 from safetensors.numpy import load_file, save_file
 
@@ -135,7 +136,7 @@ def test_large_tensor_spans_many_chunks(tmp_path, monkeypatch):
 
 
 def test_dtype_conversion_matches_torch_rounding(tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = parts.module("torch")
     values = np.concatenate([np.random.default_rng(2).standard_normal(1001).astype(np.float32),
                              np.array([0.0, -0.0, np.inf, -np.inf, 1e-40, 3.0e38], dtype=np.float32)])
     as_bf16 = convert_chunk(memoryview(values.tobytes()), "F32", "BF16")

@@ -30,6 +30,10 @@ def release(cache: Path, engine: str, version: str, size: int, facts: int = 0) -
     return folder
 
 
+def _on_disk(path: Path) -> int:
+    return path.stat().st_blocks * 512
+
+
 @pytest.fixture
 def cache(tmp_path):
     root = tmp_path / "xdg-cache" / "compat"  # where the env fixture's XDG_CACHE_HOME puts it
@@ -57,13 +61,15 @@ def test_list_gives_every_release_and_the_facts_with_sizes(cache, env):
     rows = {(r["engine"], r["version"]): r for r in data["releases"]}
     assert set(rows) == {("vllm", "0.10.0"), ("vllm", "0.11.0"), ("sglang", "0.5.8")}
     assert 500 * KIB + 20 * KIB <= rows["vllm", "0.11.0"]["bytes"] < 530 * KIB
-    assert rows["vllm", "0.11.0"]["facts_bytes"] == 20 * KIB and rows["vllm", "0.11.0"]["state"] == "complete"
-    assert data["facts_bytes"] == 4 * KIB + 30 * KIB
+    facts = sorted(cache.rglob("probe-report-*.json"))  # sizes are on disk (allocated blocks), as du counts them
+    assert rows["vllm", "0.11.0"]["facts_bytes"] == _on_disk(cache / "releases" / "vllm" / "0.11.0" / "facts" / "probe-report-x.json")
+    assert rows["vllm", "0.11.0"]["state"] == "complete"
+    assert len(facts) == 3 and data["facts_bytes"] == sum(map(_on_disk, facts)) >= 4 * KIB + 30 * KIB
     assert [Path(o["path"]).name for o in data["other"]] == ["engine-venv"]
     human = compat("cache", "list", env=env).out
     assert f"compat cache: {cache}" in human
     assert "vllm: 2 release(s), 8" in human and "0.11.0" in human and "KiB" in human  # sizes people read
-    assert "engine-venv 2.0 KiB" in human and "never removed" in human
+    assert "engine-venv 4.0 KiB" in human and "never removed" in human  # 2 KiB written: one 4 KiB block on disk
 
 
 def test_clean_one_release_then_an_engine(cache, env):
@@ -142,3 +148,27 @@ def test_a_damaged_release_is_listed_as_such_and_cleaned(cache, env):
     assert "0.11.0" in listed and "damaged" in listed.split("0.11.0", 1)[1].splitlines()[0]
     run = compat("cache", "clean", "vllm==0.11.0", env=env)
     assert run.code == 0 and "removed vllm 0.11.0 (damaged)" in run.out and not folder.exists()
+
+
+def test_everything_compat_writes_is_listed_on_disk_and_cleaned(tmp_path, env):
+    """Issue 33, item 6: the matrix folder and the fleet bundles are compat's; sizes are what the disk holds (a sparse
+    5 GiB cell file is a few KiB), and clean --all removes all that list counts, never what is not compat's."""
+    cache = tmp_path / "cache"
+    (cache / "matrix" / "cells").mkdir(parents=True)
+    with open(cache / "matrix" / "cells" / "sparse.bin", "wb") as f:
+        f.truncate(5 << 30)
+        f.write(b"x" * 4096)
+    (cache / "fleet").mkdir()
+    (cache / "fleet" / "compat-0123.zip").write_bytes(b"z" * 10_000)
+    (cache / "engine-venv").mkdir()
+    (cache / "engine-venv" / "f").write_text("not ours")
+    listed = compat("cache", "list", "--cache-dir", cache, "--json", env=env).json()
+    kept = {k["name"]: k["bytes"] for k in listed["kept"]}
+    assert set(kept) == {"matrix", "fleet"} and kept["matrix"] < 1 << 20 and kept["fleet"] >= 10_000
+    assert [Path(o["path"]).name for o in listed["other"]] == ["engine-venv"]
+    assert listed["bytes"] == sum(kept.values())
+    text = compat("cache", "list", "--cache-dir", cache, env=env).out
+    assert "matrix: " in text and "GiB" not in text and "not compat's cache (never removed by compat cache clean): engine-venv" in text
+    cleaned = compat("cache", "clean", "--all", "--cache-dir", cache, env=env)
+    assert cleaned.code == 0 and "removed matrix folder" in cleaned.out and "removed fleet folder" in cleaned.out
+    assert sorted(p.name for p in cache.iterdir()) == ["engine-venv"]

@@ -53,7 +53,7 @@ def test_errors_of_every_command_have_one_shape(tmp_path, pair, env, argv, code)
 ], ids=" ".join)
 def test_usage_errors_are_json_too_when_json_is_on_the_line(argv):
     doc = assert_error(compat(*argv, "--json"), 2)
-    assert doc["fix"].endswith("--help lists the options)") or doc["fix"].endswith("--help lists the options")
+    assert doc["fix"].endswith(("--help lists the options)", "--help lists the options", "--help lists the commands"))
 
 
 def test_a_drafter_directory_without_config_json_is_4_everywhere(tmp_path, pair, env):

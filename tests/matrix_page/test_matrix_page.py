@@ -6,7 +6,6 @@ not the page. The screenshots are kept beside the page (the path is printed)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -18,10 +17,9 @@ pytestmark = pytest.mark.network  # the releases of RANGES, fetched once into th
 
 @pytest.fixture(scope="module")
 def browser():
-    if chromium_binary() is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no chromium on PATH: .ci/run installs Debian's chromium before the tests")
-        pytest.skip("no chromium (apt-get install -y chromium; .ci/run does)")
+    import parts  # tests/parts.py: skip with the command that installs it (fail under CI=true)
+
+    parts.require("chromium", None if chromium_binary() else "no chromium on PATH")
     with Browser() as b:
         yield b
 
@@ -39,7 +37,7 @@ def test_the_table_renders_with_no_error_and_no_request(browser, site, document)
     cells = browser.evaluate("document.querySelectorAll('#matrix td.c').length")
     assert cells == len(document["rows"])
     heads = browser.evaluate("[...document.querySelectorAll('#matrix thead th.col')].map(t => t.textContent)")
-    assert heads[0] == "your pair" and sum(h.startswith(FAMILIES[0]) for h in heads) == 4
+    assert heads[0] == "your pair" and sum(h.startswith(FAMILIES[0]) for h in heads) == 4 + 3  # + DFlash x 2, n-gram
     texts = browser.evaluate("[...document.querySelectorAll('#matrix td.c')].map(t => t.textContent)")
     assert "works" in texts and all(texts)  # every cell says its verdict in words
     assert browser.errors() == []
@@ -67,6 +65,11 @@ def test_a_click_opens_the_cells_checks_with_evidence(browser, site, document):
     assert any("/python/sglang/" in a for a in links)
     verdict = browser.evaluate("document.querySelector('#details .chip').textContent")
     assert verdict == row["verdict"]
+    # issue 33: the panel says each thing once (no list of the failing checks above their boxes, no fix twice)
+    codes = browser.evaluate("[...document.querySelectorAll('#details code')].map(c => c.textContent)")
+    assert len(codes) == len(set(codes)), codes
+    lists = browser.evaluate("[...document.querySelectorAll('#details h3')].map(h => h.textContent)")
+    assert "failing checks" not in lists and not {"fixes", "fix, in this order"} <= set(lists)
     assert browser.errors() == [] and len(browser.requests()) == 1  # a click loads nothing (links open on demand)
     print(f"screenshot: {browser.screenshot(site / 'matrix-details.png')}")
     browser.evaluate("document.getElementById('close').click()")
@@ -76,15 +79,24 @@ def test_a_click_opens_the_cells_checks_with_evidence(browser, site, document):
 def test_filters_hide_other_families_and_kinds(browser, site):
     browser.open(site / "matrix.html")
     visible = "[...document.querySelectorAll('#matrix thead th.col')].filter(t => t.offsetParent !== null).map(t => t.textContent)"
-    assert len(browser.evaluate(visible)) == 1 + 4 * len(FAMILIES)
+    assert len(browser.evaluate(visible)) == 1 + 4 * len(FAMILIES) + 5  # the method columns of these families
     browser.evaluate("const f = document.getElementById('family'); f.value = 'gpt-oss'; f.dispatchEvent(new Event('change'))")
     shown = browser.evaluate(visible)
-    assert shown[0] == "your pair" and len(shown) == 5 and all(h.startswith("gpt-oss") for h in shown[1:])
+    assert shown[0] == "your pair" and len(shown) == 6 and all(h.startswith("gpt-oss") for h in shown[1:])
     browser.evaluate("const k = document.getElementById('kind'); k.value = 'specforge'; k.dispatchEvent(new Event('change'))")
     assert browser.evaluate(visible) == ["your pair", "gpt-ossspecforge"]
     cells = browser.evaluate("[...document.querySelector('#matrix tr[data-engine]').querySelectorAll('td')]"
                              ".filter(t => t.offsetParent !== null).length")
     assert cells == 2
+
+
+def test_the_method_selector_shows_one_methods_columns(browser, site):
+    browser.open(site / "matrix.html")
+    visible = "[...document.querySelectorAll('#matrix thead th.col')].filter(t => t.offsetParent !== null).map(t => t.textContent)"
+    options = browser.evaluate("[...document.getElementById('method').options].map(o => o.textContent)")
+    assert options == ["all", "EAGLE-3", "DFlash", "MTP heads", "n-gram"]
+    browser.evaluate("const m = document.getElementById('method'); m.value = 'dflash'; m.dispatchEvent(new Event('change'))")
+    assert browser.evaluate(visible) == ["your pair", "llamaspecforge-dflash", "gpt-ossspecforge-dflash", "llamaspeculators-dflash"]
 
 
 def test_readable_at_phone_width_with_a_sticky_header(browser, site):

@@ -11,6 +11,7 @@ import pytest
 from compat.doctor import read_drafter, read_target
 from compat.matrix import DRAFTER_KINDS, FAMILIES, write_templates
 from compat.matrix.evidence import evidence_url, issue_links
+from compat.matrix.method_templates import METHOD_KINDS
 
 # kind -> (layout compat recognises, the layers it was trained on as settled, or None when doctor must ask)
 EXPECTED = {"speculators": ("speculators", "capture-before"), "specforge": ("eagle", "output-of"),
@@ -23,7 +24,9 @@ def columns(tmp_path_factory):
 
 
 def test_every_family_and_kind_is_a_column(columns):
-    assert len(FAMILIES) >= 9 and len(columns) == len(FAMILIES) * len(DRAFTER_KINDS)
+    extra = sum(len(mk.families) for mk in METHOD_KINDS)  # the other methods' kinds, for the families that have them
+    assert len(FAMILIES) >= 9 and len(columns) == len(FAMILIES) * len(DRAFTER_KINDS) + extra
+    assert {c.method for c in columns} == {"eagle3", "dflash", "dspark", "mtp", "ngram"}
     assert {c.family for c in columns} >= {"llama", "qwen3", "qwen3-moe", "deepseek-v3", "kimi-k2", "kimi-k2.5",
                                           "glm4-moe", "gpt-oss", "minimax", "gemma3"}
 
@@ -57,6 +60,18 @@ def test_drafter_kinds_are_their_trainers_layouts(columns, kind):
         shape = drafter.tensors["fc.weight"][1]
         assert shape == (drafter.config.get("hidden_size") or drafter.config["transformer_layer_config"]["hidden_size"],
                          3 * (target.text_config.get("hidden_size") or target.config["hidden_size"]))
+
+
+@pytest.mark.parametrize("kind", [mk.kind for mk in METHOD_KINDS])
+def test_method_kinds_are_recognised_as_their_trainers(columns, kind):
+    from compat.methods import Recognition
+
+    for column in (c for c in columns if c.drafter_kind == kind):
+        if column.drafterless:
+            assert not column.drafter.exists()
+            continue
+        drafter = read_drafter(column.drafter, read_target(column.target))
+        assert isinstance(drafter.recognised, Recognition) and drafter.recognised.family == column.method, column.id
 
 
 def test_weights_are_holes_and_vocab_maps_are_real(columns):

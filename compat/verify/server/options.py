@@ -19,10 +19,10 @@ SERVER_ONLY = (("baseline", "--baseline"), ("prompts", "--prompts"), ("concurren
                ("temperature", "--temperature"), ("api_key", "--api-key"), ("model", "--model"),
                ("request_timeout", "--request-timeout"), ("seed", "--seed"), ("offline", "--offline"),
                ("cache_dir", "--cache-dir"), ("level_timeout", "--level-timeout"), ("save_profile", "--save-profile"),
-               ("page", "--page"), ("compare", "--compare"), ("format", "--format"))
+               ("page", "--page"), ("compare", "--compare"), ("format", "--format"), ("server_log", "--server-log"))
 # The options that make --server a concurrency sweep even with one level.
 SWEEP_ONLY = (("level_timeout", "--level-timeout"), ("save_profile", "--save-profile"), ("page", "--page"),
-              ("compare", "--compare"), ("format", "--format"))
+              ("compare", "--compare"), ("format", "--format"), ("server_log", "--server-log"))
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +58,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     sweep.add_argument("--compare", metavar="PROFILE", help="measure again as PROFILE was measured (its levels, requests "
                        "and tokens) and say what changed per position and per level, and against which release; "
                        "exit 1 on a regression")
+    sweep.add_argument("--server-log", metavar="FILE", help="the server's log as it is written (a file on this machine): "
+                       "its acceptance lines during each level (SGLang's `accept len`, vLLM's `SpecDecoding metrics`), "
+                       "for a server whose counters compat cannot difference (SGLang without --enable-metrics)")
     sweep.add_argument("--format", choices=("text", "json", "md"), default=None,
                        help="how to print the sweep (json: the same as --json; md: a markdown report)")
 

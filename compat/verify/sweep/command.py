@@ -35,7 +35,7 @@ def sweep_run(args: argparse.Namespace, server: ServerRun, profile: Any = None):
         levels = (server.concurrency,)
     if isinstance(per_level, int) and per_level < 1:
         raise UsageError("--num-prompts must be at least 1")
-    return SweepRun(server, tuple(levels), per_level, timeout)
+    return SweepRun(server, tuple(levels), per_level, timeout, getattr(args, "server_log", None))
 
 
 def run_sweep_command(args: argparse.Namespace, server: ServerRun, console: Any) -> int:

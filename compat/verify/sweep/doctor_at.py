@@ -37,6 +37,9 @@ def doctor_verdict(doc: dict, *, cache_dir: str | None = None, offline: bool = F
     except CompatError as err:
         out["why"] = f"doctor could not run: {err.message}"
         return out
+    except Exception as err:  # noqa: BLE001 - the measurement is kept whatever doctor makes of the pair
+        out["why"] = f"doctor failed on this pair ({type(err).__name__}: {err}); run the command to see it"
+        return out
     checks = diagnosis["checks"]
     return {**out, "ran": True, "verdict": diagnosis["verdict"],
             "failing": [c["check"] for c in checks if c["verdict"] == FAIL],

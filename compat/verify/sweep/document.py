@@ -70,9 +70,21 @@ def side_json(side: Side) -> dict:
 def _measured(s: Sweep, level: Level) -> Measured:
     side = s.server
     if side.identity.engine == "vllm":
-        return vllm_acceptance(level.before, level.after, side.facts, SCOPE)
-    return sglang_acceptance(level.before, level.after, side.facts, SCOPE, speculating=side.speculation.speculating,
-                             k=side.speculation.num_speculative_tokens)
+        found = vllm_acceptance(level.before, level.after, side.facts, SCOPE)
+    else:
+        found = sglang_acceptance(level.before, level.after, side.facts, SCOPE, speculating=side.speculation.speculating,
+                                  k=side.speculation.num_speculative_tokens)
+    if s.log is None or (found.sample is not None and found.sample.drafts):
+        return found  # the counters, differenced around the level, say it exactly
+    from compat.verify.sweep.server_log import log_acceptance
+
+    logged = log_acceptance(level.log_lines, side.identity.engine, s.log_sites, side.speculation.num_speculative_tokens)
+    if logged is None:
+        return Measured(found.sample, found.scope, found.notes + [f"--server-log {s.log.path}: no acceptance line was "
+                                                                  "logged during this level"])
+    return Measured(logged, "the server's log lines written during this level",
+                    [f"from --server-log {s.log.path}: a logging interval that straddles two levels counts where it was "
+                     "written"])
 
 
 def _band(reqs: Requests) -> dict:
@@ -89,13 +101,14 @@ def level_json(s: Sweep, level: Level) -> dict:
         "requests": _requests(level.requests, level.asked),
         "tokens_per_s": ours,
         "latency": _band(level.requests),
-        "acceptance": acceptance_json(measured.sample, SCOPE if not flow.other else f"{SCOPE}, and other traffic",
-                                      measured.notes),
+        "acceptance": acceptance_json(measured.sample, f"{measured.scope}, and other traffic" if flow.other
+                                      else measured.scope, measured.notes),
         "other_traffic": flow.other,
         "traffic": flow.detail,
         "cut_short": level.cut_short,
         "baseline": None, "speedup": None, "step_cost": None, "outputs_equal": None,
-        "_sample": measured.sample if measured.sample and measured.sample.drafts is not None else None,
+        "_sample": measured.sample if measured.sample and (measured.sample.drafts is not None or
+                                                           measured.sample.mean_accepted_length) else None,
     }
     if level.baseline is not None:
         theirs = tokens_per_s(level.baseline)["aggregate"]
@@ -137,7 +150,13 @@ def pool(samples: list[AcceptanceSample | None]) -> AcceptanceSample | None:
     """The levels' acceptance as one sample: their counts summed (the counters were differenced per level)."""
     found = [s for s in samples if s is not None and s.drafts]
     if not found:
-        return None
+        means = [s.mean_accepted_length for s in samples if s is not None and s.mean_accepted_length]
+        if not means:
+            return None
+        first = next(s for s in samples if s is not None and s.mean_accepted_length)
+        return AcceptanceSample(source=first.source + " (the levels' means averaged)",
+                                mean_accepted_length=sum(means) / len(means),
+                                num_speculative_tokens=first.num_speculative_tokens)
     drafts = sum(s.drafts or 0 for s in found)
     k = max((len(s.per_position) for s in found), default=0)
     if all(s.draft_tokens is not None and s.accepted_tokens is not None for s in found) and k:

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, field
 
 BREAK_EVEN = 0.02          # |speed-up - 1| within this: neither pays nor costs (a run's noise on a shared host)
+NONE_ACCEPTED = 1.01       # tokens per step at most this: no draft token kept, so a step yields one token and costs
+                           # more than a plain one (drafting + verifying K+1): a speed-up above 1 there is noise
 ACCEPTANCE_LOW = 1.10      # tokens per step under which the drafter adds next to nothing
 ACCEPTANCE_FALLS = 0.10    # L dropping by more than this share from the lowest level to the highest: it falls with load
 COST_GROWS = 0.10          # r growing by more than this share: batch effects
@@ -59,8 +61,11 @@ class Verdict:
                 "costs_at": self.costs_at, "reasons": [r.to_json() for r in self.reasons], "break_even": BREAK_EVEN}
 
 
-def pays(speedup: float) -> bool | None:
-    """True: a gain; False: a loss; None: within the break-even margin."""
+def pays(speedup: float, accepted_per_step: float | None = None) -> bool | None:
+    """True: a gain; False: a loss; None: within the break-even margin. A level that kept no draft token cannot gain,
+    whatever its (noisy) timing says."""
+    if accepted_per_step is not None and accepted_per_step <= NONE_ACCEPTED:
+        return False
     if abs(speedup - 1) <= BREAK_EVEN:
         return None
     return speedup > 1
@@ -70,11 +75,20 @@ def judge(levels: list[Figures], *, acceptance_verdict: str | None, acceptance_w
     measured = [f for f in levels if f.speedup is not None]
     if not measured:
         return _without_baseline(levels, acceptance_verdict, acceptance_why)
-    gains = [f.concurrency for f in measured if pays(f.speedup or 0) is True]
-    losses = [f.concurrency for f in measured if pays(f.speedup or 0) is False]
+    gains = [f.concurrency for f in measured if _pays(f) is True]
+    losses = [f.concurrency for f in measured if _pays(f) is False]
     verdict = _shape(measured, gains, losses)
     verdict.reasons = reasons(measured, verdict, acceptance_verdict, acceptance_why)
+    noisy = [f for f in measured if (f.speedup or 0) > 1 + BREAK_EVEN and _pays(f) is False]
+    if noisy:
+        verdict.reasons.append(Reason("noise", "measured " + ", ".join(_x(f) for f in noisy) + " with no draft token "
+                                      "accepted: a step that yields one token cannot beat a plain step, so that is the "
+                                      "host's noise (more requests per level: --num-prompts)"))
     return verdict
+
+
+def _pays(f: Figures) -> bool | None:
+    return pays(f.speedup or 0, f.accepted_per_step)
 
 
 def _shape(measured: list[Figures], gains: list[int], losses: list[int]) -> Verdict:
@@ -86,15 +100,18 @@ def _shape(measured: list[Figures], gains: list[int], losses: list[int]) -> Verd
                        pays_at=gains)
     if not gains:
         even = "" if losses else " (break-even within ±{:.0%} everywhere)".format(BREAK_EVEN)
+        if all((f.accepted_per_step or 2) <= NONE_ACCEPTED for f in measured):
+            return Verdict(NONE, f"speculation pays at none of the levels tried ({tried}): no draft token was accepted "
+                                 f"at any ({_x(worst)} at worst)", costs_at=losses)
         return Verdict(NONE, f"speculation pays at none of the levels tried ({tried}){even}: "
                              f"{_x(worst)} at worst, {_x(best)} at best", costs_at=losses)
-    order = [pays(f.speedup or 0) for f in measured]
+    order = [_pays(f) for f in measured]
     last_gain = max(i for i, p in enumerate(order) if p is True)
     first_loss = min(i for i, p in enumerate(order) if p is False)
     if last_gain < first_loss and all(p is not True for p in order[first_loss:]):
         low, high = measured[last_gain], measured[first_loss]
         at = crossover(low, high)
-        beyond = [f for f in measured[first_loss:] if pays(f.speedup or 0) is False]
+        beyond = [f for f in measured[first_loss:] if _pays(f) is False]
         cost = 1 - min(f.speedup or 1 for f in beyond)
         return Verdict(UP_TO, f"speculation pays up to concurrency {low.concurrency} ({_x(low)}) and costs "
                               f"{cost:.0%} above it ({', '.join(_x(f) for f in beyond)}); the crossover is near "
@@ -138,7 +155,8 @@ def reasons(measured: list[Figures], verdict: Verdict, acceptance_verdict: str |
                                               f"speculative step takes {first.step_cost:.2f}x a plain step's time and "
                                               f"yields {_l(first)} tokens"))
         last = costed[-1]
-        if len(costed) > 1 and (last.step_cost or 0) > (first.step_cost or 0) * (1 + COST_GROWS):
+        acceptance_said = any(r.kind == "acceptance" for r in out)
+        if not acceptance_said and len(costed) > 1 and (last.step_cost or 0) > (first.step_cost or 0) * (1 + COST_GROWS):
             out.append(Reason("batch-effects", f"batch effects: a speculative step costs {first.step_cost:.2f}x a plain "
                                                f"step at concurrency {first.concurrency} and {last.step_cost:.2f}x at "
                                                f"{last.concurrency} (verifying K+1 tokens per request fills the batch), "
@@ -150,6 +168,12 @@ def reasons(measured: list[Figures], verdict: Verdict, acceptance_verdict: str |
         best = max(costed, key=lambda f: f.speedup or 0)
         out.append(Reason("acceptance", f"each speculative step yields {_l(best)} tokens for {best.step_cost:.2f}x a "
                                         f"plain step's time (concurrency {best.concurrency})"))
+    if not out and verdict.pays in (NONE, UP_TO, MIXED):
+        shown = "; ".join(f"{_x(f)}: {_l(f)} tokens per step for {f.step_cost:.2f}x a plain step" if f.step_cost
+                          else _x(f) for f in measured)
+        out.append(Reason("unexplained", f"neither the tokens per step nor the per-token step cost explain it ({shown}): "
+                                         "the levels' wall times moved more than their per-token times, a stall or "
+                                         "other load on a host; more requests per level (--num-prompts) tell"))
     return out
 
 

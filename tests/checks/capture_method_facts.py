@@ -1,0 +1,43 @@
+"""Write the release facts the offline method-check tests use, from real releases (run when a probe changes):
+
+    python tests/checks/capture_method_facts.py
+
+Each file is what `compat probe --json` reports for one release, only the keys the method checks read (methods,
+the layer-id reader, the target interface, the MTP rewrite, SGLang's block-drafter hooks); the releases are those
+before and after each upstream change the checks judge (vllm#40727 and the V2 reader in 0.24.0, DSpark's anchor key
+in 0.25.0 and 0.27.0, P-EAGLE's removal and suffix's package in 0.34.0; SGLang's DFLASH in 0.5.11, DSPARK in 0.5.16,
+its sample_from_anchor in 0.5.19). tests/checks/test_captured_method_facts.py (network) fails when they drift.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+FACTS_DIR = Path(__file__).resolve().parent / "method_facts"
+KEYS = {"vllm": ("methods", "aux_layer_ids", "eagle3_targets", "drafter_architecture_rename", "speculative_config",
+                 "cli_flags", "version"),
+        "sglang": ("methods", "block_targets", "target_architectures", "cli_flags", "version")}
+RELEASES = [("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm", "0.27.0"), ("vllm", "0.33.0"),
+            ("vllm", "0.34.0"), ("sglang", "0.5.10"), ("sglang", "0.5.11"), ("sglang", "0.5.16"), ("sglang", "0.5.18"),
+            ("sglang", "0.5.23")]
+
+
+def facts(engine: str, version: str) -> dict:
+    from compat.report import build_report
+    from compat.sources.released import fetch_release
+
+    report = build_report(fetch_release(engine, f"=={version}", progress=False))
+    return {"engine": engine, **{key: report[key] for key in KEYS[engine]}}
+
+
+def main() -> int:
+    FACTS_DIR.mkdir(exist_ok=True)
+    for engine, version in RELEASES:
+        (FACTS_DIR / f"{engine}-{version}.json").write_text(json.dumps(facts(engine, version), indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
