@@ -14,6 +14,8 @@ A site:
      "template": "Eagle3 is only supported for {} models. Got {}", "pattern": "regex" | None,
      "words": ["supported", ...], "function": "SpeculativeConfig._verify_args", "location": "file:line",
      "end_line": N}
+A raise or assert also has "guard" (what it checks, probes/_guards.py: the condition, when it raises, the literal
+values of the names compared) when one is read, and "holes" (each hole's expression, for an f-string message).
 `pattern` is the template's first line that has a word of at least MIN_WORD letters (None when none
 has: such a message says too little to be recognised by its text, though a traceback frame still finds
 it by file and line); `words` are its words, which `compat explain` indexes lines by.
@@ -26,6 +28,7 @@ import re
 from collections.abc import Callable
 
 from compat.core.tree import EngineTree, UnparseableFile
+from compat.probes._guards import guard_fact, hole_exprs
 
 HOLE = None  # a part of a template that is not literal text
 NUMBER = "number"  # a hole that holds a number (%d, %.2f, {x:.3f})
@@ -70,6 +73,20 @@ class _Walker(ast.NodeVisitor):
         self.tree, self.relpath, self.out = tree, relpath, out
         self.scope: list[str] = []
         self.functions: list[ast.AST] = []
+        self.ifs: list[tuple[ast.If, bool]] = []  # the `if`s around the node visited, and whether in their body
+        self.module: ast.Module | None = None
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.module = node
+        self.generic_visit(node)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        for branch, statements in ((True, node.body), (False, node.orelse)):
+            self.ifs.append((node, branch))
+            for statement in statements:
+                self.visit(statement)
+            self.ifs.pop()
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.scope.append(node.name)
@@ -79,7 +96,9 @@ class _Walker(ast.NodeVisitor):
     def visit_FunctionDef(self, node) -> None:
         self.scope.append(node.name)
         self.functions.append(node)
+        outer, self.ifs = self.ifs, []
         self.generic_visit(node)
+        self.ifs = outer
         self.functions.pop()
         self.scope.pop()
 
@@ -90,12 +109,21 @@ class _Walker(ast.NodeVisitor):
         if exc is not None:
             name, message = _exception(exc)
             if name is not None:
-                self._add(node, "raise", name, None, self._template(message, node) if message is not None else [])
+                guard = self._guard(*self.ifs[-1]) if self.ifs else None
+                self._add(node, "raise", name, None, self._template(message, node) if message is not None else [],
+                          guard, hole_exprs(message))
         self.generic_visit(node)
 
     def visit_Assert(self, node: ast.Assert) -> None:
-        self._add(node, "assert", "AssertionError", None, self._template(node.msg, node) if node.msg is not None else [])
+        self._add(node, "assert", "AssertionError", None, self._template(node.msg, node) if node.msg is not None else [],
+                  self._guard(node.test, False), hole_exprs(node.msg))
         self.generic_visit(node)
+
+    def _guard(self, test, raises_when: bool) -> dict:
+        if isinstance(test, ast.If):
+            test = test.test
+        return guard_fact(self.tree, self.relpath, test, raises_when, self.functions[-1] if self.functions else None,
+                          self.module)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         """`msg += f"accept len: {x:.2f}, "` where `msg` is logged later (SGLang builds its decode log line so):
@@ -149,13 +177,19 @@ class _Walker(ast.NodeVisitor):
                 return self._template(assigned, site, depth + 1)
         return [HOLE]
 
-    def _add(self, node: ast.AST, kind: str, exception: str | None, level: str | None, parts: list) -> None:
+    def _add(self, node: ast.AST, kind: str, exception: str | None, level: str | None, parts: list,
+             guard: dict | None = None, holes: list[str] | None = None) -> None:
         parts = _merged(parts)
         template = "".join(p if isinstance(p, str) else "{}" for p in parts)
         pattern, words = _pattern(parts)
-        self.out.append({"kind": kind, "exception": exception, "level": level, "template": template,
-                         "pattern": pattern, "words": words, "function": ".".join(self.scope) or None,
-                         "location": self.tree.loc(self.relpath, node), "end_line": getattr(node, "end_lineno", None)})
+        site = {"kind": kind, "exception": exception, "level": level, "template": template,
+                "pattern": pattern, "words": words, "function": ".".join(self.scope) or None,
+                "location": self.tree.loc(self.relpath, node), "end_line": getattr(node, "end_lineno", None)}
+        if guard is not None:
+            site["guard"] = guard
+        if holes is not None and len(holes) == template.count("{}"):  # each hole's expression, when they line up
+            site["holes"] = holes
+        self.out.append(site)
 
 
 def _exception(exc: ast.AST) -> tuple[str | None, ast.AST | None]:

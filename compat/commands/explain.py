@@ -24,12 +24,20 @@ EPILOG = """examples:
   compat explain --log server.log --engine vllm --python /opt/venv/bin/python    the serving venv's vLLM
   vllm serve ... 2>&1 | tail -200 | compat explain - --engine vllm==0.32.0
   compat explain --log server.log --engine vllm==0.32.0 --json                      for CI
-  compat explain --log server.log --engine vllm     no vLLM installed here: tries the releases the log names
+  compat explain server.log --engine vllm            no vLLM installed here: the releases the log names, else every
+                                                    release compat covers; each finding says which releases raise it
+  compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
 
 The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
 --python for the installed one, or --path for a source tree. With --engine vllm and no vLLM installed, the releases
-the text names (a log's `vLLM API server version ...`), else the newest cached ones, are tried, and each is said to
-fit or not: a traceback's frames show the engine's code at each line, which must be that release's.
+the text names (a log's `vLLM API server version ...`) are tried, else every release compat covers (vLLM >= 0.10.0,
+SGLang >= 0.4.4; --offline: the cached ones), and the answer says which releases raise each message; a traceback's
+frames show the engine's code at each line, which must be that release's.
+
+Logs are read in every form they take: each engine's process prefixes (`(EngineCore_DP0 pid=..)`, `[rank0]:`,
+SGLang's `[time TP0]`), log heads, colours, kubectl/journald/docker compose prefixes, several processes interleaved,
+tracebacks cut short. A fragment or a paraphrase of a message is matched by its words: a fragment names its site
+(said to be a fragment); otherwise the nearest sites are listed with how well each matches, never as a match.
 
 """ + exit_codes(c0="something was recognised (an error, a warning, acceptance numbers, or an unrelated failure)",
                  c1="nothing in the text was recognised (the releases searched are listed)",
@@ -38,7 +46,7 @@ fit or not: a traceback's frames show the engine's code at each line, which must
 
 def add_arguments(parser) -> None:
     parser.add_argument("text", nargs="*", metavar="TEXT",
-                        help="the error text (quote it), or - to read standard input")
+                        help="the error text (quote it), a log file, or - to read standard input")
     parser.add_argument("--log", metavar="FILE", help="a log file to read (streamed; - for standard input)")
     add_source_arguments(parser)
     add_json_argument(parser, "print the findings as JSON: {findings: [{kind, site, message, cause, fix}], ...}")

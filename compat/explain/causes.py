@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
+from compat.explain.conditions import check_of, first_passing
 from compat.explain.tracebacks import Traceback
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
@@ -38,6 +39,8 @@ class Release:
     report: dict  # the release's probe report (speculative config fields, ...)
     architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
     source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
+    later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
+    index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 
 def _whitelist_fix(event: Event, release: Release) -> dict | None:
-    found = re.search(r"model_type='?([\w.-]+)", event.text)
+    found = re.search(r"model_type='?([\w.-]+)", _text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
     return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
@@ -387,19 +390,61 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     site = event.site
     if site is None:
-        tb = event.traceback
-        inner = tb.innermost(release.engine) if tb is not None else None
-        where = f" (from {inner[1]}:{inner[0].line} in {inner[0].function})" if inner else ""
-        return ERROR, (f"{event.exception or 'an error'} raised below {release.engine}'s code{where}; compat's catalog "
-                       "has no cause for this message"), doctor_fix(release, "no catalogued fix"), None
+        return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
+    check = check_of(site, _text(event))
+    if check is not None:
+        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
     return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
 
 
+def check_finding(event: Event, release: Release) -> dict | None:
+    """What the engine checked at the site, read from the source, and the first later release whose check lets the
+    user's value pass (bisected over the releases after this one)."""
+    check = check_of(event.site, _text(event))
+    if check is None:
+        return None
+    out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
+           "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
+           "raises_here": check.holds(), "passes_from": None, "passes_how": None}
+    if release.index_of is not None and release.later is not None and check.values and check.holds() is True:
+        version, how = first_passing(check, list(release.later()), release.index_of)
+        out["passes_from"], out["passes_how"] = version, how
+    return out
+
+
+def _through_frames(event: Event, release: Release) -> str:
+    """Where the engine was when an error with no raise site of its own happened (an AttributeError on a missing
+    method, a bare assert, an error raised inside torch): its innermost frame, and the code shown there."""
+    tb = event.traceback
+    inner = tb.innermost(release.engine) if tb is not None else None
+    what = event.exception or "an error"
+    if tb is None or inner is None:
+        return f"{what}; compat's catalog has no cause for this message"
+    frame, relpath = inner
+    code = f" (`{frame.code}`)" if frame.code else ""
+    if tb.frames and tb.frames[-1] is frame:
+        by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
+              "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
+              else "raised there by Python, not by a raise statement of the engine's")
+        how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
+    else:
+        last = tb.frames[-1] if tb.frames else None
+        below = f" ({last.path.rpartition('/')[2]}:{last.line} in {last.function})" if last is not None else ""
+        how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
+    cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
+    return f"{how}{cut}; compat's catalog has no cause for this message"
+
+
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
     kind, cause, fix, cause_id = diagnose(event, release)
+    check = check_finding(event, release) if kind != UNRELATED else None
+    if check is not None and check["passes_from"]:
+        values = ", ".join(repr(v) for v in check["values"].values())
+        cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "
+                  f"({check['passes_how']})")
     site = event.site.location if event.site is not None else None
     if site is None and event.traceback is not None and kind != UNRELATED:
         inner = event.traceback.innermost(release.engine)
@@ -410,4 +455,9 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
     return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
             "exception": event.exception, "function": event.site.function if event.site else None,
             "template": event.site.template if event.site else None, "located_by": event.located_by,
-            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count}
+            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
+            "process": event.process or None, "traceback": event.traceback is not None,
+            "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
+            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
+            "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
+            "also_fits": [n.to_json() for n in event.nearby], "check": check}

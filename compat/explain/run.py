@@ -7,6 +7,7 @@ memory) and read against each candidate: the releases it names, else the newest 
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +18,6 @@ from compat.core.errors import SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
 
-MAX_GUESSES = 4  # releases tried when the text names none
 SPOOL_MEMORY = 4 << 20
 
 
@@ -27,6 +27,7 @@ class Result:
     searched: list[dict] = field(default_factory=list)  # every release tried: version, fits, findings
     guessed: bool = False
     input_name: str = ""
+    named: bool = False  # the releases searched are the ones the text names (else: every release compat covers)
 
     @property
     def recognised(self) -> bool:
@@ -47,6 +48,12 @@ def _lines(args) -> tuple[Iterator[Line], str]:
         return from_stream(handle, args.log), args.log
     if args.log == "-" or args.text in ([], ["-"]):
         return from_stream(sys.stdin.buffer, "standard input"), "standard input"
+    if len(args.text) == 1 and "\n" not in args.text[0] and os.path.isfile(os.path.expanduser(args.text[0])):
+        path = os.path.expanduser(args.text[0])  # `compat explain server.log`: a file is read as the log it is
+        try:
+            return from_stream(open(path, "rb"), path), path
+        except OSError as err:
+            raise UsageError(f"cannot read {path}: {err.strerror}") from None
     return from_text(" ".join(args.text)), "the text given"
 
 
@@ -66,20 +73,27 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
     if spec is None or args.path:
         if args.path:
             tree = open_source(args, python=args.python, progress=progress)
-            found = explain(lines, tree, _source_args(args))
+            found = explain(lines, tree, _source_args(args), *_later(args, tree))
             return Result(found, [_searched(found)], input_name=name)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
-        found = explain(lines, tree, _source_args(args))
+        found = explain(lines, tree, _source_args(args), *_later(args, tree))
         return Result(found, [_searched(found)], input_name=name)
     try:
         tree = open_source(args, python=None, progress=progress)
     except SourceError:
         return _guess(args, lines, name, spec.engine, progress)
-    found = explain(lines, tree, _source_args(args))
+    found = explain(lines, tree, _source_args(args), *_later(args, tree))
     return Result(found, [_searched(found)], input_name=name)
+
+
+def _later(args, tree) -> tuple:
+    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them."""
+    from compat.explain.every_release import later_releases
+
+    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline)
 
 
 def _searched(found: Explanation) -> dict:
@@ -88,9 +102,11 @@ def _searched(found: Explanation) -> dict:
 
 
 def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) -> Result:
-    """No release named and none installed: try the releases the text suggests and say which fit."""
+    """No release named and none installed: the releases the text names, else every release compat covers, each
+    read against the text; explained against the one that fits best, each finding with the releases that raise it."""
+    from compat.explain.analysis import _VERSION
+    from compat.explain.every_release import best, raised_in, read_release, versions_to_search
     from compat.sources import open_tree
-    from compat.sources.cache import cache_root, cached_versions
 
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, mode="w+", encoding="utf-8") as spool:
         for line in lines:
@@ -102,33 +118,33 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
                 yield Line(number, text.rstrip("\n"))
 
         named: list[str] = []
-        from compat.explain.analysis import _VERSION
-
         for line in replay():
             for match in _VERSION[engine].finditer(line.text):
                 if match.group(1) not in named:
                     named.append(match.group(1))
-        candidates = named or list(reversed(cached_versions(cache_root(args.cache_dir), engine)))[:MAX_GUESSES]
+        candidates = named or versions_to_search(engine, args.cache_dir, args.offline)
         if not candidates:
             raise SourceError(f"no {engine} is installed here, the text names no {engine} release, and none is cached",
                               hint=f"name the release: --engine {engine}==VERSION")
-        tried: list[Explanation] = []
+        readings: list = []
         searched: list[dict] = []
         for version in candidates:
             try:
                 tree = open_tree(f"{engine}=={version}", cache_dir=args.cache_dir, offline=args.offline, progress=progress)
+                reading = read_release(tree, replay)
             except SourceError as err:
                 searched.append({"version": version, "fits": None, "error": err.message})
                 continue
-            found = explain(replay(), tree, ("--engine", f"{engine}=={version}"))
-            tried.append(found)
-            searched.append(_searched(found))
-    if not tried:
-        raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
-                          hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
-    # the best fit: every traceback frame's code is this release's, then the most recognised
-    best = max(tried, key=lambda e: (e.fits is True, e.fits is not False, len(e.findings)))
-    return Result(best, searched, guessed=True, input_name=name)
+            readings.append(reading)
+            searched.append({"version": reading.version, "fits": reading.fits, "findings": reading.errors})
+        if not readings:
+            raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
+                              hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
+        chosen = best(readings)
+        found = explain(replay(), chosen.tree, ("--engine", f"{engine}=={chosen.version}"), *_later(args, chosen.tree))
+    for finding in found.findings:
+        finding["raised_in"] = raised_in(finding.get("template"), readings)
+    return Result(found, searched, guessed=True, input_name=name, named=bool(named))
 
 
 # -- what people read --------------------------------------------------------------------------------------------
@@ -140,29 +156,70 @@ def render(result: Result, console) -> None:
     where = found.source.get("location") or ""
     console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({found.lines} lines) against "
                   f"{found.engine} {found.version or '?'} ({escape(str(where))})")
-    if result.guessed:
-        console.print(f"the release was not named: tried {len(result.searched)} "
+    if result.guessed and result.named:
+        console.print(f"the release was not named: tried the ones the text names: "
                       + "; ".join(_fit_text(s) for s in result.searched))
+    elif result.guessed:
+        had = [s["version"] for s in result.searched if not s.get("error")]
+        missing = [s["version"] for s in result.searched if s.get("error")]
+        fitting = [s["version"] for s in result.searched if s.get("fits")]
+        console.print(f"the release was not named: searched every {found.engine} release compat covers that could be "
+                      f"had ({len(had)}: {had[-1]} - {had[0]})" + (f"; {len(missing)} could not be had" if missing else "")
+                      + (f"; the traceback's frames fit {', '.join(fitting)}" if fitting else "")
+                      + f"; explained against {found.version}")
     if not found.findings:
         searched = ", ".join(f"{found.engine} {s['version']}" for s in result.searched)
         console.print(f"\n[yellow]not recognised[/]: nothing in the text matches a raise site, logger call or traceback "
                       f"frame of the speculative-decoding code of {searched}, nor a failure compat knows to be unrelated.")
+        _render_nearest(found.nearest, console)
         return
     for number, f in enumerate(found.findings, 1):
         console.print()
         style = {"error": "red", "warning": "yellow", "unrelated": "cyan", "acceptance": "magenta"}.get(f["kind"], "")
         count = f" (x{f['count']})" if f.get("count", 1) > 1 else ""
-        console.print(f"[bold]{number}. [{style}]{f['kind']}[/][/]{count}  line {f['line']}: {escape(_cut(f['message'].replace(chr(10), ' | ')))}")
+        role = {"failure": " (what the engine stopped on)", "after the failure": " (after the failure)"}.get(f.get("role") or "", "")
+        process = f" in {escape(f['process'])}" if f.get("process") else ""
+        console.print(f"[bold]{number}. [{style}]{f['kind']}[/]{role}[/]{count}  line {f['line']}{process}: "
+                      f"{escape(_cut(f['message'].replace(chr(10), ' | ')))}")
         if f["site"]:
             function = f" in {f['function']}" if f.get("function") else ""
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
             console.print(f"   [cyan]site[/]   {escape(f['site'])}{escape(function)} (located by the {f['located_by']}{also})")
+        if f.get("raised_in"):
+            sites = "; ".join(f"{site} in {_ranges(vs, result)}" for site, vs in f["raised_in"]["sites"].items())
+            console.print(f"   [cyan]raised by[/] {found.engine} {escape(f['raised_in']['ranges'])}"
+                          + (f" ({escape(sites)})" if len(f["raised_in"]["sites"]) > 1 else ""))
+        if f.get("match"):
+            console.print(f"   [cyan]match[/]  {escape(f['match']['says'])}: {escape(_cut(f['match']['template'], 160))}")
+        for near in f.get("also_fits") or ():
+            console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
+                          f"{escape(_cut(near['template'], 160))}")
         console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
+        if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
+            console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")
         if f["kind"] == "acceptance":
             trend = ", ".join(f"{_first(i)}" for i in f["over_time"][:12])
             console.print(f"   [cyan]over time[/]  {escape(trend)}{' ...' if len(f['over_time']) > 12 else ''}")
         if f["fix"]:
             console.print(f"   [cyan]fix[/]    {escape(f['fix']['text'])}")
+
+
+def _render_nearest(nearest: list[dict], console) -> None:
+    """Lines that are no template's whole message: the nearest sites, each with how well it matches (not a match)."""
+    from rich.markup import escape
+
+    for entry in nearest[:5]:
+        console.print(f"\nline {entry['line']} is no message of this release as a whole; nearest (not a match):")
+        for near in entry["sites"]:
+            console.print(f"   {escape(near['site'])}  {escape(near['says'])}: {escape(_cut(near['template'], 160))}")
+
+
+def _ranges(versions: list[str], result: Result) -> str:
+    from compat.explain.every_release import ranges
+    from packaging.version import Version
+
+    searched = sorted((s["version"] for s in result.searched if not s.get("error")), key=Version)
+    return ranges(versions, searched)
 
 
 def _first(interval: dict) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
@@ -31,6 +31,8 @@ class Site:
     location: str  # file:line in the release
     end_line: int | None
     words: tuple[str, ...] = ()  # the pattern's words: all must be in a line before its regex runs
+    guard: dict | None = field(default=None, compare=False)  # what the raise checks (probes/_guards.py)
+    holes: tuple[str, ...] | None = field(default=None, compare=False)  # each hole's expression, in order
 
     @property
     def file(self) -> str:
@@ -74,8 +76,9 @@ class Site:
 class SiteIndex:
     def __init__(self, sites: list[dict]) -> None:
         fields = Site.__dataclass_fields__
-        self.sites = [Site(**{k: s.get(k) for k in fields if k != "words"},  # type: ignore[arg-type]
-                           words=tuple(s.get("words") or ())) for s in sites]
+        self.sites = [Site(**{k: s.get(k) for k in fields if k not in ("words", "holes")},  # type: ignore[arg-type]
+                           words=tuple(s.get("words") or ()),
+                           holes=tuple(s["holes"]) if s.get("holes") is not None else None) for s in sites]
         words_of = [s.get("words") or [] for s in sites]
         frequency = Counter(w for words in words_of for w in set(words))
         self._by_word: dict[str, list[Site]] = defaultdict(list)

@@ -1,0 +1,247 @@
+"""What the engine checked at a raise, in words, and whether the user's input passes that check in other releases.
+
+The error_sites probe records each raise's guard (probes/_guards.py): the condition, when it raises, and the literal
+values of the names it compares (`eagle3_target_supported = ['llama', ...]` at its file and line). The message the
+user has gives the values of its holes (`Got ...model_type='kimi_k2'`), each hole an expression of the code
+(`self.target_model_config.hf_text_config.model_type`). With both, the condition is evaluated here, by a small
+reader of the comparisons a guard is made of (never `eval`): names and attributes whose values are known, literals,
+`in`/`not in`/`==`/`!=`/`is None`/order comparisons, `and`/`or`/`not`, `any(... for x in LIST)`, `len()`.
+What it cannot know is unknown; in an `and`, a part that is unknown is taken as it was when the engine raised.
+
+Across releases (`first_passing`), the same check is found in each later release by the function that makes it and
+the hole expression the user's value came from; the first release whose check lets the value pass, or that no
+longer has the check, is found by bisection, the way doctor finds the release a fact arrives in.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from compat.explain.sites import Site, SiteIndex
+
+_UNKNOWN = object()
+MAX_SHOWN = 12  # items of a compared list printed
+
+
+@dataclass(frozen=True)
+class Check:
+    """A site's guard with the user's values."""
+
+    site: Site
+    test: str
+    raises_when: bool
+    names: dict  # name -> {"value", "at"}
+    values: dict  # hole expression -> the user's value (from the message)
+
+    def holds(self, names: dict | None = None) -> bool | None:
+        """Does the engine raise for these values (True), let them pass (False), or cannot it be told (None)?"""
+        known = {name: entry["value"] for name, entry in (names if names is not None else self.names).items()}
+        known.update(self.values)
+        try:
+            result = _Evaluator(known).value(ast.parse(self.test, mode="eval").body)
+        except (SyntaxError, RecursionError, ValueError):
+            return None
+        if result is _UNKNOWN:
+            return None
+        return bool(result) == self.raises_when
+
+    def describe(self) -> str:
+        when = "when" if self.raises_when else "unless"
+        line = (self.site.guard or {}).get("line", self.site.line)
+        out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{line})"
+        for name, entry in self.names.items():
+            out += f"; {name} = {_shown(entry['value'])} ({entry['at']})"
+        for expr, value in self.values.items():
+            out += f"; here {expr} = {value!r} (from the message)"
+        return out
+
+
+def check_of(site: Site | None, message: str) -> Check | None:
+    """The site's guard, with the values the message gives its holes."""
+    if site is None or not site.guard:
+        return None
+    return Check(site, site.guard["test"], bool(site.guard["raises_when"]), dict(site.guard.get("names") or {}),
+                 values_in(site, message))
+
+
+def values_in(site: Site, message: str) -> dict:
+    """hole expression -> the value the message shows there (a `{x=}` hole shows `x=<repr>`)."""
+    if not site.holes or site.capturing is None:
+        return {}
+    found = site.capturing.search(message)
+    if found is None or len(found.groups()) != len(site.holes):
+        return {}
+    values = {}
+    for expr, text in zip(site.holes, found.groups()):
+        if expr in (site.guard or {}).get("names", {}):
+            continue  # the code's own value (the list), not the user's
+        values[expr] = _literal(text.strip().rstrip(".,;"))
+    return values
+
+
+_LEADING = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|\[[^\]]*\]|\([^)]*\)|\S+""")
+
+
+def _literal(text: str):
+    """The Python value a hole shows (`'kimi_k2'`, `3`, `['a']`), read with `ast.literal_eval`; the message may go
+    on after it (pydantic adds ` [type=value_error, ...]`): then its first literal; else the text itself."""
+    for candidate in (text, (_LEADING.match(text) or [text])[0]):
+        try:
+            return ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+            continue
+    return text
+
+
+def _shown(value) -> str:
+    if isinstance(value, list) and len(value) > MAX_SHOWN:
+        return repr(value[:MAX_SHOWN])[:-1] + f", ... ({len(value)} in all)]"
+    return repr(value)
+
+
+class _Evaluator:
+    def __init__(self, known: dict) -> None:
+        self.known = known
+
+    def value(self, node: ast.AST, scope: dict | None = None):
+        scope = scope or {}
+        text = ast.unparse(node)
+        if text in scope:
+            return scope[text]
+        if text in self.known:
+            return self.known[text]
+        method = getattr(self, "_" + type(node).__name__, None)
+        return method(node, scope) if method is not None else _UNKNOWN
+
+    def _Constant(self, node, scope):
+        return node.value
+
+    def _List(self, node, scope):
+        items = [self.value(e, scope) for e in node.elts]
+        return _UNKNOWN if any(i is _UNKNOWN for i in items) else items
+
+    _Tuple = _Set = _List
+
+    def _UnaryOp(self, node, scope):
+        operand = self.value(node.operand, scope)
+        if isinstance(node.op, ast.Not):
+            return _UNKNOWN if operand is _UNKNOWN else not operand
+        return _UNKNOWN
+
+    def _BoolOp(self, node, scope):
+        values = [self.value(v, scope) for v in node.values]
+        if isinstance(node.op, ast.And):
+            if any(v is not _UNKNOWN and not v for v in values):
+                return False
+            return True  # an unknown part of an `and` is as it was when the engine raised (it did)
+        if any(v is not _UNKNOWN and v for v in values):
+            return True
+        return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
+
+    def _Compare(self, node, scope):
+        left = self.value(node.left, scope)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.value(right_node, scope)
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            try:
+                ok = _COMPARE[type(op)](left, right)
+            except (TypeError, KeyError):
+                return _UNKNOWN
+            if not ok:
+                return False
+            left = right
+        return True
+
+    def _Call(self, node, scope):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name in ("any", "all") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
+            gen = node.args[0]
+            loop = gen.generators[0]
+            target = loop.target
+            if len(gen.generators) != 1 or not isinstance(target, ast.Name):
+                return _UNKNOWN
+            items = self.value(loop.iter, scope)
+            if items is _UNKNOWN or not isinstance(items, (list, str)):
+                return _UNKNOWN
+            results = []
+            for item in items:
+                inner = {**scope, target.id: item}
+                if not all(self.value(cond, inner) for cond in loop.ifs):
+                    continue
+                results.append(self.value(gen.elt, inner))
+            if any(r is _UNKNOWN for r in results):
+                return _UNKNOWN
+            return any(results) if name == "any" else all(results)
+        if name == "len" and len(node.args) == 1:
+            items = self.value(node.args[0], scope)
+            return _UNKNOWN if items is _UNKNOWN else len(items)
+        return _UNKNOWN
+
+    def _Name(self, node, scope):
+        return scope.get(node.id, _UNKNOWN)
+
+
+_COMPARE: dict[type, Callable] = {
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b, ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+
+# -- across releases --------------------------------------------------------------------------------------------
+def same_check(check: Check, index: SiteIndex) -> Site | None:
+    """The site of another release that makes this check: raised by the same function, of the same exception, its
+    guard comparing the expression the user's value came from (the message may have changed)."""
+    function = check.site.function
+    wanted = set(check.values)
+    for site in index.sites:
+        if site.function != function or site.exception != check.site.exception or not site.guard:
+            continue
+        if not wanted or any(expr in site.guard["test"] for expr in wanted):
+            return site
+    return None
+
+
+def passes_in(check: Check, index: SiteIndex) -> bool | None:
+    """Does the user's value pass this check in the release of `index` (True: passes, or the check is gone)?"""
+    site = same_check(check, index)
+    if site is None or not site.guard:
+        return True
+    guard = site.guard
+    later = Check(site, guard["test"], bool(guard["raises_when"]), dict(guard.get("names") or {}), check.values)
+    holds = later.holds()
+    return None if holds is None else not holds
+
+
+def first_passing(check: Check, later: list[str], index_of: Callable[[str], SiteIndex | None]) -> tuple[str | None, str]:
+    """(the first of the `later` releases (ascending) where the value passes, how it passes), by bisection; (None,
+    why) when none does or it cannot be told."""
+    if not check.values or check.holds() is not True:
+        return None, "the message does not give the value the check compares" if not check.values else \
+            "the check cannot be evaluated from the code alone"
+
+    def passes(version: str) -> bool:
+        index = index_of(version)
+        return bool(index is not None and passes_in(check, index))
+
+    if not later or not passes(later[-1]):
+        return None, f"no release up to {later[-1]} lets it pass" if later else "no later release"
+    low, high = 0, len(later) - 1
+    while low < high:
+        mid = (low + high) // 2
+        if passes(later[mid]):
+            high = mid
+        else:
+            low = mid + 1
+    index = index_of(later[low])
+    site = same_check(check, index) if index is not None else None
+    how = "no longer makes this check" if site is None else f"its check at {site.location} lets it pass"
+    return later[low], how
+
+
+def plain(test: str) -> str:
+    """A guard as a reader takes it in: `self.` dropped."""
+    return re.sub(r"\bself\.", "", test)

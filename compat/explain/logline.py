@@ -1,0 +1,94 @@
+"""One line of a log as the engine meant it: every prefix a process, a logger or a tool put before it removed and
+kept as context (which process wrote it, at what level, from which file and line).
+
+    read(Line) -> LogLine
+
+The prefixes are the ones compat/explain/prefixes.py reads from the engines' logging set-up and the tools around
+them (kubectl, journald, docker compose); they are removed as long as one is found at the start, in any order and
+nesting (`[pod/x/vllm] 2026-12-05T09:11:52Z (EngineCore_DP0 pid=7) [rank0]: ...`). A line's `process` is what its
+prefixes say about the process that wrote it, so that interleaved lines of several processes can be read apart.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compat.explain.prefixes import PREFIXES, Prefix
+from compat.explain.text import Line
+
+MAX_PREFIXES = 8  # prefixes removed from one line at most (a hostile line of a thousand `[rank0]: ` is text)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    number: int
+    text: str  # the line without its prefixes
+    raw: str  # the line as given (colours already removed)
+    process: str = ""  # who wrote it, as its prefixes say ("EngineCore_DP0 pid=42", "rank0", "TP3 EP3"), or ""
+    level: str | None = None  # the logger's level when the line has a log head
+    place: tuple[str, int] | None = None  # vLLM's `[file.py:123]`: the logger call (its base name or short path)
+    record: str = ""  # the log head as written (level, time, place): a record's further lines repeat it (vLLM 0.32+)
+
+
+def _combined(prefixes: tuple[Prefix, ...]) -> tuple[re.Pattern | None, tuple[Prefix, ...]]:
+    """One pattern trying each prefix in turn (`p0`, `p1`, ... its groups renamed `p0_who`, ...): one match a step."""
+    if not prefixes:
+        return None, ()
+    parts = []
+    for i, prefix in enumerate(prefixes):
+        body = re.sub(r"\(\?P<(\w+)>", rf"(?P<p{i}_\1>", prefix.pattern.pattern)
+        parts.append(f"(?P<p{i}>{body})")
+    return re.compile("|".join(parts)), prefixes
+
+
+def _by_first_character() -> dict[str, tuple[re.Pattern | None, tuple[Prefix, ...]]]:
+    """The prefixes that can start with each kind of character, as one pattern: a line is tried only against those."""
+    starts = {"kubectl": "[", "timestamp": "digit", "journald": "digit upper", "compose": "digit upper lower",
+              "vllm-process": "(", "torch-rank": "[", "vllm-head": "upper", "sglang-head": "[", "python-logging": "upper"}
+    return {key: _combined(tuple(p for p in PREFIXES if key in starts[p.name].split()))
+            for key in ("[", "(", "digit", "upper", "lower")}
+
+
+_TABLE = _by_first_character()
+_NONE: tuple[re.Pattern | None, tuple[Prefix, ...]] = (None, ())
+
+
+def _candidates(ch: str) -> tuple[re.Pattern | None, tuple[Prefix, ...]]:
+    if not ch or ch.isspace():
+        return _NONE
+    if ch in "[(":
+        return _TABLE[ch]
+    if ch.isdigit():
+        return _TABLE["digit"]
+    if ch.isupper():
+        return _TABLE["upper"]
+    if ch.isalpha():
+        return _TABLE["lower"]
+    return _NONE
+
+
+def read(line: Line) -> LogLine:
+    text = line.text
+    pos, who, level, place, record = 0, [], None, None, ""
+    for _ in range(MAX_PREFIXES):
+        pattern, prefixes = _candidates(text[pos:pos + 1])
+        found = pattern.match(text, pos) if pattern is not None else None
+        if found is None:
+            break
+        key = found.lastgroup or "p0"
+        prefix = prefixes[int(key[1:])]
+        if prefix.who:
+            name = found.group(key + "_who").strip()
+            if name:
+                who.append(name)
+        if prefix.head:
+            record = found.group(0)
+            if prefix.name != "sglang-head":
+                level = found.group(key + "_level")
+            if prefix.name == "vllm-head":
+                place = (found.group(key + "_file"), int(found.group(key + "_line")))
+        pos = found.end()
+    if not pos:
+        return LogLine(line.number, text, text)
+    return LogLine(line.number, text[pos:], text, " ".join(who), level, place, record)

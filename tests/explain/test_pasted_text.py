@@ -1,0 +1,124 @@
+"""What people paste instead of the whole message: a fragment, the message without its values, their own words, a
+file's path; and no release named at all. The texts are made from the releases' own templates (the error_sites
+probe's), transformed as people paste them; never written here as an engine's output."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from release_text import render, site_of
+
+from compat.explain import explain, sites_of
+from compat.explain.nearest import literal_words
+from compat.explain.text import from_text
+
+REPO = Path(__file__).resolve().parents[2]
+WHITELIST = "Eagle3 is only supported for"
+
+
+def compat(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compat", *args], capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def _explain(tree, text: str):
+    return explain(from_text(text), tree)
+
+
+def test_a_fragment_names_its_site_and_says_it_is_a_fragment(vllm_016):
+    found = _explain(vllm_016, "Model does not support EAGLE3 interface")
+    (finding,) = found.findings
+    _, index = sites_of(vllm_016)
+    site = site_of(index, "Model does not support EAGLE3 interface", "raise")
+    assert finding["site"] == site.location and finding["located_by"] == "message fragment"
+    assert finding["match"]["how"] == "fragment" and finding["cause_id"] == "no-eagle3-interface"
+
+
+def test_the_message_without_its_values(vllm_016):
+    """The whitelist's message with its list of model types and the type left out."""
+    _, index = sites_of(vllm_016)
+    site = site_of(index, WHITELIST, "raise")
+    without = site.template.replace("{}", "").split(". Got")[0]
+    (finding,) = _explain(vllm_016, without).findings
+    assert finding["site"] == site.location and finding["cause_id"] == "target-not-whitelisted"
+    whole = _explain(vllm_016, "ValueError: " + render(site, "['llama', 'qwen']", "'kimi_k2'")).findings[0]
+    assert whole["site"] == site.location and whole["located_by"] == "message" and whole["match"] is None
+
+
+def test_a_fragment_of_a_longer_message_is_said_to_fit_it_too(vllm_032):
+    """vLLM 0.32.0 raises "Model does not support EAGLE3 interface" (model runner V2) and the same words followed by
+    more (runner V1): the text is the first whole and a fragment of the second, and both are said."""
+    (finding,) = _explain(vllm_032, "Model does not support EAGLE3 interface").findings
+    assert finding["located_by"] == "message"
+    assert [n["how"] for n in finding["also_fits"]] == ["fragment"]
+    assert "aux_hidden_state_outputs" in finding["also_fits"][0]["template"]
+
+
+def test_fragments_of_every_specific_message_name_their_site(vllm_032):
+    """A run of five words from the middle of each message of the release's speculative-decoding files that has
+    at least eight literal words: the site that raises it is found (or it is among the nearest, when another
+    message holds the same run)."""
+    _, index = sites_of(vllm_032)
+    rng = random.Random(31)
+    sites = [s for s in index.sites if s.kind == "raise" and len(literal_words(s.template)) >= 8 and "{}" not in
+             s.template.split(" ")[0]]
+    assert len(sites) > 100
+    missed = []
+    for site in rng.sample(sites, 60):
+        piece = next(p for p in sorted(site.template.split("{}"), key=len, reverse=True))
+        words = piece.split()
+        start = rng.randint(0, max(0, len(words) - 5))
+        fragment = " ".join(words[start:start + 5])
+        if len(literal_words(fragment)) < 3:
+            continue
+        found = _explain(vllm_032, fragment)
+        named = {f["site"] for f in found.findings} | {a for f in found.findings for a in f["also_at"]}
+        near = {n["site"] for entry in found.nearest for n in entry["sites"]}
+        near |= {a for entry in found.nearest for n in entry["sites"] for a in n["also_at"]}
+        if site.location not in named | near:
+            missed.append((fragment, site.location))
+    assert not missed, missed
+
+
+def test_other_words_get_the_nearest_sites_with_scores_not_a_match(vllm_032):
+    """The runner V1 message in the user's own words, and the model types' message on a release without it."""
+    found = _explain(vllm_032, "the model doesn't support the eagle3 interface, it was asked for aux hidden states")
+    sites = [n for entry in found.nearest for n in entry["sites"]] + [f.get("match") or {} for f in found.findings]
+    assert any("EAGLE3 interface" in (n.get("template") or "") for n in sites)
+    for entry in found.nearest:
+        assert all(0 < n["score"] <= 1 and n["says"] for n in entry["sites"])
+    nothing = _explain(vllm_032, "the weather was fine and the coffee was hot")
+    assert nothing.findings == [] and nothing.nearest == []
+
+
+def test_a_file_path_given_as_the_text_is_read_as_a_log(tmp_path, vllm_016):
+    _, index = sites_of(vllm_016)
+    site = site_of(index, WHITELIST, "raise")
+    log = tmp_path / "server.log"
+    log.write_text("INFO starting\nValueError: " + render(site, "['llama']", "'gpt2'") + "\n")
+    proc = compat("explain", str(log), "--engine", "vllm==0.16.0", "--offline", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["input"] == str(log) and doc["lines_read"] == 2
+    assert doc["findings"][0]["site"] == site.location
+
+
+def test_no_release_named_searches_every_release_and_says_which_raise_it(vllm_016, vllm_032):
+    """`--engine vllm` with no vLLM here and no version in the text: every release compat covers that the cache has
+    (--offline; 0.16.0 and 0.32.0 at least) is searched; the whitelist message is raised by 0.16.0, not 0.32.0
+    (removed in 0.22.0), and the answer says so."""
+    _, index = sites_of(vllm_016)
+    fragment = site_of(index, WHITELIST, "raise").template.split(" {}")[0]
+    proc = compat("explain", fragment, "--engine", "vllm", "--offline", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    searched = {s["version"] for s in doc["releases_searched"]}
+    assert {"0.16.0", "0.32.0"} <= searched and doc["release_guessed"]
+    (finding,) = [f for f in doc["findings"] if f["kind"] == "error"]
+    raised = finding["raised_in"]
+    assert "0.16.0" in raised["versions"] and "0.32.0" not in raised["versions"] and doc["version"] in raised["versions"]
+    human = compat("explain", fragment, "--engine", "vllm", "--offline")
+    assert "searched every vllm release" in human.stdout and "raised by vllm" in human.stdout
