@@ -39,7 +39,8 @@ def test_exit_codes_mean_something(tmp_path):
 
 
 def test_source_error_in_json_mode_is_json_too(tmp_path):
-    code, out, _ = run("probe", "--path", str(tmp_path / "nope"), "--json")
+    (tmp_path / "not-a-tree").mkdir()  # a folder holding no engine: the source cannot be obtained (3)
+    code, out, _ = run("probe", "--path", str(tmp_path / "not-a-tree"), "--json")
     assert code == 3
     assert json.loads(out)["exit_code"] == 3
 
