@@ -72,7 +72,10 @@ def find_installed(python: Interpreter | str | None = None) -> list[InstalledEng
 def open_path(directory: str | Path, engine: str | None = None) -> EngineTree:
     directory = Path(directory).expanduser()
     if not directory.is_dir():
-        raise SourceError(f"--path {directory}: no such directory")
+        from compat.core.errors import UsageError  # a path that names nothing: exit 2, as the exit-code table says
+
+        raise UsageError(f"--path {directory}: no such directory",
+                         hint="point --path at a source tree: the folder that holds vllm/ or sglang/")
     try:
         name, root = find_package_root(directory, (engine,) if engine else engines.names())
     except ValueError as err:

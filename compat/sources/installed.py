@@ -122,7 +122,7 @@ def installed_tree(engine: str, python: Interpreter | str | None = None) -> Engi
     if not engines:
         raise SourceError(
             f"{engine} is not installed in {Interpreter.of(python).path}",
-            hint=f"probe a release instead: compat probe --engine {engine}==<version> (or {engine}==latest), "
-            "or point --python at the serving venv's interpreter",
+            hint=f"point --python at the python of the venv that serves {engine}, or name a release "
+            f"(--engine {engine}==VERSION) or a source tree (--path DIR)",
         )
     return engines[0].tree()
