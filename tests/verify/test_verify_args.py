@@ -63,9 +63,9 @@ def test_an_interpreter_without_vllm_is_exit_3_with_json(pair):
     assert "--python" in err
 
 
-def test_a_missing_interpreter_is_exit_3(pair, tmp_path):
+def test_a_missing_interpreter_is_exit_2(pair, tmp_path):
     code, _, err = run(*pair, "--engine", "vllm", "--python", str(tmp_path / "nope" / "python"))
-    assert code == 3 and "no such interpreter" in err
+    assert code == 2 and "no such interpreter" in err  # a path that names nothing (the exit-code table)
 
 
 def test_help_teaches_the_two_modes():
