@@ -368,7 +368,9 @@ def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTre
             console.print(Text(f"verify: not run: {why}", style="yellow"))
         return {"ran": False, "why": why}
     with ProgressLine(enabled=not args.json) as progress:
-        document = run_verify(diagnosis["target"]["path"], diagnosis["drafter"]["path"], python=python,
+        drafter = (diagnosis.get("drafter") or {}).get("path")
+        family = (diagnosis.get("method") or {}).get("family")  # the method diagnosed (launch line, --method, drafter)
+        document = run_verify(diagnosis["target"]["path"], drafter, python=python, method=family,
                               num_speculative_tokens=args.num_speculative_tokens, min_acceptance=args.min_acceptance,
                               progress=progress)
     if not args.json:

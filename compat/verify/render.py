@@ -59,7 +59,8 @@ def render(d: dict[str, Any], console: Console) -> None:
                   f"{'' if t['tokenizer'] else ', no tokenizer'}")
     method = d.get("method") or {}
     if method:
-        console.print(f"  method   {method['title']} (\"method\": \"{method['name']}\"; chosen by {method['chosen_by']})")
+        how = {"asked": "as asked", "the drafter": "read from the drafter", "default": "the default"}.get(method["chosen_by"], "")
+        console.print(f"  method   {method['title']} (\"method\": \"{method['name']}\"; {how})")
     if dr:
         console.print(f"  drafter  {escape(dr['path'])}  {dr['architecture']}")
     kind = "token-id" if p["kind"] == "token-ids" else p["kind"]

@@ -57,7 +57,8 @@ def run_verify(target: str | Path, drafter: str | Path | None, *, python: Interp
     engine = installed_vllm(python)
     target_dir = read_model_dir(target, "target")
     drafter_dir = read_model_dir(drafter, "drafter") if drafter is not None else None
-    family = method or (methods.recognised_family(drafter_dir) if drafter_dir else None) or methods.DEFAULT_METHOD
+    recognised = methods.recognised_family(drafter_dir) if drafter_dir and not method else None
+    family = method or recognised or methods.DEFAULT_METHOD
     run_of = methods.resolve(family, engine.version)
     methods.check_inputs(run_of, target_dir, drafter_dir)
     methods.check_venv(run_of, engine.python)
@@ -80,8 +81,7 @@ def run_verify(target: str | Path, drafter: str | Path | None, *, python: Interp
         "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
         "method": {"family": run_of.family, "title": run_of.title, "name": run_of.name,
-                   "chosen_by": "--method" if method else ("the drafter" if drafter_dir and family != methods.DEFAULT_METHOD
-                                                           else "default")},
+                   "chosen_by": "asked" if method else ("the drafter" if recognised else "default")},
         "target": target_dir.to_json(), "drafter": drafter_dir.to_json() if drafter_dir else None,
         "prompts": {**plan.to_json(), "max_tokens": max_tokens, "sampling": "greedy (temperature 0), ignore_eos"},
         "speculative_config": spec,

@@ -52,7 +52,7 @@ def _cycle_prompts(target, length: int = 3, repeats: int = 3) -> list[list[int]]
 def test_draft_model_sharing_the_vocabulary_is_accepted_at_every_position(verify, llama, draft):
     code, d = verify(str(llama.path), str(draft), "--method", "draft_model")
     assert code == 0 and d["passed"] and d["outputs_equal"] is True
-    assert d["method"] == {"family": "draft_model", "title": d["method"]["title"], "name": "draft_model", "chosen_by": "--method"}
+    assert d["method"] == {"family": "draft_model", "title": d["method"]["title"], "name": "draft_model", "chosen_by": "asked"}
     assert d["speculative_config"] == {"method": "draft_model", "model": str(draft), "num_speculative_tokens": 3}
     acceptance = d["acceptance"]
     assert acceptance["num_drafts"] > 0 and len(acceptance["per_position"]) == 3
