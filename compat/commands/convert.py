@@ -88,7 +88,7 @@ def add_arguments(parser) -> None:
     from compat.commands._source import add_source_arguments
 
     add_source_arguments(ckpt, title="the release that will load DST (default: every known release)",
-                         engine_help="vllm or sglang: the installed one (with --python, the serving venv's); "
+                         engine_help="{engines}: the installed one (with --python, the serving venv's); "
                          "vllm==0.20.0, 'sglang>=0.5.8,<0.6', vllm==latest: that release of the package index")
     ckpt.add_argument("--engine-version", metavar="X", help="deprecated: the same as --engine <the --to layout's "
                       "engine>==X, validated the same way")
@@ -146,10 +146,10 @@ def _options(ns: argparse.Namespace):
 def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     """(version, where it was read) of the release the source options name; (None, None): every known release."""
     from compat.commands._source import release_version
-    from compat.convert.plan import ENGINES
+    from compat.checkpoints import engine_of
     from compat.core.errors import RefusedError, UsageError
 
-    layout_engine = ENGINES.get(ns.to)
+    layout_engine = engine_of(ns.to)
     if ns.engine_version is not None:
         ns = _from_engine_version(ns, layout_engine)
     elif ns.python and not ns.engine:
