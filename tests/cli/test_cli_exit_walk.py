@@ -61,3 +61,16 @@ def test_every_command_gives_the_documented_exit_code(work, words, code):
     assert "Traceback" not in run.err and "Traceback" not in run.out
     if code != 2 or words[0] != "env":  # env prints its report, and says the failed interpreter in it
         assert run.err.count("error:") == 1, run.err  # said once
+
+
+def test_swapped_models_are_named(work):
+    root, _, tree = work
+    doctor = compat("doctor", "S/kimi-k25-eagle3-ft", "S/Kimi-K2.5", "--path", str(tree), cwd=root)
+    assert doctor.code == 2 and "TARGET and DRAFTER look swapped: S/kimi-k25-eagle3-ft is a drafter" in doctor.err
+    assert "fix: the target first: compat doctor S/Kimi-K2.5 S/kimi-k25-eagle3-ft" in doctor.err
+    convert = compat("convert", "ckpt", "S/Kimi-K2.5", "out", "--to", "vllm", "--target", "S/kimi-k25-eagle3-ft",
+                     cwd=root)
+    assert convert.code == 2 and "SRC and --target look swapped" in convert.err
+    assert "compat convert ckpt S/kimi-k25-eagle3-ft out --to vllm --target S/Kimi-K2.5" in convert.err
+    alone = compat("convert", "ckpt", "S/Kimi-K2.5", "out", "--to", "vllm", cwd=root)
+    assert alone.code == 2 and "is a target model" in alone.err and not (root / "out").exists()

@@ -119,6 +119,7 @@ def test_quiet_and_very_quiet(deep, env):
 
 
 def test_verbose_says_where_and_how_long(env, tmp_path):
-    run = compat("probe", "--path", tmp_path / "missing", "-v", env=env)
+    (tmp_path / "not-a-tree").mkdir()
+    run = compat("probe", "--path", tmp_path / "not-a-tree", "-v", env=env)
     assert run.code == 3 and "(raised at " in run.err and "SourceError" in run.err
     assert "compat probe: exit 3 in " in run.err

@@ -28,7 +28,7 @@ def pair(tmp_path):
     ([], "name the engine"),
     (["--engine", "sglang"], "verify runs vLLM only"),
     (["--engine", "vllm==0.11.0"], "not a release from the index"),
-    (["--engine", "vllm", "--prompt", "hi", "--prompt-ids"], "either --prompt texts or --prompt-ids"),
+    (["--engine", "vllm", "--prompt", "hi", "--prompt-ids"], "one of --prompt texts, --prompt-ids or --prompts"),
     (["--engine", "vllm", "--min-acceptance", "1.5"], "a rate between 0 and 1"),
     (["--engine", "vllm", "--num-speculative-tokens", "0"], "--num-speculative-tokens must be at least 1"),
     (["--engine", "vllm", "--max-tokens", "0"], "--max-tokens must be at least 1"),
