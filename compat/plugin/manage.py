@@ -7,10 +7,11 @@ import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
+from compat import engines
 from compat.core.errors import RefusedError, UsageError
 from compat.core.interpreter import Interpreter, InterpreterError, InterpreterFailed
 from compat.plugin import dist
-from compat.core.tree import ENGINES, EngineTree
+from compat.core.tree import EngineTree
 
 
 def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[str], skip: list[str],
@@ -156,7 +157,7 @@ def installed_plugins(python: Interpreter | str | None = None) -> list[dict[str,
     [{"engine", "site_packages", "engine_version", "patches", "modules" (with hash states), ...}]."""
     site = dist.site_packages(python)
     out = []
-    for engine in ENGINES:
+    for engine in engines.names():
         data = dist.read_data(site, engine)
         if data is None:
             continue
@@ -170,11 +171,11 @@ def installed_plugins(python: Interpreter | str | None = None) -> list[dict[str,
 def plugin_command(engine: str, ids: list[str], model_types: list[str] | tuple[str, ...] = (), *,
                    python: Interpreter | str | None = None, path: str | Path | None = None) -> str:
     """The `compat plugin install` line for a fix (what doctor prints beside `compat patch`)."""
-    parts = ["compat", "plugin", "install", "--engine", engine]
-    if path:
-        parts += ["--path", str(path)]
-    if python:
-        parts += ["--python", str(python)]
+    from compat.release_ref import INSTALLED, TREE, ReleaseRef
+
+    where = ReleaseRef(engine, None, TREE if path else INSTALLED, str(python) if python else None,
+                       str(path) if path else None)
+    parts = ["compat", "plugin", "install", *where.args("plugin")]
     for pid in ids:
         parts += ["--select", pid]
     for mt in model_types:

@@ -144,7 +144,9 @@ def explain_command(log: Path, python: str) -> str:
     """The `compat explain` line that reads an engine run's log against the engine that wrote it."""
     import shlex
 
-    return shlex.join(["compat", "explain", "--log", str(log), "--engine", "vllm", "--python", python])
+    from compat.release_ref import ReleaseRef
+
+    return shlex.join(["compat", "explain", "--log", str(log), *ReleaseRef.installed("vllm", python).args("explain")])
 
 
 def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:
