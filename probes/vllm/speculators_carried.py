@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from compat.core.tree import EngineTree
 from compat.probes import probe
-from compat.probes.vllm.speculators_format import _eagle3_updater, _registered_types
+from compat.probes.vllm.speculators_format import eagle3_updater, registered_types
 
 
 @probe("vllm", "speculators_carried", "speculators-format keys carried into the drafter's config (per type)", order=65)
 def speculators_carried(tree: EngineTree) -> dict:
     out: dict = {}
-    for kind, entry in sorted(_registered_types(tree).items()):
-        updater = _eagle3_updater(tree, entry) or {}
+    for kind, entry in sorted(registered_types(tree).items()):
+        updater = eagle3_updater(tree, entry) or {}
         for copy in updater.get("copies") or []:
             out.setdefault(f"{kind}.{copy['from']}", {"to": copy["key"], "default": copy["default"], "when": copy["when"],
                                                       "location": copy["location"]})
