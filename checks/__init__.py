@@ -41,6 +41,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     Verdict,
 )
 from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
+from compat.checks._launch_args import served_model  # noqa: F401
 from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")

@@ -148,6 +148,14 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     return out
 
 
+def served_model(line: LaunchLine, fact: dict[str, Any]) -> str | None:
+    """The model this release serves from the line's words: the first positional as its parser takes it (`vllm serve
+    --trust-remote-code MODEL`: a flag first; `--port 8000 MODEL`: a value first), or `--model`'s value where the parser
+    moves it in front; None when the parser takes no positional (the module form: `--model`, read by the line)."""
+    read = read_words(line, fact)
+    return read.positionals[0][1] if read.positionals else None
+
+
 def _serve_rules(out: ReadLine, rules: list[dict[str, Any]]) -> None:
     """What FlexibleArgumentParser.parse_args does to a `vllm serve` line before argparse (the probe's serve_rules):
     refuse `--model`; or move `--model M` in front as the positional; refuse a line that starts with an option and

@@ -58,6 +58,12 @@ class LaunchLine:
         return "-m" in self.entry
 
     @property
+    def model_unread(self) -> bool:
+        """`vllm serve` whose model is not its first word (`vllm serve --trust-remote-code MODEL`): which later word is
+        the model depends on which options take a value in the release (compat.checks.served_model reads it there)."""
+        return self.target is None and self.entry[-1:] == ("serve",) and any(not _is_option(w) for w in self.args)
+
+    @property
     def method(self) -> str | None:
         """The method the line asks for (vLLM "method" key, SGLang --speculative-algorithm); None: not given."""
         value = self.spec.get("method" if self.engine == "vllm" else "--speculative-algorithm")

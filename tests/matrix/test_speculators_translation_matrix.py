@@ -59,12 +59,13 @@ def carries(version: str, key: str) -> bool:
     return f'config_dict.get("{key}"' in text or f'config_dict["{key}"]' in text
 
 
-def context(report: dict, config: dict, finder) -> Ctx:
+def context(report: dict, config: dict, finder, tensors: dict | None = None) -> Ctx:
     target = Target(Path("/models/target"), Path("/models/target/config.json"), {}, "llama", "llama",
                     ["LlamaForCausalLM"], "LlamaForCausalLM", 32, VOCAB, HIDDEN, None)
-    tensors = {"fc.weight": ("F32", (HIDDEN, 3 * HIDDEN)), "layers.0.self_attn.q_proj.weight": ("F32", (HIDDEN, 2 * HIDDEN))}
+    tensors = tensors or {"fc.weight": ("F32", (HIDDEN, 3 * HIDDEN)),
+                          "layers.0.self_attn.q_proj.weight": ("F32", (HIDDEN, 2 * HIDDEN))}
     drafter = recognise(Drafter(Path("/models/drafter"), config, tensors), target)
-    return Ctx(report, target, drafter, Options(), releases=lambda fact, key: finder(fact, key, report["version"]))
+    return Ctx(report, target, drafter, Options(), releases=finder.bound(report["version"]))
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +92,48 @@ def test_a_dropped_key_is_named_with_the_release_that_carries_it(vllm_report, vl
         assert carries(FIRST[key], key) and not carries(listed[listed.index(FIRST[key]) - 1], key)
     assert result.location.startswith(ALGOS + ":") and "update_eagle3" in result.detail
     assert result.release is not None and result.release.first == max((FIRST[k] for k in dropped), key=Version)
+
+
+# The weights each switch builds in speculators' Eagle3DraftModel (0.9.0 src/speculators/models/eagle3/core.py:122
+# input_norm over the concatenated aux states; :131 one fc_norm per aux state), and what a release needs to load them:
+# the translation carrying the switch, and (fc_norm) the drafter class building the module.
+SWITCHED_WEIGHTS = {"norm_before_fc": {"input_norm.weight": (3 * HIDDEN,)},
+                    "fc_norm": {f"fc_norm.{i}.weight": (HIDDEN,) for i in range(3)}}
+LLAMA_EAGLE3 = "vllm/model_executor/models/llama_eagle3.py"
+
+
+def head(extra: dict) -> dict:
+    names = ("input_layernorm", "hidden_norm", "post_attention_layernorm")
+    shapes = {"fc.weight": (HIDDEN, 3 * HIDDEN), "norm.weight": (HIDDEN,), "lm_head.weight": (256, HIDDEN),
+              **{f"layers.0.{n}.weight": (HIDDEN,) for n in names},
+              **{f"layers.0.self_attn.{p}_proj.weight": (HIDDEN, 2 * HIDDEN) for p in "qkv"},
+              "layers.0.self_attn.o_proj.weight": (HIDDEN, HIDDEN), "layers.0.mlp.gate_proj.weight": (128, HIDDEN),
+              "layers.0.mlp.up_proj.weight": (128, HIDDEN), "layers.0.mlp.down_proj.weight": (HIDDEN, 128), **extra}
+    return {name: ("F32", shape) for name, shape in shapes.items()} | {"d2t": ("I64", (256,)), "t2d": ("BOOL", (VOCAB,))}
+
+
+def loads(version: str, switch: str) -> bool:
+    """The release loads the switch's weights (read from its text, apart from the probes): it carries the switch, and
+    its drafter class builds the module."""
+    tree = fetch_release("vllm", f"=={version}", progress=False)
+    built = switch != "fc_norm" or "self.fc_norm = nn.ModuleList" in tree.read_bytes(LLAMA_EAGLE3).decode()
+    return carries(version, switch) and built
+
+
+@pytest.mark.parametrize("switch", sorted(SWITCHED_WEIGHTS))
+def test_a_weight_the_loader_leaves_out_is_named_with_the_release_that_loads_it(vllm_report, vllm_version, switch,
+                                                                               finder):
+    if not Version("0.18.0") <= Version(vllm_version) <= Version("0.34.0"):
+        pytest.skip("the loaders of vLLM 0.18 to 0.34")
+    weights = SWITCHED_WEIGHTS[switch]
+    ctx = context(vllm_report, speculators_config(**{switch: True}), finder, head(weights))
+    result = get_check("drafter-tensors")(ctx)
+    assert (result.verdict == "fail") is not loads(vllm_version, switch), result.detail
+    if result.verdict == "pass":
+        return
+    listed = sorted(finder._versions or [], key=Version)
+    first = next(v for v in listed if Version(v) > Version(vllm_version) and loads(v, switch))
+    assert first == FIRST[switch]  # what speculators' switch needs arrives once, and stays
+    for name in weights:
+        assert f"{name} (" in result.detail and result.evidence["loaded_from"][name] == first, result.detail
+    assert result.release is not None and result.release.first == first
