@@ -155,3 +155,27 @@ def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
     piped = compat(*args[1:], "--out", tmp_path / "pipe")
     assert piped.code == 0 and piped.err == ""
     assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
+
+
+def test_an_ask_cell_says_what_each_answer_gives(document, site):
+    """An "ask" cell (the convention of ModelOpt's ids, the layers of a drafter that records none) carries the verdict
+    each answer gives, and each is what doctor says when given that answer; the page and the markdown show them."""
+    columns = {c["id"]: c for c in document["columns"]}
+    asked = [r for r in document["rows"] if r["verdict"] in (DEPENDS, DEPENDS_LAYERS)]
+    assert asked and all(r.get("answers") for r in asked)
+    checked = 0
+    for row in asked:
+        flags = ("--layer-ids-convention",) if row["verdict"] == DEPENDS else ("--layer-ids",)
+        assert all(flag.startswith(flags) for flag in row["answers"]) and set(row["answers"].values()) <= VERDICTS
+        if row["engine"] != "vllm" or row["version"] != "0.34.0" or not row["column"].startswith("llama/"):
+            continue
+        column = columns[row["column"]]
+        for flag, verdict in row["answers"].items():
+            run = compat("doctor", column["target"], column["drafter"], "--engine", "vllm==0.34.0", *flag.split(), "--json")
+            assert run.code in (0, 1), run.err
+            assert run.json()["verdict"] == verdict, (row["column"], flag)
+            checked += 1
+    assert checked >= 3  # modelopt's two conventions and no-ids' default layers
+    page = (site / "matrix.html").read_text()
+    assert page.count('<small class="ans">') == len(asked)
+    assert 'capture-before: ' in page and 'default ids: ' in page
