@@ -125,8 +125,9 @@ def test_usage_errors_name_the_flag(pair):
     assert run.code == 2 and "not a version specifier" in run.err
 
 
-def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
-    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe: not a byte of it."""
+def test_a_progress_bar_on_a_terminal_and_plain_lines_into_a_pipe(tmp_path):
+    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe (issue 33): plain progress lines,
+    one per line, no carriage return and no terminal escapes."""
     import os
     import pty
     import select
@@ -153,7 +154,9 @@ def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
     assert b"matrix: vllm releases" in seen
     assert (tmp_path / "tty" / "matrix.html").stat().st_mode & 0o044  # readable by others, as a page is
     piped = compat(*args[1:], "--out", tmp_path / "pipe")
-    assert piped.code == 0 and piped.err == ""
+    assert piped.code == 0 and piped.err
+    assert "\r" not in piped.err and "\x1b" not in piped.err
+    assert all(line.startswith("matrix: vllm ") for line in piped.err.splitlines())
     assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
 
 
