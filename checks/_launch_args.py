@@ -40,7 +40,7 @@ class Given:
 class Refusal:
     """A raise of the release's parser before argparse (FlexibleArgumentParser.parse_args on `vllm serve`)."""
 
-    rule: str  # the probe's serve_rules name: model-option-refused | positional-model-first
+    rule: str  # the probe's serve_rules name (model-option-refused | positional-model-first), or spec-shortcut-twice
     message: str
     location: str | None
 
@@ -102,6 +102,7 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     words = line.args
     if line.entry[-1:] == ("serve",):
         _serve_rules(out, parser.get("serve_rules") or [])
+    _given_twice(out, table)
     i = 0
     while i < len(words):
         word = words[i]
@@ -178,6 +179,15 @@ def _serve_rules(out: ReadLine, rules: list[dict[str, Any]]) -> None:
             out.refusals.append(Refusal(first["rule"], f"ValueError: {first['message']}", first["location"]))
 
 
+def _given_twice(out: ReadLine, table: dict[str, dict[str, Any]]) -> None:
+    """vLLM 0.22+: a key given by --spec-method/--spec-model/--spec-tokens and in --speculative-config is refused
+    when the release builds its config (EngineArgs.create_speculative_config), in its words."""
+    for flag, key in out.line.given_twice:
+        if flag in table:
+            out.refusals.append(Refusal("spec-shortcut-twice", f"ValueError: {flag} and --speculative-config['{key}'] "
+                                        "are mutually exclusive", table[flag].get("location")))
+
+
 def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     if name in table:
         return table[name], None
@@ -230,6 +240,8 @@ def _value_of(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: i
 
 def _bad_value(argument: dict[str, Any], label: str, value: str) -> str | None:
     kind = argument.get("value")
+    if argument.get("empty_is_none") and value in ("", "None"):  # optional_type: no value
+        return None
     if kind == "int":
         try:
             int(value)

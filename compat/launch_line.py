@@ -30,9 +30,19 @@ VLLM_SPEC_CONFIG = ("--speculative-config", "--speculative_config", "-sc")
 VLLM_FLAT = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
              "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
              "--speculative-model-quantization": "quantization", "--speculative-max-model-len": "max_model_len"}
+# vLLM 0.22+: --spec-method/--spec-model/--spec-tokens, merged into the config after parsing
+# (EngineArgs.create_speculative_config, which refuses a key given both ways).
+VLLM_SPEC_SHORTCUTS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+# the long options whose unique prefixes argparse takes for them (allow_abbrev): an abbreviation that is ambiguous
+# in a release is refused there (checks/_launch_args.py reads it against the release's own list)
+VLLM_ABBREVIATED = ("--speculative-config", *VLLM_SPEC_SHORTCUTS)
 VLLM_TARGET = ("--model",)
 SGLANG_TARGET = ("--model-path", "--model")
 SGLANG_DRAFTER = ("--speculative-draft-model-path", "--speculative-draft-model")
+# what doctor reads of an SGLang line, whose unique prefixes argparse takes for them (allow_abbrev)
+ALIAS_OF = {"--speculative-draft-model": "--speculative-draft-model-path", "--model": "--model-path"}  # SGLang's aliases
+SGLANG_ABBREVIATED = (*SGLANG_TARGET, *SGLANG_DRAFTER, "--speculative-algorithm", "--speculative-num-steps",
+                      "--speculative-eagle-topk", "--speculative-num-draft-tokens")
 HINT = ('e.g. --launch "vllm serve ./target --speculative-config \'{\\"method\\": \\"eagle3\\", '
         '\\"model\\": \\"./drafter\\", \\"num_speculative_tokens\\": 3}\'"')
 
@@ -52,6 +62,9 @@ class LaunchLine:
     # SGLang: {flag: value} of the --speculative-* options as typed
     spec: dict[str, Any] = field(default_factory=dict)
     spec_option: str | None = None  # the option that carried the JSON, as typed (vLLM)
+    # vLLM: (shortcut, key) given both as --spec-method/--spec-model/--spec-tokens and in the config (a release that
+    # has the shortcuts refuses the pair when it builds the config)
+    given_twice: tuple[tuple[str, str], ...] = ()
 
     @property
     def module_form(self) -> bool:
@@ -137,6 +150,8 @@ def spec_json(option: str, value: str | None) -> dict[str, Any]:
     """The --speculative-config value as an object, or a UsageError naming the option and the fault."""
     if value is None:
         raise UsageError(f"--launch: {option} has no value", hint=HINT)
+    if value in ("", "None"):  # no speculative config: taken from 0.11 (optional_type), refused before (the checks say)
+        return {}
     try:
         parsed = json.loads(value)
     except json.JSONDecodeError as exc:
@@ -151,31 +166,74 @@ def spec_json(option: str, value: str | None) -> dict[str, Any]:
     return parsed
 
 
+def vllm_name(typed: str) -> str:
+    """An option's name as vLLM's parser reads it: FlexibleArgumentParser turns underscores before any `.` into dashes,
+    and argparse takes a unique prefix of a long option (of the speculative ones, here)."""
+    head, dot, rest = typed.partition(".")
+    if head.startswith("--"):
+        head = _unique_prefix("--" + head[2:].replace("_", "-"), VLLM_ABBREVIATED)
+    return head + dot + rest
+
+
+def _unique_prefix(typed: str, names: tuple[str, ...]) -> str:
+    """The one of `names` that `typed` abbreviates (argparse's allow_abbrev), else `typed`. Whether it is unique among
+    all of a release's options is the release's to say: checks/_launch_args.py refuses an ambiguous one there."""
+    if typed in names or not typed.startswith("--") or len(typed) < 4:
+        return typed
+    hits = {ALIAS_OF.get(n, n) for n in names if n.startswith(typed)}
+    return hits.pop() if len(hits) == 1 else typed
+
+
 def _vllm(line: LaunchLine) -> LaunchLine:
-    spec: dict[str, Any] = {}
-    target = None
+    """As every release from 0.10 reads it: the last --speculative-config wins (argparse), dotted keys are merged into
+    one object that FlexibleArgumentParser appends last (so it replaces any JSON), shortcuts and flat flags add their
+    key; `vllm serve` takes the first --model (moved in front as the positional), the module form the last."""
+    whole: dict[str, Any] | None = None
+    dotted: dict[str, Any] = {}
+    added: dict[str, Any] = {}
+    shortcuts: dict[str, str] = {}
+    models: list[str | None] = []
     spec_option = None
-    for name, value, i in options(line.args):
-        if name in VLLM_SPEC_CONFIG:
-            spec.update(spec_json(name, value))
-            spec_option = name
-        elif name.split(".", 1)[0] in VLLM_SPEC_CONFIG and "." in name:
-            spec[name.split(".", 1)[1]] = _json_or_text(value)  # --speculative-config.method eagle3
-        elif name.replace("_", "-") in VLLM_FLAT:
-            spec.setdefault(VLLM_FLAT[name.replace("_", "-")], _json_or_text(value))
+    for typed, value, _ in options(line.args):
+        name = vllm_name(typed)
+        head, dot, key = name.partition(".")
+        if head in VLLM_SPEC_CONFIG and dot:
+            _nest(dotted, key.split("."), _json_or_text(value))  # --speculative-config.method eagle3
+        elif head in VLLM_SPEC_CONFIG:
+            whole, spec_option = spec_json(typed, value), typed
+        elif name in VLLM_SPEC_SHORTCUTS:
+            added[VLLM_SPEC_SHORTCUTS[name]] = _json_or_text(value)
+            shortcuts[VLLM_SPEC_SHORTCUTS[name]] = name
+        elif name in VLLM_FLAT:
+            added[VLLM_FLAT[name]] = _json_or_text(value)
         elif name in VLLM_TARGET:
-            target = value
-    if target is None and line.entry[-1] == "serve" and line.args and not _is_option(line.args[0]):
+            models.append(value)
+    spec = dict(dotted) if dotted else dict(whole or {})
+    twice = tuple((flag, key) for key, flag in shortcuts.items() if key in spec)
+    for key, value in added.items():
+        spec.setdefault(key, value)
+    serve = line.entry[-1] == "serve"
+    target = (models[0] if serve else models[-1]) if models else None
+    if target is None and serve and line.args and not _is_option(line.args[0]):
         target = line.args[0]
     drafter = spec.get("model")
     return LaunchLine(line.text, "vllm", line.env, line.entry, line.args, target,
-                      drafter if isinstance(drafter, str) else None, spec, spec_option)
+                      drafter if isinstance(drafter, str) else None, spec, spec_option, twice)
+
+
+def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
+    for key in keys[:-1]:  # a later --x.a.b replaces a plain value at a (FlexibleArgumentParser's recursive update)
+        if not isinstance(into.get(key), dict):
+            into[key] = {}
+        into = into[key]
+    into[keys[-1]] = value
 
 
 def _sglang(line: LaunchLine) -> LaunchLine:
     spec: dict[str, Any] = {}
     target = drafter = None
-    for name, value, _ in options(line.args):
+    for typed, value, _ in options(line.args):
+        name = _unique_prefix(typed, SGLANG_ABBREVIATED)
         if name in SGLANG_TARGET:
             target = value
         elif name in SGLANG_DRAFTER:
@@ -232,7 +290,7 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
         else:
             spec[edit.key] = edit.value
     kept: list[str | None] = [None if i in dropped else w for i, w in enumerate(args)]
-    one_json = len(spec_words) == 1 and line.args[spec_words[0]].partition("=")[0] in VLLM_SPEC_CONFIG
+    one_json = len(spec_words) == 1 and vllm_name(line.args[spec_words[0]].partition("=")[0]) in VLLM_SPEC_CONFIG
     if line.engine == "vllm" and (spec != line.spec or not one_json or any(i in dropped for i in spec_words)):
         first = min(spec_words) if spec_words else len(kept)
         for i in spec_words:
@@ -250,9 +308,9 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
 
 def _spec_words(line: LaunchLine) -> list[int]:
     out = []
-    for name, _, i in options(line.args):
-        base = name.split(".", 1)[0]
-        if base in VLLM_SPEC_CONFIG or name.replace("_", "-") in VLLM_FLAT:
+    for typed, _, i in options(line.args):
+        name = vllm_name(typed)
+        if name.split(".", 1)[0] in VLLM_SPEC_CONFIG or name in VLLM_FLAT or name in VLLM_SPEC_SHORTCUTS:
             out.append(i)
     return out
 

@@ -45,6 +45,7 @@ class Argument:
     default: object = None  # the field's default, when a literal (what the setting is when the line omits it)
     item: str | None = None  # a list's items: int | float | str (None: not checked)
     choices_from: str | None = None  # choices computed at run time (a registry, the platform): the expression
+    empty_is_none: bool = False  # its type is optional_type(...): "" and "None" are taken as no value
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False) or k in ("name", "value")}
@@ -160,7 +161,7 @@ def _explicit(keywords: Mapping[str, ast.AST], arg: Argument) -> None:
     elif action_text and "BooleanOptionalAction" in action_text:
         arg.value, arg.negatable = "bool", True
     if "type" in keywords:
-        arg.value = _parse_name(unparse(keywords["type"]) or "")
+        _set_type(arg, unparse(keywords["type"]) or "")
     if action_text and action_text not in KNOWN_ACTIONS and "BooleanOptionalAction" not in action_text:
         arg.value = "unknown"  # the release's own Action class parses the value
     if "choices" in keywords:
@@ -177,6 +178,10 @@ def _set_choices(arg: Argument, node: ast.AST) -> None:
         arg.choices, arg.choices_from = list(value), None
     else:
         arg.choices, arg.choices_from = None, unparse(node)
+
+
+def _set_type(arg: Argument, text: str) -> None:
+    arg.value, arg.empty_is_none = _parse_name(text), text.startswith("optional_type(")
 
 
 def _parse_name(text: str) -> str:
@@ -226,7 +231,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
             if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
                     and unparse(target.value) == unparse(splat)):
                 if target.slice.value == "type":
-                    arg.value = _parse_name(unparse(node.value) or "")
+                    _set_type(arg, unparse(node.value) or "")
                 elif target.slice.value == "choices":
                     _set_choices(arg, node.value)
 
@@ -293,7 +298,7 @@ def _frontend_overrides(chain: list[ast.ClassDef]) -> dict[str, list[tuple[str, 
 
 def _override(arg: Argument, key: str, value: ast.AST | None) -> None:
     if key == "type" and value is not None:
-        arg.value = _parse_name(unparse(value) or "")
+        _set_type(arg, unparse(value) or "")
         arg.item = None
     elif key == "nargs":
         arg.nargs = None if value is None else str(literal(value))

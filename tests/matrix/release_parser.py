@@ -274,6 +274,16 @@ def outcome(engine: str, entry: str, parse, words: list[str]) -> dict:
         # `vllm serve` puts model_tag into args.model (ServeSubcommand.cmd); the api_server module reads args.model only
         target = (getattr(args, "model_tag", None) if entry == "serve" else None) or getattr(args, "model", None)
         spec = getattr(args, "speculative_config", None)
+        # 0.22+: EngineArgs.create_speculative_config folds the shortcuts in, refusing a key given both ways (modelled:
+        # that method also builds SpeculativeConfig, which needs a loaded target)
+        for flag, key in (("--spec-method", "method"), ("--spec-model", "model"), ("--spec-tokens", "num_speculative_tokens")):
+            value = getattr(args, flag[2:].replace("-", "_"), None)
+            if value is None:
+                continue
+            spec = dict(spec or {})
+            if key in spec:
+                return {"ok": False, "error": f"ValueError: {flag} and --speculative-config['{key}'] are mutually exclusive"}
+            spec[key] = value
     else:
         target = getattr(args, "model_path", None)
         spec = {k: v for k, v in vars(args).items() if k.startswith("speculative_") and v is not None}

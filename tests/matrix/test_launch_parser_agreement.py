@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from compat.checks._launch_args import read_words, settings
+from compat.checks._launch_args import read_words, served_model, settings
+from compat.core.errors import UsageError
 from compat.launch_line import read_line
 from compat.sources.released import fetch_release
 
@@ -34,6 +35,8 @@ pytestmark = [pytest.mark.matrix, pytest.mark.network]
 BUILDER = Path(__file__).with_name("release_parser.py")
 SPEC = {"method": "eagle3", "model": "/models/drafter", "num_speculative_tokens": 3}
 SPEC_JSON = json.dumps(SPEC, separators=(",", ":"))
+# given before SPEC_JSON on a line: a key SPEC lacks tells whether the release merges or keeps the last
+SPEC_JSON_MORE = json.dumps({**SPEC, "model": "/models/other", "draft_tensor_parallel_size": 1}, separators=(",", ":"))
 # Options whose parsing acts (reads a file, prints and exits): not typed.
 ACTING = {"--config", "--help", "-h", "--version", "-v"}
 ARGPARSE_SAYS = ("invalid int value", "invalid float value", "invalid choice", "expected one argument",
@@ -70,6 +73,33 @@ def vllm_cases(fact: dict) -> dict[str, list[tuple[str, list[str]]]]:
         ("an unknown option before the model", ["--no-such-option", "/models/target", *tail]),
         ("a missing value", ["/models/target", *tail, "--max-model-len"]),
         ("no model", tail),
+        # the model after options: which word is the model depends on which options take a value
+        ("a flag, then the model", ["--trust-remote-code", "/models/target", *tail]),
+        ("an option and its value, then the model", ["--max-model-len", "4096", "/models/target", *tail]),
+        ("the speculative config, then the model", [*tail, "/models/target"]),
+        ("--model=", ["--model=/models/target", *tail]),
+        ("--model and the same positional", ["/models/target", "--model", "/models/target", *tail]),
+        ("--model and another positional", ["/models/target", "--model", "/models/other", *tail]),
+        ("--model twice", ["--model", "/models/other", "--model", "/models/target", *tail]),
+        # repeated options: argparse keeps the last, the release's own rewriting may merge
+        ("the speculative config twice", ["/models/target", "--speculative-config", SPEC_JSON_MORE, *tail]),
+        ("JSON, then a dotted key", ["/models/target", *tail, "--speculative-config.num_speculative_tokens", "5"]),
+        ("a dotted key, then JSON", ["/models/target", "--speculative-config.num_speculative_tokens", "5", *tail]),
+        ("JSON with spaces", ["/models/target", "--speculative-config", json.dumps(SPEC)]),
+        # what argparse does with words it was not declared with
+        ("an abbreviation", ["/models/target", "--speculative-conf", SPEC_JSON]),
+        ("an abbreviation with =", ["/models/target", f"--speculative-conf={SPEC_JSON}"]),
+        ("an ambiguous abbreviation", ["/models/target", "--max", "3", *tail]),
+        ("a value holding =", ["/models/target", "--served-model-name=a=b", *tail]),
+        ("a negative number", ["/models/target", "--seed", "-1", *tail]),
+        ("an empty value", ["/models/target", "--speculative-config", ""]),
+        ("the short alias", ["/models/target", "-sc", SPEC_JSON]),
+        # 0.22+: --spec-method/--spec-model/--spec-tokens, folded into the config (a key given both ways is refused)
+        ("the shortcuts", ["/models/target", "--spec-method", "eagle3", "--spec-model", "/models/drafter", "--spec-tokens", "3"]),
+        ("a shortcut and the config", ["/models/target", "--spec-tokens", "4", "--speculative-config",
+                                        json.dumps({"method": "eagle3", "model": "/models/drafter"})]),
+        ("a key given both ways", ["/models/target", "--spec-model", "/models/other", *tail]),
+        ("a shortcut abbreviated", ["/models/target", "--spec-mod", "/models/drafter", "--spec-method=eagle3"]),
     ]
     serve += _per_argument(fact, ["/models/target"], tail)
     module = [("the module form", ["--model", "/models/target", *tail]),
@@ -86,6 +116,17 @@ def sglang_cases(fact: dict) -> dict[str, list[tuple[str, list[str]]]]:
         ("a positional", ["/models/target", *head, *SGLANG_TAIL]),
         ("an unknown option", [*head, "--no-such-option", "3", *SGLANG_TAIL]),
         ("a missing value", [*head, *SGLANG_TAIL, "--speculative-num-steps"]),
+        ("options before the model", [*SGLANG_TAIL, *head]),
+        ("--model-path=", ["--model-path=/models/target", *SGLANG_TAIL]),
+        ("the model path twice", ["--model-path", "/models/other", *head, *SGLANG_TAIL]),
+        ("the drafter twice", [*head, *SGLANG_TAIL, "--speculative-draft-model-path", "/models/other"]),
+        ("the algorithm twice", [*head, "--speculative-algorithm", "NEXTN", *SGLANG_TAIL]),
+        ("=values", [*head, "--speculative-algorithm=EAGLE3", "--speculative-draft-model-path=/models/drafter",
+                     "--speculative-num-steps=3"]),
+        ("an abbreviation", [*head, "--speculative-algo", "EAGLE3", "--speculative-draft-model-path", "/models/drafter"]),
+        ("a drafter abbreviation", [*head, "--speculative-algorithm", "EAGLE3", "--speculative-draft", "/models/drafter"]),
+        ("a model abbreviation", ["--model-p", "/models/target", *SGLANG_TAIL]),
+        ("an ambiguous abbreviation", [*head, "--speculative", "3", *SGLANG_TAIL]),
     ]
     return {"module": module + _per_argument(fact, head, SGLANG_TAIL)}
 
@@ -121,10 +162,16 @@ def run_release_parser(engine: str, version: str, root: Path, cli_module: str | 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def doctor_reads(engine: str, entry: str, words: list[str], fact: dict) -> dict:
-    prefix = {"serve": ["vllm", "serve"], "module": ["python", "-m", "vllm.entrypoints.openai.api_server" if engine == "vllm"
+ENV_WORDS = ["CUDA_VISIBLE_DEVICES=0,1", "VLLM_LOGGING_LEVEL=DEBUG", "env", "HF_HUB_OFFLINE=1"]  # what a shell strips
+
+
+def doctor_reads(engine: str, entry: str, words: list[str], fact: dict, env: bool = False) -> dict:
+    prefix = (ENV_WORDS if env else []) + {"serve": ["vllm", "serve"], "module": ["python", "-m", "vllm.entrypoints.openai.api_server" if engine == "vllm"
                                                       else "sglang.launch_server"]}[entry]
-    line = read_line([*prefix, *words])
+    try:
+        line = read_line([*prefix, *words])
+    except UsageError as exc:  # a line doctor cannot read at all: refused before the release is asked
+        return {"ok": False, "unreadable": str(exc), "unrecognized": [], "problems": [], "target": None, "spec": {}}
     read = read_words(line, fact)
     problems = [r.message for r in read.refusals] + [g.problem for g in read.problems if g.problem]
     ok = not problems and not read.unrecognized
@@ -132,7 +179,7 @@ def doctor_reads(engine: str, entry: str, words: list[str], fact: dict) -> dict:
              for n in [a["name"], *(a.get("aliases") or [])]}
     spec = line.spec if engine == "vllm" else {dests.get(k, k[2:].replace("-", "_")): v for k, v in line.spec.items()}
     # the model served: the line's, else the --model / --model-path default the release declares
-    target = line.target or settings(read, fact).get("model" if engine == "vllm" else "model_path")
+    target = line.target or (served_model(line, fact) if line.model_unread else None) or settings(read, fact).get("model" if engine == "vllm" else "model_path")
     return {"ok": ok, "unrecognized": read.unrecognized, "problems": problems, "target": target, "spec": spec}
 
 
@@ -142,11 +189,19 @@ def disagreement(engine: str, real: dict, doctor: dict) -> str | None:
         return f"the release {said!r}; doctor {'takes it' if doctor['ok'] else doctor}"
     if not real["ok"]:
         error = real["error"]
+        if doctor.get("unreadable"):  # refused by both; doctor's own words name the token
+            return None
         if error.startswith("unrecognized arguments: "):
             if doctor["unrecognized"] != error.split(": ", 1)[1].split(" "):
                 return f"the release {error!r}; doctor unrecognized {doctor['unrecognized']}"
         else:
             # argparse's own messages word for word; a type function's own message: the argument it names
+            if error.startswith("ambiguous option: "):  # refused by both, doctor naming the release's candidates (in
+                # the probe's order, not argparse's; the SGLang probe misses --speculative-draft-window-size from 0.5.14)
+                said = [set(p.split(" could match ", 1)[-1].split(", ")) for p in doctor["problems"]
+                        if p.startswith(error.split(" could match ")[0] + " could match ")]
+                if any(len(s) > 1 and s <= set(error.split(" could match ", 1)[-1].split(", ")) for s in said):
+                    return None
             exact = error if any(m in error for m in ARGPARSE_SAYS) or not error.startswith("argument ") else error.split(": ")[0]
             if not any(p.startswith(exact) for p in doctor["problems"]):
                 return f"the release {error!r}; doctor {doctor['problems']}"
@@ -202,6 +257,9 @@ def agree(engine: str, version: str, report: dict, following: tuple[str, dict] |
             said = disagreement(engine, real, doctor_reads(engine, entry, words, fact))
             if said:
                 found.append(f"{entry} {name}: {said}")
+            elif not name.startswith("-"):  # the named lines again, after environment words: read the same
+                said = disagreement(engine, real, doctor_reads(engine, entry, words, fact, env=True))
+                found += [f"{entry} {name}, after VAR=value and env: {said}"] if said else []
     assert not found, f"{engine} {version}: {len(found)} lines read otherwise than the release's parser:\n" + "\n".join(found)
 
 
