@@ -17,7 +17,9 @@ from typing import Any
 
 from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
-from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
+from compat.explain.causes import UNRELATED, Release, doctor_fix
+from compat.explain.findings import to_finding
+from compat.explain.elsewhere import Elsewhere
 from compat.explain.pasted import read_pasted
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
@@ -93,7 +95,7 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
         lines_of = texts[relpath]
         return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
 
-    evidence = analyse(lines, tree.engine, index, source_line)
+    evidence = analyse(lines, tree.engine, index, source_line, Elsewhere(tree))
     nearest = read_pasted(evidence, index)
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args, later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
