@@ -63,7 +63,7 @@ def _rx(text: str) -> re.Pattern:
 # The order is the order they are tried at each step; the reader strips them until none is left.
 PREFIXES: tuple[Prefix, ...] = (
     Prefix("kubectl", _rx(r"\[(?P<who>pod/[^\s/\]]+/[^\s\]]+)\] ?"), True),
-    Prefix("timestamp", _rx(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? +(?=\S)"), False),
+    Prefix("timestamp", _rx(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? "), False),
     Prefix("journald", _rx(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) "
                            r"[\w.-]+ (?P<who>[\w.@:/-]+(?:\[\d+\])?): "), True),
     Prefix("compose", _rx(r"(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) +\| ?"), True),
