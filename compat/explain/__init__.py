@@ -18,7 +18,7 @@ from typing import Any
 from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix
-from compat.explain.findings import to_finding
+from compat.explain.findings import catalogued, to_finding
 from compat.explain.elsewhere import Elsewhere
 from compat.explain.pasted import read_pasted
 from compat.explain.ranking import rank
@@ -100,7 +100,8 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args, later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
                       versions_named=evidence.versions, nearest=nearest)
-    out.findings = [to_finding(event, release) for event in evidence.events]
+    events = sorted(evidence.events + catalogued(evidence, release), key=lambda e: e.line)
+    out.findings = [to_finding(event, release) for event in events]
     acceptance = acceptance_finding(evidence, release)
     if acceptance is not None:
         out.findings.append(acceptance)

@@ -20,15 +20,20 @@ class Elsewhere:
     def __init__(self, tree: EngineTree) -> None:
         self.tree = tree
         self._files: dict[str, SiteIndex] = {}
+        self._joined: dict[tuple[str, ...], SiteIndex] = {}
 
     def index(self, relpaths: list[str]) -> SiteIndex:
         from compat.probes.site_reader import sites_in
 
+        joined = self._joined.get(tuple(relpaths))
+        if joined is not None:
+            return joined
         missing = [r for r in relpaths if r not in self._files]
         for relpath in missing:
             self._files[relpath] = SiteIndex(sites_in(self.tree, [relpath]) if self.tree.exists(relpath) else [])
         sites = [s for r in relpaths for s in self._files[r].sites]
-        return SiteIndex.of_sites(sites)
+        joined = self._joined[tuple(relpaths)] = SiteIndex.of_sites(sites)
+        return joined
 
     def at(self, relpath: str, line: int) -> list[Site]:
         return self.index([relpath]).at(relpath, line)

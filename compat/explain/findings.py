@@ -5,12 +5,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from compat.explain.analysis import Event
+from compat.explain.analysis import SHORT_INPUT, Event, Evidence
+from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, _text, doctor_fix
 from compat.explain.conditions import check_of, first_passing
 from compat.explain.drafter_causes import DRAFTER_CAUSES
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
+
+
+def catalogued(evidence: Evidence, release: Release) -> list[Event]:
+    """Lines of a paste no site matched that the catalog's words recognise: a message the engine did not write (a
+    library it calls raised it, `OSError: It looks like the config file at ... is not a valid JSON file.`). Their
+    finding has the cause and no site (only a traceback's frames say where the engine called it)."""
+    if evidence.lines > SHORT_INPUT:
+        return []
+    taken = {e.line for e in evidence.events}
+    found = []
+    for line, _ in evidence.unmatched:
+        if line.number in taken:
+            continue
+        exc = exception_line(line.text)
+        event = Event(line.number, line.text.strip(), exc[0] if exc else None, None, "message", process=line.process)
+        if any(entry.kind == ERROR and entry.applies(event, release) for entry in DRAFTER_CAUSES + CATALOG):
+            found.append(event)
+    return found
 
 
 def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:

@@ -93,6 +93,7 @@ class WordIndex:
         self._weight = {w: math.log(1 + total / n) for w, n in frequency.items()}
         # a word no template has is likely a value the text holds (a model type, a path): weighed as a common word
         self._unknown = sorted(self._weight.values())[len(self._weight) // 4] if self._weight else 1.0
+        self._totals = [sum(self._weight[w] for w in words_of) for words_of in self._sets]
         self._by_word: dict[str, list[int]] = defaultdict(list)
         for i, words_of in enumerate(self._sets):
             for w in words_of:
@@ -116,7 +117,7 @@ class WordIndex:
             shared = tuple(w for w in given if w in have)
             matched = sum(self.weight(w) for w in shared)
             precision = matched / total_given
-            coverage = matched / max(1e-9, sum(self.weight(w) for w in have))
+            coverage = matched / max(1e-9, self._totals[i])
             score = 1.25 * precision * coverage / (0.25 * precision + coverage) if matched else 0.0
             if precision >= MIN_FRAGMENT_PRECISION and _is_fragment(sequence, self._runs[i], have):
                 found.append(Near(site, max(score, precision), "fragment", shared, len(given)))
