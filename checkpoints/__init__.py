@@ -95,6 +95,7 @@ __all__ = [
 CONTRACT = Contract("checkpoint layout", (
     Field("NAME", str, doc="the --from / --to spelling"),
     Field("DESCRIPTION", str, doc="one line"),
+    Field("ENGINE", str, default=None, doc="the engine whose releases it is written for (None: every engine's)"),
     Field("PRIORITY", int, doc="which wins when several detectors match (the more specific layout: higher)"),
     Field("detect", FUNCTION, doc="detect(config, tensor_names) -> bool"),
     Field("trainer", FUNCTION, doc="trainer(config) -> str: an id of TRAINERS"),
@@ -116,6 +117,11 @@ def all_layouts() -> dict[str, ModuleType]:
 
 def get_layout(name: str) -> ModuleType:
     return _layouts()[name]
+
+
+def engine_of(name: str) -> str | None:
+    """The engine whose releases layout `name` is written for (None: a layout for every engine, or no such layout)."""
+    return next((rule["ENGINE"] for rule in FOLDER.rules() if rule["NAME"] == name), None)
 
 
 def detect_layout(config: dict, tensor_names: set[str]) -> list[ModuleType]:

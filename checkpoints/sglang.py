@@ -30,6 +30,7 @@ from ._canonical import (
 )
 
 NAME = "sglang"
+ENGINE = "sglang"  # written for SGLang's releases (its loader's names, its config keys)
 DESCRIPTION = "SGLang native, per release: midlayer.*, LlamaForCausalLMEagle3, ids in eagle_config with the release's offset"
 PRIORITY = 50  # recognised only through the record a conversion leaves (it is otherwise the EAGLE layout)
 LLAMA_ARCHITECTURE = "LlamaForCausalLMEagle3"

@@ -22,6 +22,7 @@ from ._canonical import (
 from ._declared_ids import read_declared_ids
 
 NAME = "vllm"
+ENGINE = "vllm"  # written for vLLM's releases (its loader's names, its config keys)
 DESCRIPTION = "vLLM native: layers.0.*, no model. prefix, top-level eagle_aux_hidden_state_layer_ids (capture-before)"
 PRIORITY = 5
 

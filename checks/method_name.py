@@ -26,14 +26,15 @@ def method_name(ctx: Ctx) -> Result:
     release = f"{ctx.engine} {ctx.report.get('version')}"
     if launched is None:
         return _missing(ctx, family.title, family.family, release)
-    if launched not in names:
+    folded = ctx.fact("methods").get("case") == "folded"  # SGLang upper-cases the name (from_string)
+    if launched not in names and not (folded and launched.upper() in names):
         return _not_accepted(ctx, launched, own, release, names)
     match = launched_match(ctx)
     entry = match.name if match is not None else None
     shared = next((n for n in family.engine_names(ctx.engine) if n.shared and n.name == launched), None)
     if shared is not None and not shared.accepted_in(str(ctx.report.get("version"))):
         return _shared_gone(ctx, family.title, shared, release)
-    where = name_location(ctx, launched)
+    where = name_location(ctx, launched.upper() if folded and launched not in names else launched)
     said = f"{launched!r} is a method of {release}" + (f" ({family.title}: {shared.note})" if shared else "")
     if entry is not None and entry.alias_of:
         said += f"; it is an alias: {release} runs it as {entry.alias_of} ({where})"

@@ -159,14 +159,19 @@ def _parse_before(words: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    _terminate_as_interrupt()
+    previous = _terminate_as_interrupt()
     try:
         return _main(argv)
     except BrokenPipeError as gone:
         return _reader_went_away(gone)
+    finally:  # called in-process (tests, a script): the caller's handlers back as they were
+        import signal
+
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-def _terminate_as_interrupt() -> None:
+def _terminate_as_interrupt() -> dict:
     """SIGTERM (a CI job cancelled, `kill PID`, `timeout`) and SIGHUP (the terminal closed) end a run as Ctrl-C does:
     a KeyboardInterrupt, so what was half done is undone by the same cleanup, then one line and exit 130. A command
     that must not be cut at some instant (convert's swap) installs its own handler around it."""
@@ -175,9 +180,12 @@ def _terminate_as_interrupt() -> None:
     def interrupt(signum, frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
+    previous = {}
     for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name) and signal.getsignal(getattr(signal, name)) in (signal.SIG_DFL, None):
-            signal.signal(getattr(signal, name), interrupt)
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) in (signal.SIG_DFL, None):
+            previous[signum] = signal.signal(signum, interrupt)
+    return previous  # what to put back
 
 
 def _main(argv: list[str]) -> int:

@@ -85,6 +85,7 @@ def release_methods(report: dict[str, Any]) -> list[MethodRow]:
             target.names.append(NameRow(alias_name, alias.get("location"), alias.get("runs_as"), alias.get("location")))
     _drafters(report, fact, rows)
     _speculators(fact, row)
+    _hooks(report, rows)
     order = {m.family: i for i, m in enumerate(all_methods())}
     return sorted(rows.values(), key=lambda r: order.get(r.family, len(order)))
 
@@ -151,6 +152,23 @@ def _drafters(report: dict[str, Any], fact: dict[str, Any], rows: dict[str, Meth
             family = next((f for f, m in families.items() if m.architectures and re.search(m.architectures, arch)), None)
         if family in rows:
             rows[family].drafters.append(arch)
+
+
+def _hooks(report: dict[str, Any], rows: dict[str, MethodRow]) -> None:
+    """SGLang: the block drafters' ids go through the target class's capture hook (the block_targets fact)."""
+    hooks = report.get("block_targets")
+    if not isinstance(hooks, dict):
+        return
+    for member, entries in hooks.items():
+        family = _family(str(report.get("engine")), member)
+        if family not in rows or not isinstance(entries, list):
+            continue
+        offsets: dict[str, int] = {}
+        for entry in entries:
+            offsets[repr(entry.get("layer_id_offset"))] = offsets.get(repr(entry.get("layer_id_offset")), 0) + 1
+        spread = ", ".join(f"{off} in {n} classes" for off, n in sorted(offsets.items()))
+        _once(rows[family].reader, f"the target class's {'set_dflash' if member == 'DFLASH' else 'set_dspark'}_layers_to_capture "
+                                   f"adds its offset to the ids: {spread} (compat probe --json: block_targets)")
 
 
 def _speculators(fact: dict[str, Any], row) -> None:

@@ -149,7 +149,10 @@ def render(report: dict[str, Any], console: Console) -> None:
         if key in _SKIP:
             continue
         console.print()
-        console.rule(f"[bold]{escape(titles.get(key, key))}[/]  [dim]({key})[/]", align="left")
+        if console.is_terminal:
+            console.rule(f"[bold]{escape(titles.get(key, key))}[/]  [dim]({key})[/]", align="left")
+        else:  # into a pipe nothing has a width to fill: the heading alone
+            console.print(f"[bold]== {escape(titles.get(key, key))}[/]  [dim]({key})[/]")
         console.print(_render_value(value))
     console.print(f"\n[dim]probed in {report['probe_seconds']:.2f} s, statically (the engine was not imported)[/]")
 

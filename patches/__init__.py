@@ -53,7 +53,8 @@ from packaging.version import InvalidVersion, Version
 
 from compat.core.errors import RefusedError
 from compat.core.registry import FUNCTION, Contract, ContractError, Field, Folder, Rule
-from compat.core.tree import ENGINES, EngineTree
+from compat import engines
+from compat.core.tree import EngineTree
 
 CONTRACT = Contract("patch", (
     Field("ID", str, doc='what --select / --skip and the record use, e.g. "vllm-eagle3-whitelist"'),
@@ -172,13 +173,17 @@ def _in_its_engine_folder(rule: Rule) -> None:
                             f"is {rule['ENGINE']!r}, but the patch sits under patches/{folder}/")
 
 
-_FOLDERS = {engine: Folder(f"{__name__}.{engine}", CONTRACT, check=_in_its_engine_folder) for engine in ENGINES}
+_FOLDERS: dict[str, Folder] = {}
 _ORDERED: dict[tuple[Rule, ...], list[Patch]] = {}  # per reading of a folder: doctor asks for every release
 
 
 def all_patches(engine: str) -> list[Patch]:
     """Every patch of `engine`, in the order they apply (a patch after the ones it requires)."""
-    rules = _FOLDERS[engine].rules()
+    package = engines.get(engine).patches  # the folder its unit names (compat/engines/: PATCHES; none: no patch)
+    if package is None:
+        return []
+    folder = _FOLDERS.get(package) or _FOLDERS.setdefault(package, Folder(package, CONTRACT, check=_in_its_engine_folder))
+    rules = folder.rules()
     ordered = _ORDERED.get(rules)
     if ordered is None:
         ordered = _ORDERED[rules] = _in_order([Patch.from_rule(rule) for rule in rules])

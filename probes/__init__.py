@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from compat import engines
 from compat.core.registry import Contract, Field, Folder
-from compat.core.tree import ENGINES, EngineTree
+from compat.core.tree import EngineTree
 
 # What `@probe(...)` takes, checked when a probe module is imported (the decorator's arguments are its fields).
 CONTRACT = Contract("probe", (
@@ -59,9 +60,13 @@ def probe(engine: str, key: str, title: str, order: int = CONTRACT.field("order"
     return register
 
 
-_FOLDERS = {engine: Folder(f"{__name__}.{engine}") for engine in ENGINES}  # importing a module registers its probe
+_FOLDERS: dict[str, Folder] = {}  # importing a module registers its probe
 
 
 def all_probes(engine: str) -> list[Probe]:
-    _FOLDERS[engine].rules()
+    """The probes of `engine`, from the folder its unit names (compat/engines/: PROBES; none: no probe)."""
+    package = engines.get(engine).probes
+    if package is not None:
+        folder = _FOLDERS.get(package) or _FOLDERS.setdefault(package, Folder(package))
+        folder.rules()
     return sorted((p for p in _REGISTRY.values() if p.engine == engine), key=lambda p: (p.order, p.key))

@@ -336,9 +336,9 @@ def find_class_field(tree: EngineTree, relpath: str, class_name: str, field_name
 
 def version_in_source(tree: EngineTree) -> dict:
     """The `version_in_source` fact of either engine: the literal version its own files assign."""
-    from compat.sources.version import VERSION_FILES, version_assignment
+    from compat.sources.version import version_assignment, version_files
 
-    files = VERSION_FILES[tree.engine]
+    files = version_files(tree.engine)
     for relpath in files:
         module = safe_parse(tree, relpath)
         found = module and version_assignment(module)

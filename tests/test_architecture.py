@@ -150,7 +150,7 @@ def test_the_ground_stands_on_nothing_above_it():
     assert not offences, "\n".join(dict.fromkeys(offences))
 
 
-RULE_FOLDERS = ("compat.commands", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
+RULE_FOLDERS = ("compat.commands", "compat.engines", "compat.checks", "compat.probes", "compat.patches", "compat.checkpoints",
                 "compat.manifests.formats", "compat.methods", "compat.checkpoints.blocks")
 
 

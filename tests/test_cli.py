@@ -32,14 +32,15 @@ def test_probe_json_has_the_stable_top_level_keys(tmp_path):
 
 def test_exit_codes_mean_something(tmp_path):
     assert run("probe", "--engine", "tensorrt")[0] == 2  # usage
-    assert run("probe", "--path", str(tmp_path / "nope"))[0] == 3  # source cannot be obtained
+    assert run("probe", "--path", str(tmp_path / "nope"))[0] == 2  # a path that names nothing (the exit-code table)
     code, _, err = run("probe", "--path", str(tmp_path))  # exists, but is not a tree
     assert code == 3 and "not an engine source tree" in err
     assert run("frobnicate")[0] == 2
 
 
 def test_source_error_in_json_mode_is_json_too(tmp_path):
-    code, out, _ = run("probe", "--path", str(tmp_path / "nope"), "--json")
+    (tmp_path / "not-a-tree").mkdir()  # a folder holding no engine: the source cannot be obtained (3)
+    code, out, _ = run("probe", "--path", str(tmp_path / "not-a-tree"), "--json")
     assert code == 3
     assert json.loads(out)["exit_code"] == 3
 

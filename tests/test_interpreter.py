@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from compat.core.errors import EXIT_SOURCE, CompatError
+from compat.core.errors import EXIT_SOURCE, EXIT_USAGE, CompatError
 from compat.core.interpreter import Interpreter, InterpreterFailed, NoSuchInterpreter
 
 ASK = "import json, os, sys; print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'flags': sys.flags.ignore_environment}))"
@@ -63,7 +63,7 @@ def test_a_missing_interpreter_is_named_with_the_fix(tmp_path):
     missing = Interpreter.of(tmp_path / "nope")  # not a directory: taken as the python itself
     with pytest.raises(NoSuchInterpreter) as err:
         missing.run_json(ASK, what="answer")
-    assert isinstance(err.value, CompatError) and err.value.exit_code == EXIT_SOURCE
+    assert isinstance(err.value, CompatError) and err.value.exit_code == EXIT_USAGE  # a path naming nothing: 2
     assert err.value.message == f"--python {tmp_path / 'nope'}: no such interpreter"
     assert err.value.hint and "/bin/python" in err.value.hint and err.value.python == str(tmp_path / "nope")
     empty = tmp_path / "empty-venv"

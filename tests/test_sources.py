@@ -67,7 +67,7 @@ def test_path_that_is_not_a_tree_says_what_was_looked_for(tmp_path):
         open_path(tmp_path / "random")
     assert err.value.exit_code == EXIT_SOURCE
     assert "vllm/__init__.py or sglang/__init__.py" in str(err.value)
-    with pytest.raises(SourceError, match="no such directory"):
+    with pytest.raises(UsageError, match="no such directory"):  # a path that names nothing: exit 2
         open_path(tmp_path / "missing")
 
 

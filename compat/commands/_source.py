@@ -12,14 +12,15 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from compat import engines
 from compat.core.argtypes import seconds
 from compat.core.interpreter import Interpreter
 
 if TYPE_CHECKING:
     from compat.core.tree import EngineTree
 
-ENGINE_HELP = ("vllm or sglang: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
-               "the package index")
+ENGINE_HELP = ("{engines}: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
+               "the package index")  # {engines}: the engines compat knows (compat/engines/)
 PYTHON_HELP = ("look for the installed engine in this interpreter (e.g. the serving venv's python; relative paths "
                "are fine)")
 
@@ -46,8 +47,9 @@ def add_source_arguments(parser: argparse.ArgumentParser, *, engine_help: str | 
                          title: str = "engine source") -> argparse._ArgumentGroup:
     """--engine / --path / --python / --cache-dir / --offline and pip's network options, in one group."""
     group = parser.add_argument_group(title)
-    group.add_argument("--engine", metavar="SPEC", help=engine_help or ENGINE_HELP)
-    group.add_argument("--path", metavar="DIR", type=absolute_path, help="a source tree: DIR holds vllm/ or sglang/")
+    group.add_argument("--engine", metavar="SPEC", help=(engine_help or ENGINE_HELP).format(engines=engines.choices_text()))
+    held = " or ".join(f"{name}/" for name in engines.names())
+    group.add_argument("--path", metavar="DIR", type=absolute_path, help=f"a source tree: DIR holds {held}")
     add_python_argument(group)
     group.add_argument("--cache-dir", metavar="DIR", type=absolute_path,
                        help="where fetched releases are kept (default: $XDG_CACHE_HOME/compat or ~/.cache/compat)")

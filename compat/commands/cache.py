@@ -72,6 +72,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from compat.sources.cache import cache_root
 
     cache = cache_root(args.cache_dir)
+    if cache.exists() and not cache.is_dir():
+        from compat.core.errors import RefusedError
+
+        raise RefusedError(f"the cache {cache} is a file, not a folder", hint="--cache-dir names a folder (made if absent)")
     if args.action != "clean" and (args.spec or args.all or args.facts or args.dry_run):
         raise UsageError(f"SPEC, --all, --facts and --dry-run are for clean, not {args.action}")
     if args.action == "dir":

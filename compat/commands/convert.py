@@ -88,7 +88,7 @@ def add_arguments(parser) -> None:
     from compat.commands._source import add_source_arguments
 
     add_source_arguments(ckpt, title="the release that will load DST (default: every known release)",
-                         engine_help="vllm or sglang: the installed one (with --python, the serving venv's); "
+                         engine_help="{engines}: the installed one (with --python, the serving venv's); "
                          "vllm==0.20.0, 'sglang>=0.5.8,<0.6', vllm==latest: that release of the package index")
     ckpt.add_argument("--engine-version", metavar="X", help="deprecated: the same as --engine <the --to layout's "
                       "engine>==X, validated the same way")
@@ -129,7 +129,15 @@ def _options(ns: argparse.Namespace):
             raise UsageError(f"--layer-ids {' '.join(ns.layer_ids)}: not integers", hint="e.g. --layer-ids 2 30 58") from None
     version, where = release_of(ns)
     target = resolve_model(ns.target, what="target") if ns.target else None
-    return Options(src=resolve_model(ns.src, what="SRC"), dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
+    src = resolve_model(ns.src, what="SRC")
+    from compat.model_kind import looks_like_drafter, looks_like_target, swapped
+
+    if swapped(target, src) or (target is None and looks_like_target(src) and not looks_like_drafter(src)):
+        said = (f"SRC and --target look swapped: {ns.src} is a target model, {ns.target} a drafter" if target is not None
+                else f"SRC {ns.src} is a target model (a deep model's config, no drafter weights): convert takes the drafter")
+        raise UsageError(said, hint=f"compat convert ckpt {ns.target} {ns.dst} --to {ns.to} --target {ns.src} ..."
+                         if target is not None else f"compat convert ckpt DRAFTER {ns.dst} --to {ns.to} --target {ns.src}")
+    return Options(src=src, dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
                    engine_version=version, engine_source=where, target=target, layer_ids=layer_ids,
                    convention=from_flag(ns.layer_ids_convention), dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,
                    checksum=ns.checksum)
@@ -138,10 +146,10 @@ def _options(ns: argparse.Namespace):
 def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     """(version, where it was read) of the release the source options name; (None, None): every known release."""
     from compat.commands._source import release_version
-    from compat.convert.plan import ENGINES
+    from compat.checkpoints import engine_of
     from compat.core.errors import RefusedError, UsageError
 
-    layout_engine = ENGINES.get(ns.to)
+    layout_engine = engine_of(ns.to)
     if ns.engine_version is not None:
         ns = _from_engine_version(ns, layout_engine)
     elif ns.python and not ns.engine:

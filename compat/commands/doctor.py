@@ -266,9 +266,16 @@ def run(args, console) -> int:
         from compat.verify.sweep.profile import read_profile
 
         profile = read_profile(args.profile)  # a bad profile fails before any work
-    target = read_target(resolve_model(target_name, what="target"))
-    drafter = read_drafter(resolve_model(drafter_name, what="drafter"), target, args.layer_ids_convention,
-                           layer_ids_arg(args.layer_ids)) if drafter_name is not None else no_drafter(target)
+    target_dir = resolve_model(target_name, what="target")
+    drafter_dir = resolve_model(drafter_name, what="drafter") if drafter_name is not None else None
+    from compat.model_kind import swapped
+
+    if swapped(target_dir, drafter_dir):
+        raise UsageError(f"TARGET and DRAFTER look swapped: {target_name} is a drafter (weights and a speculative head), "
+                         f"{drafter_name} a target model", hint=f"the target first: compat doctor {drafter_name} {target_name} ...")
+    target = read_target(target_dir)
+    drafter = read_drafter(drafter_dir, target, args.layer_ids_convention,
+                           layer_ids_arg(args.layer_ids)) if drafter_dir is not None else no_drafter(target)
     if line is not None:
         args.num_speculative_tokens, topk = _line_numbers(line, args.num_speculative_tokens, topk)
     if args.releases:
@@ -368,7 +375,9 @@ def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTre
             console.print(Text(f"verify: not run: {why}", style="yellow"))
         return {"ran": False, "why": why}
     with ProgressLine(enabled=not args.json) as progress:
-        document = run_verify(diagnosis["target"]["path"], diagnosis["drafter"]["path"], python=python,
+        drafter = (diagnosis.get("drafter") or {}).get("path")
+        family = (diagnosis.get("method") or {}).get("family")  # the method diagnosed (launch line, --method, drafter)
+        document = run_verify(diagnosis["target"]["path"], drafter, python=python, method=family,
                               num_speculative_tokens=args.num_speculative_tokens, min_acceptance=args.min_acceptance,
                               progress=progress)
     if not args.json:

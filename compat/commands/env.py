@@ -110,7 +110,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print_json(report, "env")
     else:
         render(report, console)
-    return 0
+    return _given_interpreter_code(args, report)
+
+
+def _given_interpreter_code(args: argparse.Namespace, report: dict[str, Any]) -> int:
+    """The report is printed whatever happens (it is for a bug report); the exit code says whether the --python
+    given could be asked: 2 when nothing is at that path, 3 when it could not be run (the exit-code table)."""
+    import os
+
+    from compat.core.interpreter import Interpreter
+
+    if args.python is None or Interpreter.of(args.python).is_current:
+        return 0
+    if not any(not i["this"] and i.get("error") for i in report["interpreters"]):
+        return 0
+    return 2 if not os.path.exists(Interpreter.of(args.python).path) else 3
 
 
 def collect(python: Interpreter | str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict[str, Any]:

@@ -47,13 +47,14 @@ FORMATS = ("html", "json", "md")
 def add_arguments(parser) -> None:
     from compat.checkpoints import add_flag as add_convention_flag
     from compat.checkpoints import add_layer_ids_flag
-    from compat.matrix import DEFAULT_RELEASES, DRAFTER_KINDS, FAMILIES
+    from compat import engines
+    from compat.matrix import DRAFTER_KINDS, FAMILIES, default_releases
 
-    parser.add_argument("--engine", action="append", choices=tuple(DEFAULT_RELEASES), required=True,
-                        help="vllm or sglang; twice for both on one page")
+    parser.add_argument("--engine", action="append", choices=engines.names(), required=True,
+                        help=f"{engines.choices_text()}; twice for both on one page")
     parser.add_argument("--releases", metavar="SPEC", action="append", help="the releases, e.g. '>=0.15,<0.34', or one "
                         "engine's: 'sglang:>=0.5.8' (repeatable; default: " + ", ".join(f"{e} {s}" for e, s in
-                                                                                       DEFAULT_RELEASES.items()) + ")")
+                                                                                       default_releases().items()) + ")")
     parser.add_argument("--target", metavar="TARGET", help="your target (directory or config.json, or a Hugging Face id "
                         "in the local cache): a column of its own, with --drafter")
     parser.add_argument("--drafter", metavar="DRAFTER", help="your drafter directory (config.json + safetensors headers)")

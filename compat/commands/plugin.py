@@ -50,13 +50,14 @@ ACTIONS = ("install", "status", "remove", "manifest")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from compat import engines
     from compat.commands._source import absolute_path, add_python_argument
     from compat.patching import add_patch_options
 
     parser.add_argument("action", choices=ACTIONS, help="install the plugin, show its status, remove it, or print the "
                         "Kubernetes init container that installs it at every start (manifest)")
     where = parser.add_argument_group("where")
-    where.add_argument("--engine", metavar="ENGINE", required=True, choices=("vllm", "sglang"), help="vllm or sglang")
+    where.add_argument("--engine", metavar="ENGINE", required=True, choices=engines.names(), help=engines.choices_text())
     add_python_argument(where, help="the serving environment's interpreter (default: this one); the plugin goes into "
                         "its site-packages")
     where.add_argument("--path", metavar="DIR", type=absolute_path,

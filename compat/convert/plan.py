@@ -24,7 +24,6 @@ from .checks import check_layers, check_shapes, check_target, check_vocab_maps
 from .source import SINGLE_FILE, SourceCheckpoint, extra_files, open_source
 
 DEFAULT_MAX_SHARD = "5GB"  # transformers' save_pretrained default; a Kimi drafter with embed_tokens is ~4.7 GB
-ENGINES = {"vllm": "vllm", "sglang": "sglang"}  # layouts that belong to one engine's releases
 
 
 @dataclass
@@ -176,7 +175,7 @@ def _make_plan(opts: Options) -> Plan:
     dest_layout = layouts[opts.to]
     wctx = WriteContext(version, target)
     config_after = dest_layout.write_config(drafter, wctx)
-    if version is not None and opts.to not in ENGINES:
+    if version is not None and checkpoints.engine_of(opts.to) is None:
         wctx.note(f"the release ({version}) does not change the {opts.to} layout (written for every release)")
     extras, extra_notes = extra_files(source)
     notes = wctx.notes + notes + extra_notes
@@ -195,7 +194,7 @@ def _make_plan(opts: Options) -> Plan:
     kept = [t for t in planned if t.dest_name]
     return Plan(
         src=src, dst=dst, source_kind=source.kind, source_layout=source_layout.NAME, dest_layout=opts.to,
-        engine=ENGINES.get(opts.to), engine_version=str(version) if version else None,
+        engine=checkpoints.engine_of(opts.to), engine_version=str(version) if version else None,
         tensors=planned, config_before={k: v for k, v in source.config.items() if k != RECORD_KEY},
         config_after=config_after, drafter=drafter, layer_ids=layer_ids, notes=notes,
         shards=_shard(kept, opts.max_shard_size), extra_files=extras,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
-PIPE_WIDTH = 160  # tables and rules into a pipe when $COLUMNS is not set
+PIPE_WIDTH = 100_000  # into a pipe without $COLUMNS: nothing wraps (tables size to their content; rules are plain)
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -71,8 +71,8 @@ def console_options(stream, *, color: str, quiet: bool = False) -> dict:
     options: dict[str, object] = {"stderr": stream is sys.stderr, "highlight": False, "quiet": quiet}
     if tty:
         options.update(soft_wrap=False)
-    else:
-        options.update(soft_wrap=True, width=pipe_width())
+    else:  # a pipe or a file: never wrapped (no $COLUMNS) and never padded (rich pads table cells with spaces)
+        options.update(soft_wrap=True, width=pipe_width(), file=TrailingSpaceStripper(stream))
     if color == "never":
         options.update(color_system=None, no_color=True)
     elif color == "always":  # even where TERM says the terminal has no colours (rich would print none)
@@ -141,3 +141,34 @@ def progress_lines(command: str, items: list[str], what: str, every: float = PRO
         yield item
     if time.monotonic() - started >= every:
         print(f"{command}: {what} done, {len(items)} in {time.monotonic() - started:.0f} s", file=out, flush=True)
+
+
+class TrailingSpaceStripper:
+    """A stream that writes each line without the spaces rich pads table cells with (into a pipe or a file only)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._stream.write(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", "utf-8")

@@ -39,7 +39,9 @@ class InterpreterError(SourceError):
 
 
 class NoSuchInterpreter(InterpreterError):
-    """Nothing at the path (a venv directory without bin/python included)."""
+    """Nothing at the path (a venv directory without bin/python included): a path that names nothing, exit 2."""
+
+    exit_code = 2  # EXIT_USAGE (compat/core/errors.py; the exit-code table: "a path ... that names nothing")
 
 
 class InterpreterFailed(InterpreterError):

@@ -1,9 +1,9 @@
 """An engine's Python source on disk: the one thing probes, patches and doctor read.
 
 Whatever the source (installed in a venv, a release fetched from the index, a checkout),
-it ends up as an `EngineTree`: a directory holding the top-level package (`vllm/` or
-`sglang/`), plus where it came from. Reads are cached per tree, so many probes asking
-about the same file cost one read and one parse.
+it ends up as an `EngineTree`: a directory holding the engine's top-level package (`vllm/`,
+`sglang/`), plus where it came from; which engines there are is not known here (compat/engines/ says).
+Reads are cached per tree, so many probes asking about the same file cost one read and one parse.
 
 Speed matters (a probe of a whole release must stay well under a second), so nothing
 here parses a file until asked: `grep` is a byte search over the files of a folder, and
@@ -21,9 +21,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-
-ENGINES = ("vllm", "sglang")
-
 
 @dataclass(frozen=True)
 class SourceInfo:
@@ -48,9 +45,7 @@ class UnparseableFile(Exception):
 
 class EngineTree:
     def __init__(self, engine: str, root: Path, version: str | None, source: SourceInfo):
-        if engine not in ENGINES:
-            raise ValueError(f"unknown engine {engine!r}")
-        self.engine = engine
+        self.engine = engine  # the engine's name, which is also its package's: root/<engine>/__init__.py
         self.root = Path(root)
         self._root_str = str(self.root)
         self.version = version
@@ -150,15 +145,14 @@ class EngineTree:
         return f"{relpath}:{line}" if line else relpath
 
 
-def find_package_root(directory: Path, engine: str | None = None) -> tuple[str, Path]:
-    """(engine, root) for a directory that holds `vllm/` or `sglang/`.
+def find_package_root(directory: Path, candidates: tuple[str, ...] | list[str]) -> tuple[str, Path]:
+    """(engine, root) for a directory that holds one of the `candidates` packages (`vllm/`, `sglang/`).
 
     Also accepted, because users point at them: the package folder itself
     (`.../site-packages/vllm`) and an SGLang checkout (`python/sglang`). Raises
     ValueError with what was looked for when nothing matches.
     """
     directory = Path(directory)
-    candidates = [engine] if engine else list(ENGINES)
     for name in candidates:
         for root in (directory, directory / "python"):
             if (root / name / "__init__.py").is_file():

@@ -181,10 +181,9 @@ def patch_options(ctx: Ctx, patch: Patch) -> dict[str, Any]:
 
 def option_argv(settings: dict[str, dict[str, Any]]) -> list[str]:
     """Command-line spelling of the options doctor chose, by each patch's own declaration."""
-    from compat.patches import all_patches
-    from compat.patching import option_flags
+    from compat.patching import every_patch, option_flags
 
-    by_id = {p.id: p for engine in ("vllm", "sglang") for p in all_patches(engine)}
+    by_id = {p.id: p for p in every_patch()}
     return [flag for pid, options in settings.items() for flag in option_flags(by_id[pid], options)]
 
 

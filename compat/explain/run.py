@@ -104,7 +104,7 @@ def _searched(found: Explanation) -> dict:
 def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) -> Result:
     """No release named and none installed: the releases the text names, else every release compat covers, each
     read against the text; explained against the one that fits best, each finding with the releases that raise it."""
-    from compat.explain.analysis import _VERSION
+    from compat import engines
     from compat.explain.every_release import best, raised_in, read_release, versions_to_search
     from compat.sources import open_tree
 
@@ -118,8 +118,9 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
                 yield Line(number, text.rstrip("\n"))
 
         named: list[str] = []
+        said = engines.get(engine).version_in_log_pattern  # how the engine's log names its release
         for line in replay():
-            for match in _VERSION[engine].finditer(line.text):
+            for match in said.finditer(line.text):
                 if match.group(1) not in named:
                     named.append(match.group(1))
         candidates = named or versions_to_search(engine, args.cache_dir, args.offline)

@@ -2,10 +2,9 @@
 `lmsysorg/sglang:v0.5.16-cu129`, a mirror's `registry.example.com/mirror/vllm/vllm-openai:v0.11.0`.
 
 An engine's image naming (its repositories, how a tag spells the release, the entry point the image starts) is a
-fact about the engine, kept with it: `NAMING` below is read through `naming(engine)` and `engines()` only, so that
-it moves into the engine units (compat/engines/) as one field each without touching the readers. A tag that says
-nothing (`latest`, `nightly`, a digest only, an image of another project) tells no release: the caller says so and
-uses `--engine` when the user gave one. Nothing is guessed from a tag's look.
+fact about the engine, kept with it: the IMAGE_* fields of its unit (compat/engines/), read here through
+`naming(engine)` and `engines()`. A tag that says nothing (`latest`, `nightly`, a digest only, an image of another
+project) tells no release: the caller says so and uses `--engine` when the user gave one. Nothing is guessed from a tag's look.
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from compat import engines as engine_units
 from compat.manifests.model import Image, Where
 
 
@@ -26,36 +26,16 @@ class ImageNaming:
     docs: str = ""  # where the naming is documented
 
 
-RELEASE_TAG = r"^v?(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?(?:rc\d+)?)(?:[-_+].*)?$"
-
-NAMING: dict[str, ImageNaming] = {
-    # docs.vllm.ai deployment/docker: `vllm/vllm-openai:v<release>` (latest, nightly: no release); its Dockerfile's
-    # last stage is `ENTRYPOINT ["vllm", "serve"]`, so a Deployment's args start with the model. The CPU images are
-    # published on AWS ECR (docs.vllm.ai getting_started/installation/cpu), ROCm builds as rocm/vllm with the
-    # release inside the tag (rocm6.3.1_vllm_0.8.5_20250513).
-    "vllm": ImageNaming(
-        repositories=("vllm/vllm-openai", "vllm/vllm-openai-rocm", "vllm/vllm-tpu",
-                      "q9t5s3a7/vllm-cpu-release-repo", "q9t5s3a7/vllm-release-repo", "rocm/vllm"),
-        tags=(RELEASE_TAG, r"_vllm_(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)"),
-        entry=("vllm", "serve"),
-        docs="https://docs.vllm.ai/en/stable/deployment/docker.html"),
-    # docs.sglang.ai start/install (Docker): `lmsysorg/sglang:v<release>-cu<cuda>` (and -xeon, -rocm... builds);
-    # the image has no server entry point: a manifest gives `python3 -m sglang.launch_server ...` as its command.
-    "sglang": ImageNaming(
-        repositories=("lmsysorg/sglang", "lmsysorg/sglang-rocm"),
-        tags=(RELEASE_TAG,),
-        docs="https://docs.sglang.ai/get_started/install.html"),
-}
-
 DOCKER_HUB = ("docker.io/", "index.docker.io/", "registry-1.docker.io/")
 
 
 def engines() -> tuple[str, ...]:
-    return tuple(NAMING)
+    return tuple(e.name for e in engine_units.all_engines() if e.image_repositories)
 
 
 def naming(engine: str) -> ImageNaming:
-    return NAMING[engine]
+    unit = engine_units.get(engine)
+    return ImageNaming(unit.image_repositories, unit.image_tags, unit.image_entry, unit.image_docs)
 
 
 def read_image(ref: str, where: Where, path: tuple[str | int, ...] = (), tag_path: tuple[str | int, ...] = ()) -> Image:
@@ -77,8 +57,8 @@ def read_image(ref: str, where: Where, path: tuple[str | int, ...] = (), tag_pat
 
 
 def _engine_of(repository: str) -> str | None:
-    for engine, named in NAMING.items():
-        for known in named.repositories:
+    for engine in engines():
+        for known in naming(engine).repositories:
             if repository == known or repository.endswith("/" + known):
                 return engine
     return None
@@ -87,7 +67,7 @@ def _engine_of(repository: str) -> str | None:
 def _version(engine: str, tag: str | None) -> str | None:
     if not tag:
         return None
-    for pattern in NAMING[engine].tags:
+    for pattern in naming(engine).tags:
         found = re.search(pattern, tag)
         if found:
             return found.group("version")

@@ -143,9 +143,9 @@ def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, opt
     results: list[dict[str, Any]] = []
     failing = []
     for check in all_checks():
-        if not check.applies(ctx):
-            continue
         try:
+            if not check.applies(ctx):  # which method runs may be the drafter's to say
+                continue
             result = check(ctx)
         except Unavailable as missing:
             results.append({"check": check.id, "title": check.title, "verdict": UNCHECKED,

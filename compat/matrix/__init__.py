@@ -10,6 +10,6 @@ No argparse here (compat/commands/matrix.py is the command line). The parts, in 
 """
 
 from compat.doctor.diagnose import SOURCE_UNAVAILABLE  # noqa: F401
-from compat.matrix.build import DEFAULT_RELEASES, USER, build  # noqa: F401
+from compat.matrix.build import USER, build, default_releases  # noqa: F401
 from compat.matrix.page import render_html, render_markdown  # noqa: F401
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, write_templates  # noqa: F401

@@ -16,15 +16,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+from compat import engines as engine_units
 from compat.matrix.evidence import evidence_url, issue_links
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
 
-# the range a page covers unless --releases says otherwise: the releases with EAGLE-3 (as tools/failure_modes.py)
-DEFAULT_RELEASES = {"vllm": ">=0.10.0", "sglang": ">=0.4.4"}
-ENGINES = tuple(DEFAULT_RELEASES)
 USER = "your pair"
 # what a cell's value depends on besides the release and the templates: doctor, its checks, patches, probes
-CELL_CODE = ("compat.probes", "compat.doctor", "compat.matrix.build", "compat.matrix.evidence")
+CELL_CODE = ("compat.probes", "compat.doctor", "compat.matrix.build", "compat.matrix.evidence", "compat.engines")
+
+
+def default_releases() -> dict[str, str]:
+    """The range a page covers unless --releases says otherwise, per engine: each unit's DEFAULT_RELEASES (the
+    releases with EAGLE-3, as tools/failure_modes.py)."""
+    return {e.name: e.default_releases for e in engine_units.all_engines()}
 
 
 def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +117,7 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
                              "method": c.method, "target": str(c.target),
                              "drafter": "(none: the method takes none)" if c.drafterless else str(c.drafter)} for c in columns]
     for engine in engines:
-        spec = releases or DEFAULT_RELEASES[engine]
+        spec = releases or engine_units.get(engine).default_releases
         versions = list_releases(engine, cache_dir=cache_dir, offline=offline)
         trees, finder = release_trees(engine, spec, versions=versions, cache_dir=cache_dir, offline=offline,
                                       progress=progress)

@@ -22,14 +22,14 @@ A run holds an exclusive `flock` on the package directory (`tree_lock`), so two 
 
 from compat.patching.apply import apply, check_record, revert
 from compat.patching.journal import applied_patches_settled, settle, settle_for_reading, tree_lock
-from compat.patching.options import add_patch_options, given_options, option_actions, option_flags, resolve_options
+from compat.patching.options import add_patch_options, every_patch, given_options, option_actions, option_flags, resolve_options
 from compat.patching.plan import (
     APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, FileEdit, PlannedPatch, combined_edits, plan, version_range,
 )
 
 __all__ = [
     "APPLY", "BLOCKED", "NOT_OFFERED", "PRESENT", "REFUSED", "FileEdit", "PlannedPatch", "add_patch_options", "apply",
-    "check_record", "given_options",
+    "check_record", "every_patch", "given_options",
     "combined_edits", "option_actions", "option_flags", "plan", "resolve_options", "revert", "settle",
     "settle_for_reading", "tree_lock", "version_range", "applied_patches_settled",
 ]

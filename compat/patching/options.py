@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from compat import engines
 from compat.patches import Patch, all_patches
-from compat.core.tree import ENGINES
 
 
 class _Recorder:
@@ -95,7 +95,7 @@ class _OncePerOption:
 
 def every_patch() -> list[Patch]:
     """Every patch of every engine (the options a command line offers)."""
-    return [p for engine in ENGINES for p in all_patches(engine)]
+    return [p for engine in engines.names() for p in all_patches(engine)]
 
 
 def add_patch_options(parser: argparse.ArgumentParser) -> None:

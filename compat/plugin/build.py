@@ -17,7 +17,7 @@ from compat import __version__
 from compat.core.errors import RefusedError
 from compat.patch_record import read_record
 from compat.patching import APPLY, BLOCKED, NOT_OFFERED, PRESENT, REFUSED, PlannedPatch, combined_edits, plan, version_range
-from compat.sources.version import VERSION_FILES, version_assignment
+from compat.sources.version import version_assignment, version_files
 from compat.core.tree import EngineTree
 
 DATA_FORMAT = 1  # runtime.DATA_FORMAT: the runtime refuses data of another format
@@ -88,7 +88,7 @@ def groups(planned: list[PlannedPatch]) -> list[list[str]]:
 def version_guard(tree: EngineTree) -> dict:
     """What the runtime checks to know it runs on the release it was built for: the hash of the
     engine's version file, else (no such file) the installed distribution's version."""
-    for rel in VERSION_FILES[tree.engine]:
+    for rel in version_files(tree.engine):
         if not tree.exists(rel):
             continue
         try:
@@ -101,7 +101,7 @@ def version_guard(tree: EngineTree) -> dict:
     if distribution and tree.version:
         return {"distribution": {"name": distribution, "version": tree.version}}
     raise RefusedError(
-        f"{tree.root / tree.engine}: no version file ({' or '.join(VERSION_FILES[tree.engine])}) and no distribution: "
+        f"{tree.root / tree.engine}: no version file ({' or '.join(version_files(tree.engine))}) and no distribution: "
         "the plugin could not tell at import time that it runs on the release it was built for",
         hint="install the engine as a distribution (pip install), or point --path at a tree with its version file",
     )

@@ -24,14 +24,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from compat import __version__
+from compat import __version__, engines
 from compat.core.errors import RefusedError
 from compat.core.interpreter import Interpreter
 from compat.core.locking import directory_lock
 
 RUNTIME = Path(__file__).with_name("runtime.py")
 DATA_NAME = "plugin.json"
-ENTRY_POINT_GROUPS = {"vllm": "vllm.general_plugins"}  # SGLang: the .pth import hook only
 LOCK_TIMEOUT = 60.0
 
 
@@ -161,7 +160,7 @@ def _files(site: Path, engine: str, data: dict) -> dict[str, bytes]:
         f"{dist}/top_level.txt": f"{name}\n".encode(),
         f"{name}.pth": pth_line(engine, site / f"{name}.pth").encode(),
     }
-    group = ENTRY_POINT_GROUPS.get(engine)
+    group = engines.get(engine).plugin_entry_point  # vLLM: vllm.general_plugins; SGLang: none (the .pth hook only)
     if group:
         files[f"{dist}/entry_points.txt"] = f"[{group}]\ncompat = {name}:register\n".encode()
     return files

@@ -7,10 +7,11 @@ import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
+from compat import engines
 from compat.core.errors import RefusedError, UsageError
 from compat.core.interpreter import Interpreter, InterpreterError, InterpreterFailed
 from compat.plugin import dist
-from compat.core.tree import ENGINES, EngineTree
+from compat.core.tree import EngineTree
 
 
 def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[str], skip: list[str],
@@ -156,7 +157,7 @@ def installed_plugins(python: Interpreter | str | None = None) -> list[dict[str,
     [{"engine", "site_packages", "engine_version", "patches", "modules" (with hash states), ...}]."""
     site = dist.site_packages(python)
     out = []
-    for engine in ENGINES:
+    for engine in engines.names():
         data = dist.read_data(site, engine)
         if data is None:
             continue

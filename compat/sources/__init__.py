@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat import engines
 from compat.core.errors import SourceError, UsageError
-from compat.core.tree import ENGINES, EngineTree, SourceInfo, find_package_root
+from compat.core.tree import EngineTree, SourceInfo, find_package_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,9 +42,9 @@ def parse_engine_spec(text: str) -> EngineSpec:
     """`vllm` | `vllm==0.11.0` | `sglang>=0.5,<0.6` | `vllm==latest` | `vllm@latest`."""
     m = _SPEC.match(text or "")
     name = m and m.group("name").lower()
-    if not m or name not in ENGINES:
+    if not m or not name or engines.find(name) is None:
         raise UsageError(
-            f"--engine {text!r}: expected vllm or sglang, optionally with a version",
+            f"--engine {text!r}: expected {engines.choices_text()}, optionally with a version",
             hint="e.g. --engine vllm (installed), --engine vllm==0.11.0, --engine 'sglang>=0.5.8', --engine vllm==latest",
         )
     spec = m.group("at") or m.group("spec")
@@ -71,11 +72,15 @@ def find_installed(python: Interpreter | str | None = None) -> list[InstalledEng
 def open_path(directory: str | Path, engine: str | None = None) -> EngineTree:
     directory = Path(directory).expanduser()
     if not directory.is_dir():
-        raise SourceError(f"--path {directory}: no such directory")
+        from compat.core.errors import UsageError  # a path that names nothing: exit 2, as the exit-code table says
+
+        raise UsageError(f"--path {directory}: no such directory",
+                         hint="point --path at a source tree: the folder that holds vllm/ or sglang/")
     try:
-        name, root = find_package_root(directory, engine)
+        name, root = find_package_root(directory, (engine,) if engine else engines.names())
     except ValueError as err:
-        raise SourceError(str(err), hint="point --path at the folder that holds vllm/ or sglang/ (a checkout or an unpacked release)") from None
+        held = " or ".join(f"{name}/" for name in engines.names())
+        raise SourceError(str(err), hint=f"point --path at the folder that holds {held} (a checkout or an unpacked release)") from None
     from compat.sources.version import version_from_source
 
     version = version_from_source(root, name)

@@ -26,7 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from compat.core.tree import ENGINES, EngineTree, SourceInfo
+from compat import engines
+from compat.core.tree import EngineTree, SourceInfo
 
 TYPE_CHECKING = False  # neither typing nor packaging is imported on the way to a cached pin
 if TYPE_CHECKING:
@@ -304,7 +305,7 @@ class ReleaseFolder:
 def release_folders(cache: Path) -> list[ReleaseFolder]:
     """Every release folder and build folder in the cache, by engine, in version order."""
     rows = []
-    for engine in ENGINES:
+    for engine in engines.names():
         folder = _releases(cache, engine)
         for path in sorted(folder.iterdir(), key=_version_key) if folder.is_dir() else ():
             if not path.is_dir():

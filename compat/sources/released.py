@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from compat.core.errors import SourceError, UsageError
+from compat import engines
+from compat.core.errors import SourceError
+from compat.core.tree import EngineTree
 from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, plain_pin
-from compat.core.tree import ENGINES, EngineTree
 
 TYPE_CHECKING = False  # packaging and index.py are imported only when the cache cannot answer
 if TYPE_CHECKING:
@@ -62,8 +63,7 @@ class Resolver:
     @classmethod
     def of(cls, engine: str, specifier: str = "latest", *, cache_dir: str | Path | None = None, offline: bool = False,
            index_url: str | None = None, progress: bool = True, network: NetworkOptions | None = None) -> Resolver:
-        if engine not in ENGINES:
-            raise UsageError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        engines.get(engine)  # a UsageError naming the engines when it is none of them
         return cls(engine, specifier, cache_root(cache_dir), offline, index_url, progress, network)
 
     @cached_property

@@ -1,7 +1,8 @@
 """An engine's version as its own files declare it (for --path trees, which have no metadata).
 
-`VERSION_FILES` and `version_assignment` are also what the `version_in_source` probes read,
-so the tree's version and the reported fact can never disagree.
+Where each engine writes its version is a field of its unit (compat/engines/: VERSION_FILES, read through
+`version_files`); it and `version_assignment` are also what the `version_in_source` probes read, so the
+tree's version and the reported fact can never disagree.
 """
 
 from __future__ import annotations
@@ -9,11 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-# Where each engine writes its version: setuptools-scm's _version.py, or a plain version.py.
-VERSION_FILES = {
-    "vllm": ("vllm/_version.py", "vllm/version.py"),
-    "sglang": ("sglang/version.py", "sglang/_version.py"),
-}
+from compat import engines
+
 _NAMES = {"__version__", "version"}
 
 
@@ -28,8 +26,13 @@ def version_assignment(module: ast.Module) -> tuple[str, ast.stmt] | None:
     return None
 
 
+def version_files(engine: str) -> tuple[str, ...]:
+    """Where `engine` writes its version (setuptools-scm's _version.py, or a plain version.py), first found wins."""
+    return engines.get(engine).version_files
+
+
 def version_from_source(root: Path, engine: str) -> str | None:
-    for rel in VERSION_FILES[engine]:
+    for rel in version_files(engine):
         path = Path(root) / rel
         if not path.is_file():
             continue
@@ -44,9 +47,10 @@ def version_from_source(root: Path, engine: str) -> str | None:
 
 def _version_from_dist_info(root: Path, engine: str) -> str | None:
     """A site-packages folder: the dist-info of the distribution that owns the package."""
+    unit = engines.get(engine)
     for info in sorted(root.glob("*.dist-info")):
         name = info.name.split("-")[0].lower().replace("_", "-")
-        if name == engine or (engine == "vllm" and name.startswith("vllm")):
+        if unit.owns_distribution(name):
             top = info / "top_level.txt"
             if top.is_file() and engine not in top.read_text().split():
                 continue

@@ -25,6 +25,13 @@ DEFAULT_TEXTS = (
     "Translate to German: The weather is nice today.\nGerman:",
     "1, 2, 3, 5, 8, 13,",
 )
+# For methods that draft from the context: text that says something again, as code edits and lists do.
+REPEATING_TEXTS = (
+    "Repeat the list exactly: apples, pears, plums, cherries, apples, pears, plums, cherries, apples, pears,",
+    "x = compute(a, b)\ny = compute(a, b)\nz = compute(a, b)\nw = compute(",
+    "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog. The quick",
+    "1 2 3 4 5 1 2 3 4 5 1 2 3 4 5 1 2",
+)
 PROMPT_LENGTH = 8  # token-id prompts
 MAX_D2T_BYTES = 64 * 1024 * 1024  # a d2t of 8M entries is no drafter; refuse before reading it
 INT_FORMATS = {"I64": "q", "I32": "i", "U32": "I", "U64": "Q"}
@@ -151,8 +158,11 @@ class PromptPlan:
         return {"kind": self.kind, "count": len(self.prompts), "source": self.source}
 
 
-def plan_prompts(target: ModelDir, drafter: ModelDir, *, texts: list[str] | None = None, prompt_ids: bool = False,
-                 count: int = 4) -> PromptPlan:
+def plan_prompts(target: ModelDir, drafter: ModelDir | None, *, texts: list[str] | None = None, prompt_ids: bool = False,
+                 count: int = 4, repeating: bool = False) -> PromptPlan:
+    """The prompts of a run: given texts, the built-in texts (a tokenizer), or token ids drawn from the draft vocabulary
+    (a d2t) or the target's. `repeating`: for methods that draft only from the context (n-gram, suffix), each drawn
+    id prompt is a segment said three times, the repetition those methods look up."""
     if texts and prompt_ids:
         raise UsageError("give either --prompt texts or --prompt-ids, not both")
     if texts:
@@ -161,15 +171,52 @@ def plan_prompts(target: ModelDir, drafter: ModelDir, *, texts: list[str] | None
                              hint="drop --prompt (token-id prompts are drawn from the draft vocabulary)")
         return PromptPlan("text", list(texts), "given with --prompt")
     if target.has_tokenizer and not prompt_ids:
-        return PromptPlan("text", list(DEFAULT_TEXTS[:count]) if count <= len(DEFAULT_TEXTS)
-                          else [DEFAULT_TEXTS[i % len(DEFAULT_TEXTS)] for i in range(count)], "built-in texts")
-    d2t = read_d2t(drafter.path)
+        pool_texts = REPEATING_TEXTS if repeating else DEFAULT_TEXTS
+        return PromptPlan("text", [pool_texts[i % len(pool_texts)] for i in range(count)],
+                          "built-in texts" + (" that repeat themselves" if repeating else ""))
+    d2t = read_d2t(drafter.path) if drafter is not None else None
     if d2t is not None:
         pool = [t for t in draft_vocabulary(d2t, target.vocab_size) if t not in target.special_ids]
         source = f"drawn from the drafter's draft vocabulary ({len(d2t)} ids, its d2t)"
     else:
         if target.vocab_size is None:
-            raise ModelReadError(f"{target.path / 'config.json'}: no vocab_size, and the drafter has no d2t to draw prompt ids from")
+            raise ModelReadError(f"{target.path / 'config.json'}: no vocab_size, and no drafter d2t to draw prompt ids from")
         pool = [t for t in range(target.vocab_size) if t not in target.special_ids]
-        source = f"drawn from the target vocabulary ({target.vocab_size} ids; the drafter has no d2t)"
+        source = f"drawn from the target vocabulary ({target.vocab_size} ids{'; the drafter has no d2t' if drafter else ''})"
+    if repeating:
+        segments = draw_prompt_ids(pool, count, length=PROMPT_LENGTH // 2)
+        return PromptPlan("token-ids", [segment * 3 for segment in segments], source + ", each a segment said three times")
     return PromptPlan("token-ids", draw_prompt_ids(pool, count), source)
+
+
+def read_prompts_file(path: str | Path, count: int) -> PromptPlan:
+    """`--prompts FILE`: one prompt a line, as vLLM's offline API takes it: {"prompt": "text"} or
+    {"prompt_token_ids": [ids]} (one kind per file; blank lines and # comments skipped); the first `count`."""
+    file = Path(path).expanduser()
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"--prompts {path}: cannot read it ({err})") from None
+    prompts: list = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise UsageError(f"--prompts {path}: line {number} is not JSON ({err.msg})") from None
+        ids = item.get("prompt_token_ids") if isinstance(item, dict) else None
+        text = item.get("prompt") if isinstance(item, dict) else None
+        if isinstance(ids, list) and ids and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+            prompts.append(ids)
+        elif isinstance(text, str) and text:
+            prompts.append(text)
+        else:
+            raise UsageError(f"--prompts {path}: line {number} has neither a \"prompt\" text nor \"prompt_token_ids\"",
+                             hint='one prompt a line: {"prompt": "..."} or {"prompt_token_ids": [1, 2, 3]}')
+    if not prompts:
+        raise UsageError(f"--prompts {path}: no prompts in it")
+    if len({isinstance(p, str) for p in prompts}) > 1:
+        raise UsageError(f"--prompts {path}: mixes texts and token ids; one kind per file")
+    chosen = [prompts[i % len(prompts)] for i in range(count)]
+    return PromptPlan("text" if isinstance(chosen[0], str) else "token-ids", chosen, f"read from {file}")

@@ -57,7 +57,12 @@ def render(d: dict[str, Any], console: Console) -> None:
     t, dr, p = d["target"], d["drafter"], d["prompts"]
     console.print(f"  target   {escape(t['path'])}  {t['architecture']}, {t['num_hidden_layers']} layers"
                   f"{'' if t['tokenizer'] else ', no tokenizer'}")
-    console.print(f"  drafter  {escape(dr['path'])}  {dr['architecture']}")
+    method = d.get("method") or {}
+    if method:
+        how = {"asked": "as asked", "the drafter": "read from the drafter", "default": "the default"}.get(method["chosen_by"], "")
+        console.print(f"  method   {method['title']} (\"method\": \"{method['name']}\"; {how})")
+    if dr:
+        console.print(f"  drafter  {escape(dr['path'])}  {dr['architecture']}")
     kind = "token-id" if p["kind"] == "token-ids" else p["kind"]
     console.print(f"  prompts  {p['count']} {kind} prompts {escape(p['source'])}; {p['max_tokens']} new tokens each, greedy")
     console.print(Text(f"  speculative_config {json.dumps(d['speculative_config'])}"), soft_wrap=True)

@@ -1,4 +1,5 @@
-"""`compat verify TARGET DRAFTER`: run the installed vLLM twice (plain, then EAGLE-3 with the drafter),
+"""`compat verify TARGET [DRAFTER]`: run the installed vLLM twice (plain, then speculative: EAGLE-3 with the drafter,
+or the method of --method: compat/verify/methods.py),
 greedily, on the same prompts, and report what the engine measured.
 
 Greedy speculative decoding must give exactly the tokens of the plain run: that is its correctness
@@ -17,7 +18,7 @@ from compat.core.interpreter import Interpreter
 from compat.verify.engine import (
     DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, explain_command, installed_vllm, new_log_path, run_script,
 )
-from compat.verify.inputs import ModelDir, plan_prompts, read_model_dir
+from compat.verify.inputs import ModelDir, plan_prompts, read_model_dir, read_prompts_file
 
 if TYPE_CHECKING:
     from compat.sources.installed import InstalledEngine
@@ -29,10 +30,6 @@ PLAIN, SPECULATIVE = "plain run", "speculative run"
 TEXT_MAX_MODEL_LEN = 1024
 
 
-def speculative_config(drafter: Path, num_speculative_tokens: int) -> dict:
-    return {"method": "eagle3", "model": str(drafter), "num_speculative_tokens": num_speculative_tokens}
-
-
 def max_model_len(target: ModelDir, prompts: list, max_tokens: int) -> int:
     """Room for the longest prompt and the generated tokens, within what the target allows."""
     if prompts and isinstance(prompts[0], str):
@@ -42,21 +39,35 @@ def max_model_len(target: ModelDir, prompts: list, max_tokens: int) -> int:
     return min(wanted, target.max_positions) if target.max_positions else wanted
 
 
-def run_verify(target: str | Path, drafter: str | Path, *, python: Interpreter | str | None = None,
+def run_verify(target: str | Path, drafter: str | Path | None, *, python: Interpreter | str | None = None,
+               method: str | None = None, prompts_file: str | Path | None = None,
                prompts: list[str] | None = None, prompt_ids: bool = False, num_prompts: int = DEFAULT_PROMPTS,
                num_speculative_tokens: int = DEFAULT_SPEC_TOKENS, max_tokens: int = DEFAULT_MAX_TOKENS,
                min_acceptance: float | None = None, dtype: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                log_dir: str | Path | None = None, progress: Callable[[str], None] | None = None) -> dict:
     """Run the pair on the engine of `python`; the `compat verify --json` document (without `schema`).
 
-    Raises a CompatError when the inputs cannot be read (exit 2/4), vLLM is not installed in `python`
+    `method` is a compat.methods family (default: the one the drafter was recognised as, else eagle3); n-gram and
+    suffix run without a drafter, MTP with the heads inside the target. Raises a CompatError when the inputs cannot be read (exit 2/4), vLLM is not installed in `python`
     (3) or the engine fails or times out (1, the message names the log). The document's `passed` is
     False when the outputs differ or acceptance is below `min_acceptance`; `failures` says why.
     """
+    from compat.verify import methods
+
     engine = installed_vllm(python)
-    target_dir, drafter_dir = read_model_dir(target, "target"), read_model_dir(drafter, "drafter")
-    plan = plan_prompts(target_dir, drafter_dir, texts=prompts, prompt_ids=prompt_ids, count=num_prompts)
-    spec = speculative_config(drafter_dir.path, num_speculative_tokens)
+    target_dir = read_model_dir(target, "target")
+    drafter_dir = read_model_dir(drafter, "drafter") if drafter is not None else None
+    recognised = methods.recognised_family(drafter_dir) if drafter_dir and not method else None
+    family = method or recognised or methods.DEFAULT_METHOD
+    run_of = methods.resolve(family, engine.version)
+    methods.check_inputs(run_of, target_dir, drafter_dir)
+    methods.check_venv(run_of, engine.python)
+    if prompts_file is not None:
+        plan = read_prompts_file(prompts_file, num_prompts)
+    else:
+        plan = plan_prompts(target_dir, drafter_dir, texts=prompts, prompt_ids=prompt_ids, count=num_prompts,
+                            repeating=run_of.repeating_prompts)
+    spec = run_of.speculative_config(drafter_dir.path if drafter_dir else None, num_speculative_tokens)
     common = {"model": str(target_dir.path), "prompts": plan.prompts, "max_tokens": max_tokens,
               "max_model_len": max_model_len(target_dir, plan.prompts, max_tokens), "dtype": dtype, "warmup": True}
     job = {"runs": [{"label": PLAIN, "speculative_config": None, **common},
@@ -69,7 +80,9 @@ def run_verify(target: str | Path, drafter: str | Path, *, python: Interpreter |
     document = {
         "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
-        "target": target_dir.to_json(), "drafter": drafter_dir.to_json(),
+        "method": {"family": run_of.family, "title": run_of.title, "name": run_of.name,
+                   "chosen_by": "asked" if method else ("the drafter" if recognised else "default")},
+        "target": target_dir.to_json(), "drafter": drafter_dir.to_json() if drafter_dir else None,
         "prompts": {**plan.to_json(), "max_tokens": max_tokens, "sampling": "greedy (temperature 0), ignore_eos"},
         "speculative_config": spec,
         **summarize(plain, speculative),

@@ -57,3 +57,9 @@ def test_not_run_for_eagle3():
     from check_inputs import make_ctx
 
     assert not get_check("method-name").applies(make_ctx())
+
+
+def test_sglang_folds_the_case_vllm_does_not(run):
+    """SGLang's from_string upper-cases the name (spec_info.py:55 in 0.5.23): `dflash` is DFLASH there, not on vLLM."""
+    assert run("method-name", ctx("sglang", "0.5.23", SPECFORGE_DFLASH, DFLASH_TENSORS, method="dflash"))["verdict"] == "pass"
+    assert run("method-name", ctx("vllm", "0.34.0", SPECFORGE_DFLASH, DFLASH_TENSORS, method="DFlash"))["verdict"] == "fail"

@@ -55,9 +55,9 @@ def test_env_never_imports_torch_here(env):
     assert out.split() == ["False", "False"]
 
 
-def test_an_interpreter_that_cannot_be_run_is_reported_not_fatal(env, tmp_path):
+def test_an_interpreter_that_cannot_be_run_is_reported_and_its_code_said(env, tmp_path):
     run = compat("env", "--python", tmp_path / "missing" / "python", "--json", env=env)
-    assert run.code == 0
+    assert run.code == 2  # the report is printed whole; the exit code says the path named nothing
     other = [i for i in run.json()["interpreters"] if not i["this"]]
     assert "no such interpreter" in other[0]["error"]
 

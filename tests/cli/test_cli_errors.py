@@ -23,10 +23,10 @@ def assert_error(run, code: int) -> dict:
 
 
 @pytest.mark.parametrize("argv, code", [
-    (["probe", "--path", "missing"], 3),
+    (["probe", "--path", "missing"], 2),
     (["probe", "--engine", "tensorrt"], 2),
-    (["patch", "--path", "missing", "--dry-run"], 3),
-    (["plugin", "status", "--engine", "vllm", "--python", "./missing/bin/python"], 3),
+    (["patch", "--path", "missing", "--dry-run"], 2),
+    (["plugin", "status", "--engine", "vllm", "--python", "./missing/bin/python"], 2),
     (["doctor", "missing-target", "models/kimi-k2-eagle3", "--path", "tree"], 2),
     (["doctor", "models/Kimi-K2-Instruct", "models/kimi-k2-eagle3"], 2),
     (["convert", "ckpt", "missing", "out", "--to", "vllm"], 2),

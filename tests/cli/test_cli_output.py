@@ -115,10 +115,11 @@ def test_quiet_and_very_quiet(deep, env):
     assert "\nPASS " in full.out or "\nWARN " in full.out
     assert silent.out == "" and silent.err == ""
     error = compat("-qq", "probe", "--path", work / "missing", env=env)
-    assert error.code == 3 and "no such directory" in error.err  # errors are never silenced
+    assert error.code == 2 and "no such directory" in error.err  # errors are never silenced (a path naming nothing: 2)
 
 
 def test_verbose_says_where_and_how_long(env, tmp_path):
-    run = compat("probe", "--path", tmp_path / "missing", "-v", env=env)
+    (tmp_path / "not-a-tree").mkdir()
+    run = compat("probe", "--path", tmp_path / "not-a-tree", "-v", env=env)
     assert run.code == 3 and "(raised at " in run.err and "SourceError" in run.err
     assert "compat probe: exit 3 in " in run.err

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_helpers import engine_tree, shell
+from cli_helpers import COMPAT, engine_tree, shell
 
 
 def piped(command: str, reader: str, *, cwd, env=None):
@@ -69,3 +69,18 @@ def test_large_outputs_of_real_releases_piped_to_head(work, command):
 def test_the_reader_sees_the_start_of_the_output(work, env):
     run = shell("set -o pipefail; compat probe --path tree --json | head -1", cwd=work, env=env)
     assert run.code == 0 and run.out == "{\n" and run.err == ""
+
+
+@pytest.mark.network
+def test_a_piped_probe_is_neither_wrapped_nor_padded():
+    """Issue 33: into a pipe without $COLUMNS the summary's facts stay one line each, with no padding spaces."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run([str(COMPAT), "probe", "--engine", "vllm==0.11.0", "--full"], capture_output=True, text=True,
+                         env=env, timeout=600).stdout
+    lines = out.splitlines()
+    assert lines and not [line for line in lines if line != line.rstrip()]
+    gate = next(line for line in lines if line.startswith("EAGLE-3 gate"))
+    assert "more)" in gate and gate.rstrip().endswith(".py:541")  # the fact and its source line, unwrapped

@@ -108,4 +108,4 @@ def test_doctor_fixes_on_a_release_name_the_python_of_a_venv_directory(serving):
 
 def test_a_relative_python_that_does_not_exist_says_which_path_it_tried(serving, env):
     run = compat("probe", "--engine", "vllm", "--python", "./nope/bin/python", cwd=serving, env=env)
-    assert run.code == 3 and str(serving / "nope" / "bin" / "python") in run.err
+    assert run.code == 2 and str(serving / "nope" / "bin" / "python") in run.err

@@ -65,7 +65,8 @@ def test_usage_errors_exit_2(kimi, doctor_cli):
 
 
 def test_source_that_cannot_be_obtained_exits_3(kimi, doctor_cli, tmp_path):
-    code, _, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--path", str(tmp_path / "missing"))
+    (tmp_path / "not-a-tree").mkdir()  # a folder holding no engine (a missing one is 2: a path naming nothing)
+    code, _, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--path", str(tmp_path / "not-a-tree"))
     assert code == 3
     code, _, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--engine", "vllm==0.0.1",
                               "--offline", "--cache-dir", str(tmp_path / "empty-cache"))

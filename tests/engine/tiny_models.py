@@ -80,3 +80,22 @@ class TinyModels:
         the ids only in `eagle_config`, as output-of-layer ids (vLLM capture-before - 1)."""
         self._build("drafter", str(target.path), str(path), "oracle", json.dumps({"layout": "specforge"}))
         return path
+
+
+METHOD_BUILDER = BUILDER.with_name("method_models.py")
+
+
+def write_draft_model(python: Path, path: Path, target: TinyTarget, vocab: int | None = None) -> Path:
+    """The target's first two layers as a draft model (every draft accepted); `vocab`: cut to another vocabulary."""
+    args = [str(python), str(METHOD_BUILDER), "draft_model", str(target.path), str(path)] + ([str(vocab)] if vocab else [])
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"the model builder failed:\n{proc.stdout}\n{proc.stderr}"
+    return path
+
+
+def write_dflash_drafter(python: Path, path: Path, target: TinyTarget) -> Path:
+    """A z-lab layout DFlash drafter with a random layer (it drafts; its drafts are not built to be right)."""
+    proc = subprocess.run([str(python), str(METHOD_BUILDER), "dflash", str(target.path), str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"the model builder failed:\n{proc.stdout}\n{proc.stderr}"
+    return path

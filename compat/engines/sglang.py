@@ -1,0 +1,40 @@
+"""SGLang (github.com/sgl-project/sglang): what compat knows of it that its source does not say at run time."""
+
+NAME = "sglang"
+DISPLAY_NAME = "SGLang"
+IMPORT_NAME = "sglang"
+ORDER = 20
+DISTRIBUTIONS = ("sglang",)  # sglang-router is another package (sglang_router), not the engine
+INDEX_NAME = "sglang"
+VERSION_FILES = ("sglang/version.py", "sglang/_version.py")
+
+# the package sits under python/ in the repository; releases are tagged with their own version: v0.5.8, v0.4.6.post4
+REPOSITORY = "https://github.com/sgl-project/sglang"
+SOURCE_PREFIX = "python/"
+TAG = "v{version}"
+
+LAUNCH_COMMANDS = ()
+LAUNCH_MODULES = ("sglang.launch_server",)
+# The scheduler's and tensor-parallel workers' lines: `[2026-12-02 11:00:00 TP0] `, `[... DP0 TP1 EP1] `;
+# a worker's traceback after `[rank0]:` as torch.distributed writes it.
+LOG_PREFIXES = (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: (?:DP|TP|PP|EP|CP)\d+)*\]\s?", r"\[rank\d+\]:\s?")
+VERSION_IN_LOG = r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"
+
+SERVER_OWNED_BY = "sglang"
+SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # before 0.5.6: /get_server_info
+SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
+METRICS_PATH = "/metrics"  # only with --enable-metrics
+METRICS_PREFIX = "sglang:"
+PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
+
+DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)
+
+# docs.sglang.ai start/install (Docker): `lmsysorg/sglang:v<release>-cu<cuda>` (and -xeon, -rocm... builds);
+# the image has no server entry point: a manifest gives `python3 -m sglang.launch_server ...` as its command.
+IMAGE_REPOSITORIES = ("lmsysorg/sglang", "lmsysorg/sglang-rocm")
+IMAGE_TAGS = (r"^v?(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?(?:rc\d+)?)(?:[-_+].*)?$",)
+IMAGE_ENTRY = ()
+IMAGE_DOCS = "https://docs.sglang.ai/get_started/install.html"
+
+PROBES = "compat.probes.sglang"
+PATCHES = "compat.patches.sglang"

