@@ -131,15 +131,26 @@ class WordIndex:
 
 
 def _is_fragment(sequence: list[str], run: tuple[str, ...], have: set[str]) -> bool:
-    """The text's words that are the template's are a run of its literal words, in order (the holes' values the text
-    may hold aside), specific enough, and at least half of the text."""
+    """The text's words that are the template's follow its literal words in order (the holes' values the text may
+    hold aside), a template word skipped here and there (one glued to a value that was left out: `{}to a parameter`),
+    specific enough, and at least half of the text."""
     kept = [w for w in sequence if w in have]
     if len(kept) < MIN_FRAGMENT_WORDS or len(" ".join(kept)) < MIN_FRAGMENT_CHARS or 2 * len(kept) < len(sequence):
         return False
-    n = len(kept)
-    first = kept[0]
-    wanted = tuple(kept)
-    return any(run[start:start + n] == wanted for start in range(len(run) - n + 1) if run[start] == first)
+    allowed = len(kept) // 4  # template words the text may skip
+    for start, word in enumerate(run):
+        if word != kept[0]:
+            continue
+        position, skipped = start + 1, 0
+        for wanted in kept[1:]:
+            while position < len(run) and run[position] != wanted and skipped <= allowed:
+                position, skipped = position + 1, skipped + 1
+            if position >= len(run) or skipped > allowed:
+                break
+            position += 1
+        else:
+            return True
+    return False
 
 
 def _one_per_template(found: list[Near]) -> list[Near]:

@@ -150,19 +150,15 @@ def test_the_same_logs_in_other_forms(compat_cli, engine_python, logs_032, tmp_p
 
 
 def _fragment(log: Path) -> str:
-    """What people paste of the message: the words of the exception (pydantic's inner `Value error`) up to the first
-    value, or, for an exception with no message, the last frame, its code and the exception (a traceback cut short)."""
+    """What people paste of the message: its first eight words without its values (pydantic's inner `Value error`),
+    or, for an exception with no message, the last frame, its code and the exception (a traceback cut short)."""
     lines = [line.removeprefix("[rank0]: ") for line in log.read_text().splitlines() if line.strip()]
     inner = next((line.strip()[len("Value error, "):] for line in lines if line.strip().startswith("Value error, ")), None)
     last = next(line for line in reversed(lines) if not line.startswith((" ", "\t", "For further")))
     message = inner or last.partition(": ")[2]
     if not message:
         return "\n".join(lines[-4:])
-    words = []
-    for word in message.split():
-        if any(ch in word for ch in "/'`[(0123456789"):
-            break
-        words.append(word)
+    words = [word for word in message.split() if not any(ch in word for ch in "/'`[(0123456789")]  # its values left out
     return " ".join(words[:8]) or message
 
 
