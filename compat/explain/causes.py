@@ -150,8 +150,9 @@ def _interface(event: Event, release: Release) -> bool:
         event.site is not None or "set_eagle3_layers_to_capture" in event.text)
 
 
-INTERFACE_PATCHES = {"vllm": ("vllm-deepseek-eagle3-aux", "vllm-glm4-moe-eagle3", "vllm-kimi-k25-eagle3"),
-                     "sglang": ("sglang-deepseek-eagle3-capture", "sglang-kimi-k25-eagle3")}
+# The patches that give a target class the interface (all_patches(engine) keeps the release's engine's).
+INTERFACE_PATCHES = ("vllm-deepseek-eagle3-aux", "vllm-glm4-moe-eagle3", "vllm-kimi-k25-eagle3",
+                     "sglang-deepseek-eagle3-capture", "sglang-kimi-k25-eagle3")
 INTERFACE_ISSUES = ("vllm-deepseek-no-eagle3-interface", "vllm-kimi-k25-wrapper", "sglang-deepseek-no-capture")
 
 
@@ -172,7 +173,7 @@ def _interface_fix(event: Event, release: Release) -> dict | None:
     from compat.patches import all_patches
 
     target = _target(release)
-    ids = INTERFACE_PATCHES.get(release.engine, ())
+    ids: tuple[str, ...] = INTERFACE_PATCHES
     if target:  # only a patch about this target class (its description or reasons name the class)
         ids = tuple(p.id for p in all_patches(release.engine)
                     if p.id in ids and target.lower() in (p.description + " ".join(p.why)).lower())

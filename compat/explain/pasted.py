@@ -46,6 +46,7 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
         message = _message(line.text)
         found = words.nearest(message)
         fragments = [n for n in found if n.how == "fragment"]
+        fragments = [n for n in fragments if n.skipped == fragments[0].skipped]  # the best fitting (found is sorted)
         if len({n.site.template for n in fragments}) == 1:  # names one message: that is its site
             near = fragments[0]
             exc = exception_line(line.text)
