@@ -18,8 +18,10 @@ from packaging.version import InvalidVersion, Version
 from compat import aux_layers
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention, Settled
 from compat.core.interpreter import Interpreter
+from compat.fix import Fix
 from compat.launch_line import LaunchLine, LineEdit
 from compat.methods import Recognition, Unrecognised
+from compat.release_ref import ReleaseRef
 from compat.target import Target
 from compat.vocab_maps import MapTensor
 
@@ -139,7 +141,7 @@ class Result:
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
     check: str = ""
     title: str = ""
-    fix: dict[str, Any] | None = None
+    fix: Fix | None = None  # compat/fix.py: one typed value from doctor's fixes to what is shown
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
     remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
@@ -147,7 +149,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
         out: dict[str, Any] = {"check": self.check, "title": self.title, "verdict": self.verdict, "detail": self.detail,
-                               "fix": self.fix, "location": self.location, **self.evidence}
+                               "fix": self.fix.to_json() if self.fix is not None else None, "location": self.location, **self.evidence}
         if self.convert_with is not None:
             out["convert_with"] = self.convert_with.to_json()
         if self.release is not None:
@@ -194,6 +196,13 @@ class Ctx:
             return Version(Version(str(self.report.get("version"))).public)
         except InvalidVersion:
             return None
+
+    @property
+    def release(self) -> ReleaseRef:
+        """The release diagnosed, as every command doctor prints names it (with the serving venv, when known)."""
+        python = self.options.fixes_python
+        return ReleaseRef.of_source(self.engine, str(self.version) if self.version is not None else None,
+                                    self.report.get("source"), python.path if python is not None else None)
 
     def at_least(self, gate: Version) -> bool | None:
         return None if self.version is None else self.version >= gate

@@ -12,6 +12,10 @@ below (checked when it is imported):
     REQUIRES     ids of patches whose fix this one builds on (optional; default ())
     ORDER        where it applies among its engine's patches (optional; default 50; lower first, after
                  the patches it REQUIRES)
+    FIXES_ERRORS the engine's own messages (fragments) of the failures it fixes (optional; default ()):
+                 `compat verify` offers the patch when its run prints one, `compat explain` finds it by them
+    TARGET_CLASSES  the target model classes it makes servable (optional; default (): any target):
+                 doctor's and explain's fixes name it for those targets only
 
     find_files(tree) -> {role: relpath}          located by content: files move between releases
     has_fix(role, source, options) -> bool       the fix is there (applied by us or upstream)
@@ -65,6 +69,8 @@ CONTRACT = Contract("patch", (
     Field("OPTIONS", dict, default={}, doc="the option values it uses, with their defaults"),
     Field("REQUIRES", (tuple, list), default=(), doc="ids of patches whose fix this one builds on"),
     Field("ORDER", int, default=50, doc="where it applies among its engine's patches (lower first)"),
+    Field("FIXES_ERRORS", tuple, default=(), doc="the engine's messages (fragments) of the failures it fixes"),
+    Field("TARGET_CLASSES", tuple, default=(), doc="the target model classes it makes servable (): any target)"),
     Field("find_files", FUNCTION, doc="find_files(tree) -> {role: relpath}"),
     Field("has_fix", FUNCTION, doc="has_fix(role, source, options) -> bool"),
     Field("transform", FUNCTION, doc="transform(role, source, options) -> str"),
@@ -98,6 +104,8 @@ class Patch:
     requires: tuple[str, ...]
     module: ModuleType = field(repr=False, compare=False)
     order: int = 50
+    fixes_errors: tuple[str, ...] = ()  # the engine's messages of the failures it fixes
+    target_classes: tuple[str, ...] = ()  # the target classes it makes servable (): any)
 
     @classmethod
     def from_module(cls, module: ModuleType) -> "Patch":
@@ -115,7 +123,19 @@ class Patch:
             requires=tuple(rule["REQUIRES"]),
             module=rule.module,
             order=rule["ORDER"],
+            fixes_errors=tuple(rule["FIXES_ERRORS"]),
+            target_classes=tuple(rule["TARGET_CLASSES"]),
         )
+
+    def fixes(self, error: str) -> bool:
+        """Does `error` (an engine's output) show a failure this patch fixes, for a target it serves? A patch for
+        some target classes only when the text names one of them (else the text does not say it is the one)."""
+        return any(message in error for message in self.fixes_errors) and (
+            not self.target_classes or any(name in error for name in self.target_classes))
+
+    def serves(self, target_class: str) -> bool:
+        """Is `target_class` one of the targets this patch makes servable?"""
+        return target_class in self.target_classes
 
     def applies_to(self, version: str | None) -> bool:
         """Is `version` (a tree's version, maybe with a local label like +cpu) in VERSIONS?"""

@@ -153,7 +153,7 @@ def source_segment(tree: EngineTree, relpath: str, node: ast.expr | ast.stmt) ->
     return "\n".join(lines)
 
 
-def _header_end(data: bytes, start: int) -> int:
+def header_end(data: bytes, start: int) -> int:
     """Offset just past the `:` that ends a def/class header starting at `start` (brackets balanced)."""
     # Fast path (C-level finds and counts): the first `:` with balanced brackets before it and
     # no comment in between; anything unusual goes through the scanner below.
@@ -183,7 +183,7 @@ def _header_end(data: bytes, start: int) -> int:
     return n
 
 
-def _block_end(data: bytes, body_start: int, indent: int) -> int:
+def block_end(data: bytes, body_start: int, indent: int) -> int:
     """Offset where an indented block that starts at `body_start` ends (first line indented <= indent)."""
     pos = data.find(b"\n", body_start)
     if pos < 0:
@@ -230,7 +230,7 @@ def _find_block(tree: EngineTree, relpath: str, name: str, keyword: str):
     if pos < 0:
         return None
     indent = len(prefix) - len(prefix.lstrip(b" \t"))
-    end = _block_end(data, _header_end(data, pos), indent)
+    end = block_end(data, header_end(data, pos), indent)
     lines = data[line_start:end].decode("utf-8", errors="replace").split("\n")
     snippet = "\n".join(line[indent:] if line[:indent].strip() == "" else line for line in lines)
     try:
@@ -299,7 +299,7 @@ def _class_headers(tree: EngineTree, relpath: str) -> list[ClassHeader]:
         start = pos if data.startswith(b"class ", pos) else pos + 1
         m = _CLASS_NAME.match(data, start)
         if m:
-            raw = data[start:_header_end(data, start)]
+            raw = data[start:header_end(data, start)]
             out.append(ClassHeader(m.group(1).decode(), raw, start, data))
         pos = data.find(b"\nclass ", start + 1)
     return out
@@ -313,7 +313,7 @@ def find_class_field(tree: EngineTree, relpath: str, class_name: str, field_name
     if header is None:
         return None
     body_start = header.offset + len(header.raw)
-    end = _block_end(data, body_start, 0)
+    end = block_end(data, body_start, 0)
     needle = f"{field_name}:".encode()
     pos = data.find(needle, body_start, end)
     while pos >= 0:

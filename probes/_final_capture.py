@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from compat.probes._ast import ClassHeader, _block_end, _header_end, class_headers, safe_parse, unparse
+from compat.probes._ast import ClassHeader, block_end, header_end, class_headers, safe_parse, unparse
 from compat.core.tree import EngineTree
 
 # Names that stand for the layer count (the end of the loop) in a capture test or a helper call.
@@ -90,7 +90,7 @@ def _enclosing_method(data: bytes, defs: list[tuple[int, int, str]], offset: int
     """(start, indent, name, end) of the innermost indented `def` whose block holds `offset` (defs in file order)."""
     for i in range(bisect.bisect_left(defs, (offset,)) - 1, -1, -1):
         start, indent, name = defs[i]
-        end = _block_end(data, _header_end(data, start), indent)
+        end = block_end(data, header_end(data, start), indent)
         if offset < end:
             return start, indent, name, end
     return None

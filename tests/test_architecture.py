@@ -131,6 +131,15 @@ def test_no_private_name_or_module_from_another_part():
     assert not offences, "\n".join(dict.fromkeys(offences))
 
 
+def test_no_module_takes_another_modules_private_name():
+    """Within a part too: a name two modules need is public in the module that owns it (compat/fleet/ray_nodes.py
+    took ssh's `_RUN`, compat/explain/run.py analysis's `_VERSION`: they now read a public value)."""
+    offences = [f"{MODULES[module].relative_to(ROOT)}:{line} takes {target}.{name}"
+                for module in sorted(MODULES) for target, name, line in _imports(module)
+                if target in MODULES and target != module and name and name.startswith("_") and not name.startswith("__")]
+    assert not offences, "\n".join(dict.fromkeys(offences))
+
+
 def test_the_500_line_rule_covers_every_product_part():
     assert {p.relative_to(ROOT).parts[0] for p in MODULES.values()} == {"compat", "checks", "probes", "patches", "checkpoints", "methods"}
 

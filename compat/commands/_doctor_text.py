@@ -102,11 +102,13 @@ def _render_detail(c: dict, console) -> None:
     _hanging(console, INDENT, c["detail"])
     if c.get("location"):
         _hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
-    fix = c.get("fix")
-    if fix:
-        _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.get("command") or fix.get("text"))
-        if fix.get("alternative"):
-            _hanging(console, Text(INDENT + "or:  ", style="cyan"), fix["alternative"]["command"])
+    from compat.fix import ConvertFix, from_json
+
+    fix = from_json(c.get("fix"))  # the check's fix, typed again from the diagnosis
+    if fix is not None:
+        _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.shown())
+        if isinstance(fix, ConvertFix) and fix.alternative is not None:
+            _hanging(console, Text(INDENT + "or:  ", style="cyan"), fix.alternative.command)
 
 
 def _render_line(c: dict, steps: list[dict], width: int, console) -> None:
@@ -148,11 +150,13 @@ def headline(c: dict, room: int) -> str:
 
 def _fix_reference(c: dict, steps: list[dict]) -> str:
     """Where the check's fix is: `fix 2` (its step in the ordered fixes), or the fix itself when short."""
-    fix = c.get("fix")
-    if not fix or c["verdict"] == PASS:
+    from compat.fix import PatchFix, from_json
+
+    fix = from_json(c.get("fix"))
+    if fix is None or c["verdict"] == PASS:
         return ""
-    ids = set(fix.get("patch_ids") or [])
-    said = fix.get("command") or fix.get("text")
+    ids = set(fix.patch_ids if isinstance(fix, PatchFix) else ())
+    said = fix.shown()
     for number, step in enumerate(steps, 1):
         if (ids and ids <= set(step.get("patch_ids") or [])) or (said and step.get("command") == said):
             return f"fix {number}"
@@ -166,14 +170,16 @@ def _render_step(number: int, step: dict, checks: list[dict], console) -> None:
     """One of the ordered fixes; a question as its answers, one a line (what each means, and its own fix)."""
     from rich.text import Text
 
-    ask = next((c["fix"] for c in checks if (c.get("fix") or {}).get("kind") == "ask"
-                and c["fix"].get("text") == step["command"] and c["fix"].get("answers")), None)
-    if ask is None:
+    from compat.fix import AskFix, from_json
+
+    asks = [f for f in (from_json(c.get("fix")) for c in checks) if isinstance(f, AskFix)]
+    ask = next((f for f in asks if f.text == step["command"] and f.answers), None)
+    if ask is None or ask.answers is None:
         console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)
     else:
         question = step["command"].split(": ", 1)[0]  # "say how the drafter was trained"
-        console.print(Text(f"  {number}. {question}, with {ask.get('flag')}:"), soft_wrap=True)
-        for answer, what in ask["answers"].items():
+        console.print(Text(f"  {number}. {question}, with {ask.flag}:"), soft_wrap=True)
+        for answer, what in ask.answers.items():
             trained = f"trained on {what['trained']}: " if what.get("trained") else ""
             then = ("the layers match" if what.get("verdict") == PASS
                     else what.get("fix") or "no conversion fixes it")

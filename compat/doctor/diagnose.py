@@ -16,7 +16,8 @@ from packaging.version import InvalidVersion, Version
 
 from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_command, launch_from_line
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
-                                 fix_with_release, patch_command, plugin_command, where_to_patch)
+                                 fix_with_release, where_to_patch)
+from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
 from compat.doctor.releases import ReleaseFinder
 from compat.core.errors import SourceError, UsageError
 from compat.target import Target
@@ -78,8 +79,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
         "checks": [c.to_json() for c in checks],
         "verdict": verdict,
         "fix_steps": steps,
-        "instead": [f"{c.check}: {c.fix['text']}" for c in checks
-                    if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "release"],
+        "instead": [f"{c.check}: {c.fix.text}" for c in checks if c.verdict == FAIL and isinstance(c.fix, ReleaseFix)],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
                    "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps],
@@ -91,22 +91,24 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
 def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str, Any]]:
     """Every fix to run, in order and in as few commands as possible: one `compat patch` with all the
     patches the failing checks need, then the conversion (whose output the launch command names)."""
-    failing = [c.fix for c in checks if c.fix and (c.verdict == FAIL or c.fix["kind"] == "patch")]
+    failing = [c.fix for c in checks if c.fix and (c.verdict == FAIL or isinstance(c.fix, PatchFix))]
+    patches = [f for f in failing if isinstance(f, PatchFix)]
     order = [p.id for p in applicable_patches(ctx.engine, tree.version)]
-    ids = sorted({pid for f in failing if f["kind"] == "patch" for pid in f["patch_ids"]}, key=order.index)
-    settings = {pid: opts for f in failing if f["kind"] == "patch" for pid, opts in (f.get("options") or {}).items()}
-    steps: list[dict[str, Any]] = [{"kind": "ask", "command": f["text"]} for f in failing if f["kind"] == "ask"][:1]
+    ids = sorted({pid for f in patches for pid in f.patch_ids}, key=order.index)
+    settings = {pid: opts for f in patches for pid, opts in (f.options or {}).items()}
+    steps: list[dict[str, Any]] = [{"kind": "ask", "command": f.text} for f in failing if isinstance(f, AskFix)][:1]
     if ids:
-        steps.append({"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
-                      "plugin": plugin_command(ctx, ids, settings), "note": where_to_patch(ctx)})
-    convert = next((f for f in failing if f["kind"] == "convert"), None)
+        command, plugin = PatchFix.commands(ctx.release, ids, settings)
+        steps.append({"kind": "patch", "patch_ids": ids, "command": command, "plugin": plugin,
+                      "note": where_to_patch(ctx)})
+    convert = next((f for f in failing if isinstance(f, ConvertFix)), None)
     if convert:
-        steps.append({"kind": "convert", "command": convert["command"], "dst": converted_path(ctx)})
+        steps.append({"kind": "convert", "command": convert.command, "dst": converted_path(ctx)})
     return steps
 
 
 def classify(checks: list[Result]) -> str:
-    kinds = {(c.fix or {}).get("kind") for c in checks if c.verdict == FAIL}
+    kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
         return WORKS
     if kinds == {"line"}:
@@ -115,8 +117,8 @@ def classify(checks: list[Result]) -> str:
     if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK
     if "ask" in kinds:
-        asks = [c.fix for c in checks if c.verdict == FAIL and c.fix is not None and c.fix.get("kind") == "ask"]
-        return DEPENDS_LAYERS if any(a.get("question") == "layers" for a in asks) else DEPENDS
+        asks = [c.fix for c in checks if c.verdict == FAIL and isinstance(c.fix, AskFix)]
+        return DEPENDS_LAYERS if any(a.question == "layers" for a in asks) else DEPENDS
     if kinds == {"patch"}:
         return WORKS_PATCHED
     if kinds == {"convert"}:
@@ -184,16 +186,12 @@ def release_row(version: str, tree: EngineTree | SourceError, target: Target, dr
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
     """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table (from the
     checks of a diagnosis, in their JSON form)."""
-    shown = [(c, c["fix"]) for c in checks if c["fix"] and (c["verdict"] == FAIL or c["fix"]["kind"] == "patch")]
-    newest = _newest_lower_bound([fix["releases"] for _, fix in shown if fix["kind"] == "release"])
+    fixes = [(c, from_json(c["fix"])) for c in checks if c["fix"]]
+    shown = [(c, fix) for c, fix in fixes if fix is not None and (c["verdict"] == FAIL or isinstance(fix, PatchFix))]
+    newest = _newest_lower_bound([fix.releases for _, fix in shown if isinstance(fix, ReleaseFix)])
     out: list[str] = []
     for c, fix in shown:
-        phrases: dict[str, Callable[[dict[str, Any]], str]] = {
-            "patch": lambda f: "patch " + ",".join(f["patch_ids"]), "convert": lambda f: "convert",
-            "ask": lambda f: f"say {f.get('flag') or '--layer-ids-convention'}",
-            "release": lambda f: f"use {newest or f['releases']}", "none": lambda f: f"{c['check']}: no fix",
-            "line": lambda f: "the line doctor prints"}
-        text = phrases[fix["kind"]](fix)
+        text = fix.phrase(c["check"], newest)
         if text not in out:
             out.append(text)
     return out

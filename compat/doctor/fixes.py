@@ -27,8 +27,9 @@ from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS
                                 ConventionNeeded, Settled, default_layer_ids, from_flag)
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.convert.blocks import BLOCK_FAMILIES
-from compat.doctor.inputs import recognise
 from compat.core.errors import CompatError
+from compat.doctor.inputs import recognise
+from compat.fix import AskFix, ConvertFix, LineFix, NoFix, PatchFix, ReleaseFix
 from compat.hub import local_name, model_name
 from compat.core.tree import EngineTree
 
@@ -64,7 +65,7 @@ def fix_with_line(ctx: Ctx, checks: list[Result]) -> None:
         changed = read_line(fixed_words(line, list(check.edits)))
         again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
         if again.verdict != FAIL:
-            check.fix = {"kind": "line", "text": "the launch line below: " + "; ".join(e.why for e in check.edits)}
+            check.fix = LineFix("the launch line below: " + "; ".join(e.why for e in check.edits))
 
 
 # -- an answer only the user has ----------------------------------------------------------------------------
@@ -94,10 +95,10 @@ def fix_with_input(ctx: Ctx, checks: list[Result]) -> None:
         text = f"say how the drafter was trained: {CONVENTION_FLAG} " + " or ".join(
             f"{conv} ({'the layers match' if a['verdict'] == PASS else 'then: ' + (a['fix'] or 'no conversion fixes it')})"
             for conv, a in answers.items())
-        check.fix = {"kind": "ask", "question": "convention", "flag": CONVENTION_FLAG, "text": text, "answers": answers}
+        check.fix = AskFix(text, question="convention", flag=CONVENTION_FLAG, answers=answers)
 
 
-def _ask_layers(ctx: Ctx, check: Result, default: list[int]) -> dict[str, Any]:
+def _ask_layers(ctx: Ctx, check: Result, default: list[int]) -> AskFix:
     """A drafter that declares no ids: were they the trainers' default (what every release feeds it), or others?"""
     drafter = recognise(Drafter(ctx.drafter.path, dict(ctx.drafter.config), dict(ctx.drafter.tensors)), ctx.target,
                         layer_ids=default)
@@ -113,8 +114,8 @@ def _ask_layers(ctx: Ctx, check: Result, default: list[int]) -> dict[str, Any]:
     text = (f"say which layers the drafter was trained on: {said} (the trainers' default: "
             + ("the layers match" if answer["verdict"] == PASS else "then: " + (answer["fix"] or "no conversion fixes it"))
             + f") or {LAYER_IDS_FLAG} IDS with the layers it was trained on ({other})")
-    return {"kind": "ask", "question": "layers", "flag": LAYER_IDS_FLAG, "text": text,
-            "answers": {"default": answer, "other": {"trained": None, "verdict": None, "fix": other}}}
+    return AskFix(text, question="layers", flag=LAYER_IDS_FLAG,
+                  answers={"default": answer, "other": {"trained": None, "verdict": None, "fix": other}})
 
 
 # -- patches ------------------------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
     if any("patch" in get_check(c.check).blocks for c in checks if c.verdict == FAIL):
         return  # e.g. the release does not know the target's architecture: no patch can help
     followed = [c for c in checks if may_fix(c, "patch") and c.verdict != PASS
-                and (c.fix is None or c.fix["kind"] == "convert")]
+                and (c.fix is None or isinstance(c.fix, ConvertFix))]
     if not any(c.verdict == FAIL for c in followed):
         return
     patches = applicable_patches(ctx.engine, tree.version)
@@ -157,13 +158,11 @@ def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
         patch, again = turned_pass[check.check]
         ids = with_requirements(patch, patches, applied)
         settings = {pid: chosen[pid] for pid in ids if chosen.get(pid)}
-        fix: dict[str, Any] = {"kind": "patch", "patch_ids": ids, "command": patch_command(ctx, ids, settings),
-                               "options": settings, "plugin": plugin_command(ctx, ids, settings),
-                               "verified": f"re-probed with the patches applied in memory: {again.detail}"}
-        if where_to_patch(ctx):
-            fix["note"] = where_to_patch(ctx)
-        if check.fix is not None:  # converting the drafter fixes it already: the patch is the other way
-            check.fix["alternative"] = fix
+        fix = PatchFix.verified_by_doctor(ctx.release, ids, settings,
+                                          f"re-probed with the patches applied in memory: {again.detail}",
+                                          note=where_to_patch(ctx))
+        if isinstance(check.fix, ConvertFix):  # converting the drafter fixes it already: the patch is the other way
+            check.fix = replace(check.fix, alternative=fix)
         else:
             check.fix = fix
 
@@ -177,14 +176,6 @@ def patch_options(ctx: Ctx, patch: Patch) -> dict[str, Any]:
     if default is not None and ctx.drafter.convention and ctx.drafter.convention != default:
         options["nested_ids_convention"] = ctx.drafter.convention
     return options
-
-
-def option_argv(settings: dict[str, dict[str, Any]]) -> list[str]:
-    """Command-line spelling of the options doctor chose, by each patch's own declaration."""
-    from compat.patching import every_patch, option_flags
-
-    by_id = {p.id: p for p in every_patch()}
-    return [flag for pid, options in settings.items() for flag in option_flags(by_id[pid], options)]
 
 
 def applicable_patches(engine: str, version: str | None) -> list[Patch]:
@@ -229,30 +220,6 @@ def with_requirements(patch: Patch, patches: list[Patch], applied: list[str]) ->
     return sorted(ids, key=applied.index)
 
 
-def patch_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]]) -> str:
-    """`compat patch` for the engine this diagnosis is about; a released tree is a shared cache, so the
-    command patches the installed engine of the serving venv (--python when doctor was told it)."""
-    src = ctx.report.get("source") or {}
-    python = ctx.options.fixes_python
-    where = ["--path", src.get("location", "DIR")] if src.get("kind") == "path" else ["--engine", ctx.engine]
-    if python and src.get("kind") != "path":
-        where += ["--python", python.path]
-    parts = ["compat", "patch", *where]
-    for pid in ids:
-        parts += ["--select", pid]
-    return shlex.join(parts + option_argv(settings))
-
-
-def plugin_command(ctx: Ctx, ids: list[str], settings: dict[str, dict[str, Any]]) -> str:
-    """The same fix with no engine file changed: compat's plugin applies the patches in memory at import."""
-    from compat.plugin import plugin_command as command
-
-    src = ctx.report.get("source") or {}
-    path = src.get("location") if src.get("kind") == "path" else None
-    base = command(ctx.engine, ids, [], python=ctx.options.fixes_python, path=path)
-    return " ".join([base, *map(shlex.quote, option_argv(settings))])
-
-
 def where_to_patch(ctx: Ctx) -> str | None:
     """A note for fixes that patch a released tree's engine without knowing the serving venv."""
     src = ctx.report.get("source") or {}
@@ -287,11 +254,10 @@ def fix_with_conversion(ctx: Ctx, checks: list[Result], *, first_only: bool = Fa
         agains = [rerun(check, ctx.with_drafter(drafter)) for drafter, _ in attempts.values() if drafter is not None]
         if all(again.verdict == PASS for again in agains):
             conventions = [c for c in attempts if c]
-            check.fix = {"kind": "convert", "command": convert_command(ctx, "|".join(conventions) or None),
-                         "verified": f"checked on the drafter the conversion would write: {agains[0].detail}"}
-            if conventions:
-                check.fix["note"] = ("the drafter's config does not say which convention its layer ids use: "
-                                     "pass the one it was trained with")
+            note = ("the drafter's config does not say which convention its layer ids use: pass the one it was "
+                    "trained with") if conventions else None
+            check.fix = ConvertFix(convert_command(ctx, "|".join(conventions) or None),
+                                   f"checked on the drafter the conversion would write: {agains[0].detail}", note)
 
 
 def _fix_with_conversion_of(ctx: Ctx, check: Result, changes: ConvertWith) -> None:
@@ -301,8 +267,8 @@ def _fix_with_conversion_of(ctx: Ctx, check: Result, changes: ConvertWith) -> No
         return
     again = rerun(check, ctx.with_drafter(drafter))
     if again.verdict == PASS:
-        check.fix = {"kind": "convert", "command": convert_command(ctx, layer_ids=changes.layer_ids),
-                     "verified": f"checked on the drafter the conversion would write: {again.detail}"}
+        check.fix = ConvertFix(convert_command(ctx, layer_ids=changes.layer_ids),
+                               f"checked on the drafter the conversion would write: {again.detail}")
 
 
 def converted_drafter(ctx: Ctx, told: Settled | None = None,
@@ -387,15 +353,8 @@ def convert_command(ctx: Ctx, convention: str | None = None, layer_ids: list[int
     --path, the installed engine by --engine (and --python), a release by --engine ENGINE==VERSION."""
     layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
     convention = convention or named_convention(ctx.drafter.settled, layer_ids)
-    src = ctx.report.get("source") or {}
-    if src.get("kind") == "path" and src.get("location"):
-        release = ["--path", src["location"]]
-    elif src.get("kind") == "installed":
-        release = ["--engine", ctx.engine] + (["--python", src["python"]] if src.get("python") else [])
-    else:
-        release = ["--engine", f"{ctx.engine}=={ctx.version}"]
     parts = ["compat", "convert", "ckpt", model_name(ctx.drafter.path), converted_path(ctx), "--to", ctx.engine,
-             *release, "--target", model_name(ctx.target.path)]
+             *ctx.release.args("convert"), "--target", model_name(ctx.target.path)]
     if layer_ids is not None:  # the layers, or a word standing for them (IDS: the user's to fill in)
         parts += ["--layer-ids", layer_ids if isinstance(layer_ids, str) else ",".join(str(i) for i in layer_ids)]
     return shlex.join(parts) + (f" --layer-ids-convention {convention}" if convention else "")
@@ -411,17 +370,16 @@ def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
               if i.get("fixed_in") and "*" not in i["applies_to"]]
     for check in unfixed(checks):
         if may_fix(check, "release") and check.release is not None and check.release.first:
-            check.fix = {"kind": "release", "releases": check.release.specifier, "text": f"{ctx.engine} >= {check.release.first}"}
+            check.fix = ReleaseFix(str(check.release.specifier), f"{ctx.engine} >= {check.release.first}")
         elif may_fix(check, "release") and issues:
             best = max(issues, key=lambda i: Version(i["fixed_in"]))
-            check.fix = {"kind": "release", "releases": f">={best['fixed_in']}",
-                         "text": f"{ctx.engine} >= {best['fixed_in']} ({best['link']})"}
+            check.fix = ReleaseFix(f">={best['fixed_in']}", f"{ctx.engine} >= {best['fixed_in']} ({best['link']})")
         elif check.remedy:
-            check.fix = {"kind": "none", "text": check.remedy}
+            check.fix = NoFix(check.remedy)
         else:
             hint = check.convert_refused
-            check.fix = {"kind": "none", "text": ("no compat patch or conversion fixes this here"
-                                                 + (f" (conversion refused: {hint})" if hint else "")
-                                                 + "; compare the releases after this one: " + shlex.join(
-                                                     ["compat", "doctor", model_name(ctx.target.path), model_name(ctx.drafter.path),
-                                                      "--engine", ctx.engine, "--releases", f">{ctx.version}" if ctx.version else ">=0"]))}
+            later = ctx.release.range_args(f">{ctx.version}" if ctx.version else ">=0")
+            check.fix = NoFix("no compat patch or conversion fixes this here"
+                              + (f" (conversion refused: {hint})" if hint else "") + "; compare the releases after "
+                              "this one: " + shlex.join(["compat", "doctor", model_name(ctx.target.path),
+                                                         model_name(ctx.drafter.path), *later]))

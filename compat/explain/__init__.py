@@ -24,6 +24,7 @@ from compat.explain.pasted import read_pasted
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
+from compat.release_ref import ReleaseRef
 from compat.core.tree import EngineTree
 
 ACCEPTANCE = "acceptance"
@@ -81,7 +82,7 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
     return index
 
 
-def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...] = (),
+def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = None,
             later: Callable[[], tuple[str, ...]] | None = None,
             index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
     """`later()` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say
@@ -97,7 +98,8 @@ def explain(lines: Iterable[Line], tree: EngineTree, source_args: tuple[str, ...
 
     evidence = analyse(lines, tree.engine, index, source_line, Elsewhere(tree))
     nearest = read_pasted(evidence, index)
-    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), source_args, later, index_of)
+    release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
+                      later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
                       versions_named=evidence.versions, nearest=nearest)
     events = sorted(evidence.events + catalogued(evidence, release), key=lambda e: e.line)
@@ -130,7 +132,7 @@ def acceptance_finding(evidence: Evidence, release: Release) -> dict | None:
                          "the counters alone do not say which part is wrong")
     return {"kind": ACCEPTANCE, "site": series.site.location,
             "message": f"{sample.source}: {numbers}", "cause": f"{judgement.verdict}: {judgement.why}. {diagnosis.summary}",
-            "fix": fix, "cause_id": f"acceptance-{diagnosis.pattern}", "exception": None,
+            "fix": fix.to_json() if fix is not None else None, "cause_id": f"acceptance-{diagnosis.pattern}", "exception": None,
             "function": series.site.function, "template": series.site.template, "located_by": "log line",
             "also_at": [], "line": intervals[0].line, "count": series.count,
             "verdict": judgement.verdict, "judgement": judgement.to_json(), "over_time": series.over_time()}

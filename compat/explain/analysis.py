@@ -63,6 +63,11 @@ class Evidence:
     lines: int = 0
     frame_checks: list[tuple[str, int, str, bool | None]] = field(default_factory=list)  # file, line, code, fits
     unmatched: list[tuple[LogLine, bool]] = field(default_factory=list)  # lines no site matched (line, error-like)
+    names_release: re.Pattern[str] | None = None  # how the engine's log names its release (its unit's VERSION_IN_LOG)
+
+    def __post_init__(self) -> None:
+        if self.names_release is None:
+            self.names_release = engines.get(self.engine).version_in_log_pattern
 
 
 def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None, elsewhere=None) -> Evidence:
@@ -89,14 +94,15 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
     text = line.text
     if not text.strip() or text.lstrip().startswith('File "'):
         return
-    version = engines.get(evidence.engine).version_in_log_pattern.search(text)  # how its log names the release
+    assert evidence.names_release is not None
+    version = evidence.names_release.search(text)
     if version and version.group(1) not in evidence.versions:
         evidence.versions.append(version.group(1))
     matches = index.match(text)
     if not matches:
         exc = exception_line(text)
         if OUT_OF_MEMORY.search(text) or KERNELS_NOT_LOADED.search(text):  # said so, as unrelated, wherever it comes from
-            _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
+            record_event(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else None, None, "message",
                                           process=line.process))
         else:
             error_like = exc is not None or line.level in ("ERROR", "CRITICAL", "FATAL")
@@ -126,7 +132,7 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
             if name and name not in evidence.architectures:
                 evidence.architectures.append(name)
         if site.level in WARNING_LEVELS and _about_spec(site):
-            _record(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
+            record_event(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
                                           [s for s, _ in matches[1:] if s.kind == "log"], process=line.process))
         return
     exc = exception_line(text)
@@ -134,7 +140,7 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
     if not named and site.literal_length < MIN_LITERAL_ALONE:
         return
     same = [s for s, _ in matches[1:] if s.kind != "log" and s.template == site.template]
-    _record(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
+    record_event(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
                                   process=line.process))
 
 
@@ -155,7 +161,7 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
     site, located = _site_of(tb, index, package, source_line, elsewhere)
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
-    _record(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
+    record_event(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
                                   process=tb.process))
 
 
@@ -224,7 +230,7 @@ def _wrapped_site(tb: Traceback, index: SiteIndex, elsewhere=None) -> Site | Non
     return None
 
 
-def _record(evidence: Evidence, seen: dict, event: Event) -> None:
+def record_event(evidence: Evidence, seen: dict, event: Event) -> None:
     """One event per site (or per exception text without a site); a traceback's event replaces the message's."""
     key = ("site", event.site.location) if event.site is not None else ("text", event.text)
     earlier = seen.get(key)

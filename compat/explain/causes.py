@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
 from compat.explain.tracebacks import Traceback
+from compat.fix import AskFix, ConvertFix, FlagFix, Fix, KeyFix, NoFix, PatchFix, ReleaseFix
+from compat.release_ref import ReleaseRef
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
 _SHAPE = re.compile(r"shape '\[[^\]]*\]' is invalid|size mismatch|mat1 and mat2 shapes|Attempted to load weight|"
@@ -36,7 +38,7 @@ class Release:
     version: str | None
     report: dict  # the release's probe report (speculative config fields, ...)
     architectures: tuple[str, ...] = ()  # what the log says vLLM resolved (target first)
-    source_args: tuple[str, ...] = ()  # how the user named the release (`--engine vllm==0.32.0`)
+    ref: ReleaseRef | None = None  # the release the user named: every command a fix prints names it so
     later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
     index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
 
@@ -47,7 +49,7 @@ class Cause:
     kind: str
     applies: Callable[[Event, Release], bool]
     cause: Callable[[Event, Release], str]
-    fix: Callable[[Event, Release], dict | None]
+    fix: Callable[[Event, Release], Fix | None]
 
 
 def _template(event: Event) -> str:
@@ -69,7 +71,11 @@ def _in_drafter(event: Event, release: Release) -> bool:
 
 
 # -- fixes: the same catalog doctor draws from -------------------------------------------------------------------
-def patch_fix(release: Release, ids: tuple[str, ...], why: str, model_type: str | None = None) -> dict | None:
+def _ref(release: Release) -> ReleaseRef:
+    return release.ref or ReleaseRef.released(release.engine, release.version)
+
+
+def patch_fix(release: Release, ids: tuple[str, ...], why: str, model_type: str | None = None) -> PatchFix | None:
     """The patches of `ids` whose version gate covers the release, as the `compat patch` command to run; with
     the target's `model_type`, each patch's own `options_for_target` adds what this target needs (a whitelist
     patch adds a type its defaults lack), as doctor's fixes do."""
@@ -78,19 +84,11 @@ def patch_fix(release: Release, ids: tuple[str, ...], why: str, model_type: str 
     covering = [p for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
     if not covering:
         return None
-    command = ["compat", "patch", *release.source_args]
-    for patch in covering:
-        command += ["--select", patch.id]
-    if model_type:
-        from compat.patching import option_flags
-
-        for patch in covering:
-            command += option_flags(patch, patch.options_for_target(model_type, None))
-    return {"kind": "patch", "patch_ids": [p.id for p in covering], "command": shlex.join(command),
-            "text": f"{why}: {shlex.join(command)} (or in memory: compat plugin)"}
+    settings = {p.id: p.options_for_target(model_type, None) for p in covering} if model_type else {}
+    return PatchFix.for_error(_ref(release), [p.id for p in covering], settings, why)
 
 
-def release_fix(release: Release, issue_ids: tuple[str, ...], platform: str | None = None) -> dict | None:
+def release_fix(release: Release, issue_ids: tuple[str, ...], platform: str | None = None) -> ReleaseFix | None:
     """The first release the curated known issues say fixes it, when the release is affected (on `platform`, for
     an issue of one platform)."""
     from compat.known_issues import KNOWN_ISSUES, matching
@@ -99,33 +97,23 @@ def release_fix(release: Release, issue_ids: tuple[str, ...], platform: str | No
                 if release.version else set())
     for issue in KNOWN_ISSUES:
         if issue["id"] in issue_ids and issue.get("fixed_in") and (not release.version or issue["id"] in affected):
-            return {"kind": "release", "releases": f">={issue['fixed_in']}",
-                    "text": f"move to {release.engine} >= {issue['fixed_in']} ({issue['link']})"}
+            return ReleaseFix(f">={issue['fixed_in']}", f"move to {release.engine} >= {issue['fixed_in']} ({issue['link']})")
     return None
 
 
-def _where(release: Release) -> list[str]:
-    """How the fix names the release: as the user named it (the installed engine, a tree), else by version."""
-    if release.source_args and not (len(release.source_args) == 2 and release.source_args[1] == release.engine):
-        return list(release.source_args)
-    return ["--engine", f"{release.engine}=={release.version}"] if release.version else list(release.source_args)
+def convert_fix(release: Release, why: str) -> ConvertFix:
+    command = shlex.join(["compat", "convert", "ckpt", "DRAFTER", "DRAFTER-converted", "--to", release.engine,
+                          *_ref(release).args("convert"), "--target", "TARGET"])
+    return ConvertFix(command, text=f"{why}: {command} (DRAFTER: your drafter's directory, TARGET: the target's; then "
+                      "serve the converted directory)")
 
 
-def convert_fix(release: Release, why: str) -> dict:
-    where = _where(release)
-    command = shlex.join(["compat", "convert", "ckpt", "DRAFTER", "DRAFTER-converted", "--to", release.engine, *where,
-                          "--target", "TARGET"])
-    return {"kind": "convert", "command": command, "text": f"{why}: {command} (DRAFTER: your drafter's directory, "
-            f"TARGET: the target's; then serve the converted directory)"}
+def doctor_fix(release: Release, text: str) -> NoFix:
+    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *_ref(release).args("doctor")])
+    return NoFix(f"{text}; {command} checks the pair against this release", command)
 
 
-def doctor_fix(release: Release, text: str) -> dict:
-    where = _where(release)
-    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where])
-    return {"kind": "none", "text": f"{text}; {command} checks the pair against this release", "command": command}
-
-
-def _first(*fixes: dict | None) -> dict | None:
+def _first(*fixes: Fix | None) -> Fix | None:
     return next((f for f in fixes if f is not None), None)
 
 
@@ -135,7 +123,7 @@ def _whitelist(event: Event, release: Release) -> bool:
     return "only supported for" in t and ("eagle" in t or "model" in t) and event.site is not None
 
 
-def _whitelist_fix(event: Event, release: Release) -> dict | None:
+def _whitelist_fix(event: Event, release: Release) -> Fix | None:
     found = re.search(r"model_type='?([\w.-]+)", _text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
@@ -150,9 +138,9 @@ def _interface(event: Event, release: Release) -> bool:
         event.site is not None or "set_eagle3_layers_to_capture" in event.text)
 
 
-# The patches that give a target class the interface (all_patches(engine) keeps the release's engine's).
-INTERFACE_PATCHES = ("vllm-deepseek-eagle3-aux", "vllm-glm4-moe-eagle3", "vllm-kimi-k25-eagle3",
-                     "sglang-deepseek-eagle3-capture", "sglang-kimi-k25-eagle3")
+# the engines' messages of a target without the interface (vLLM's runner; SGLang's AttributeError): the patches that
+# declare they fix one of them (FIXES_ERRORS) give a target class the interface
+INTERFACE_ERRORS = ("does not support EAGLE3 interface", "set_eagle3_layers_to_capture")
 INTERFACE_ISSUES = ("vllm-deepseek-no-eagle3-interface", "vllm-kimi-k25-wrapper", "sglang-deepseek-no-capture")
 
 
@@ -169,22 +157,27 @@ def _interface_cause(event: Event, release: Release) -> str:
             + ": the drafter cannot be fed its hidden states")
 
 
-def _interface_fix(event: Event, release: Release) -> dict | None:
+def _interface_patches(release: Release) -> tuple[str, ...]:
+    from compat.patches import all_patches
+
+    return tuple(p.id for p in all_patches(release.engine)
+                 if any(said in message for message in p.fixes_errors for said in INTERFACE_ERRORS))
+
+
+def _interface_fix(event: Event, release: Release) -> Fix | None:
     from compat.patches import all_patches
 
     target = _target(release)
-    ids: tuple[str, ...] = INTERFACE_PATCHES
-    if target:  # only a patch about this target class (its description or reasons name the class)
-        ids = tuple(p.id for p in all_patches(release.engine)
-                    if p.id in ids and target.lower() in (p.description + " ".join(p.why)).lower())
+    ids = _interface_patches(release)
+    if target:  # only a patch that declares it serves this target class (TARGET_CLASSES)
+        ids = tuple(p.id for p in all_patches(release.engine) if p.id in ids and p.serves(target))
     fix = patch_fix(release, ids, f"give {target} the interface") if ids else None
     if target is None:  # which patch depends on the target class, which the text does not name
         covering = [p for p in all_patches(release.engine) if p.id in ids and p.applies_to(release.version)]
         options = "; ".join(f"{p.description} ({p.id})" for p in covering) or "none covers this release"
-        return {"kind": "ask", "patch_ids": [p.id for p in covering],
-                "text": "the text does not name the target class (vLLM logs `Resolved architecture: ...`): compat's "
-                        f"patches for {release.engine} {release.version or ''}: {options}; "
-                        + doctor_fix(release, "for another target")["text"]}
+        return AskFix("the text does not name the target class (vLLM logs `Resolved architecture: ...`): compat's "
+                      f"patches for {release.engine} {release.version or ''}: {options}; "
+                      + doctor_fix(release, "for another target").text, patch_ids=tuple(p.id for p in covering))
     return _first(fix, release_fix(release, INTERFACE_ISSUES) if target and "deepseek" in target.lower() else None,
                   doctor_fix(release, f"no compat patch gives {target or 'this target'} the interface on this release"))
 
@@ -213,14 +206,14 @@ def _unknown_key_name(event: Event) -> str | None:
     return None
 
 
-def _unknown_key_fix(event: Event, release: Release) -> dict:
+def _unknown_key_fix(event: Event, release: Release) -> KeyFix:
     key = _unknown_key_name(event)
     fields = [f["name"] for f in (release.report.get("speculative_config") or {}).get("fields") or []]
     close = difflib.get_close_matches(key or "", fields, n=1)
     said = f"remove {key!r} from --speculative-config" if key else "remove the unknown key from --speculative-config"
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return {"kind": "flag", "text": f"{said}{hint}; {release.engine} {release.version or ''} accepts: "
-            + ", ".join(fields) if fields else said + hint, "key": key, "suggestion": close[0] if close else None}
+    text = f"{said}{hint}; {release.engine} {release.version or ''} accepts: " + ", ".join(fields) if fields else said + hint
+    return KeyFix(text, key, close[0] if close else None)
 
 
 def _shapes(event: Event, release: Release) -> bool:
@@ -251,10 +244,10 @@ def _cpu_runner_cause(event: Event, release: Release) -> str:
             "drafter")
 
 
-def _cpu_runner_fix(event: Event, release: Release) -> dict | None:
+def _cpu_runner_fix(event: Event, release: Release) -> Fix | None:
     return _first(release_fix(release, ("vllm-cpu-no-spec-decode",), platform="cpu"),
-                  {"kind": "none", "text": "no compat patch makes this release's CPU backend speculate: serve without "
-                   "--speculative-config on CPU, or on a GPU build"})
+                  NoFix("no compat patch makes this release's CPU backend speculate: serve without "
+                        "--speculative-config on CPU, or on a GPU build"))
 
 
 def _oom(event: Event, release: Release) -> bool:
@@ -265,13 +258,10 @@ def _kernels(event: Event, release: Release) -> bool:
     return event.site is None and bool(KERNELS_NOT_LOADED.search(event.text))
 
 
-def _kernels_fix(event: Event, release: Release) -> dict:
-    args = release.source_args
-    where = list(args[args.index("--python"):][:2]) if "--python" in args else ["--python", "PY"]
-    command = shlex.join(["compat", "env", *where])
-    return {"kind": "none", "command": command,
-            "text": f"install the torch this {release.engine} release was built against: {command} sets the engine's "
-                    "own torch requirement against the torch installed beside it"}
+def _kernels_fix(event: Event, release: Release) -> NoFix:
+    command = shlex.join(["compat", "env", *_ref(release).args("env")])
+    return NoFix(f"install the torch this {release.engine} release was built against: {command} sets the engine's "
+                 "own torch requirement against the torch installed beside it", command)
 
 
 def _user_code(event: Event, release: Release) -> bool:
@@ -319,9 +309,8 @@ CATALOG: tuple[Cause, ...] = (
           lambda e, r: ("the drafter directory holds no weights file the loader reads (*.safetensors or *.bin)"
                         if _in_drafter(e, r) else "the model directory holds no weights file the loader reads "
                         "(*.safetensors or *.bin)"),
-          lambda e, r: {"kind": "flag", "text": "point \"model\" in --speculative-config at the directory holding the "
-                        "drafter's model.safetensors (a training checkpoint: " + convert_fix(r, "convert it")["command"]
-                        + ")"}),
+          lambda e, r: FlagFix("point \"model\" in --speculative-config at the directory holding the drafter's "
+                               "model.safetensors (a training checkpoint: " + convert_fix(r, "convert it").command + ")")),
     Cause("cpu-runner-no-spec-decode", ERROR, _cpu_runner, _cpu_runner_cause, _cpu_runner_fix),
     Cause("kv-cache-block-size", ERROR, _block_size,
           lambda e, r: "the target's attention backend and the drafter's share no KV-cache block size (an MLA target with "
@@ -336,24 +325,22 @@ def _says(*fragments: str) -> Callable[[Event, Release], bool]:
     return lambda event, release: any(f in _text(event) for f in fragments)
 
 
-def _method_fix(release: Release, text: str) -> dict:
-    where = _where(release)
-    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *where, "--method", "NAME"])
-    return {"kind": "none", "text": f"{text}; {command} checks the method, the drafter and the target together",
-            "command": command}
+def _method_fix(release: Release, text: str) -> NoFix:
+    command = shlex.join(["compat", "doctor", "TARGET", "DRAFTER", *_ref(release).args("doctor"), "--method", "NAME"])
+    return NoFix(f"{text}; {command} checks the method, the drafter and the target together", command)
 
 
 CATALOG = CATALOG + (
     Cause("method-peagle-removed", ERROR, _says("P-EAGLE (parallel drafting EAGLE-3) is not supported"),
           lambda e, r: "this release serves no P-EAGLE drafter: vLLM 0.34.0 removed it (its speculators translation "
                        "raises, the PEagle classes are gone); 0.22.0 - 0.33.0 serve it as eagle3 with parallel_drafting",
-          lambda e, r: {"kind": "release", "releases": ">=0.22.0,<=0.33.0",
-                        "text": f"serve it on {r.engine} >=0.22.0,<=0.33.0 (\"method\": \"eagle3\", \"parallel_drafting\": true)"}),
+          lambda e, r: ReleaseFix(">=0.22.0,<=0.33.0", f"serve it on {r.engine} >=0.22.0,<=0.33.0 (\"method\": "
+                                  "\"eagle3\", \"parallel_drafting\": true)")),
     Cause("method-suffix-needs-arctic-inference", ERROR, _says("Arctic Inference is required for suffix decoding"),
           lambda e, r: "suffix decoding runs on Snowflake's Arctic Inference, which is not a dependency of this release: "
                        "the serving venv lacks it",
-          lambda e, r: {"kind": "flag", "text": "in the venv that serves: pip install arctic-inference==0.1.1 (vLLM 0.34.0's "
-                        "GPU suffix speculator needs nothing)"}),
+          lambda e, r: FlagFix("in the venv that serves: pip install arctic-inference==0.1.1 (vLLM 0.34.0's GPU suffix "
+                               "speculator needs nothing)")),
     Cause("method-unknown-name", ERROR, _says("Unknown speculative algorithm name", "Unsupported speculative method",
                                               "Input should be 'ngram'"),
           lambda e, r: "the method launched is not one this release has (or not under that name; SGLang folds the case, "
@@ -366,16 +353,16 @@ CATALOG = CATALOG + (
           lambda e, r: _method_fix(r, "run the method the error names (its \"Use method=...\")")),
     Cause("method-gemma4-assistant-eagle3", ERROR, _says("Gemma4AssistantForCausalLM draft requires"),
           lambda e, r: "a Gemma4 assistant draft runs as FROZEN_KV_MTP, which SGLang reaches from EAGLE or NEXTN, not EAGLE3",
-          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm NEXTN (SGLang promotes it to FROZEN_KV_MTP)"}),
+          lambda e, r: FlagFix("--speculative-algorithm NEXTN (SGLang promotes it to FROZEN_KV_MTP)")),
     Cause("method-uno-arguments", ERROR, _says("UNO requires --uno-lora-path", "UNO reuses the target model",
                                                "UNO only supports CUDA"),
           lambda e, r: "UNO drafts with the target itself through a LoRA: it takes --uno-lora-path and no draft model, "
                        "on CUDA only",
-          lambda e, r: {"kind": "flag", "text": "drop --speculative-draft-model-path, give --uno-lora-path and "
-                        "--speculative-num-draft-tokens"}),
+          lambda e, r: FlagFix("drop --speculative-draft-model-path, give --uno-lora-path and "
+                               "--speculative-num-draft-tokens")),
     Cause("method-dspark-without-markov", ERROR, _says("DSPARK requires markov_rank > 0"),
           lambda e, r: "the drafter has no Markov head: it is a DFlash drafter, launched as DSPARK",
-          lambda e, r: {"kind": "flag", "text": "--speculative-algorithm DFLASH (or a DSpark drafter)"}),
+          lambda e, r: FlagFix("--speculative-algorithm DFLASH (or a DSpark drafter)")),
     Cause("method-dflash-anchor", ERROR, _says("sample_from_anchor=True is not supported for DFlash"),
           lambda e, r: "the drafter's block is anchor-first (DSpark's layout), which DFlash cannot read",
           lambda e, r: _method_fix(r, "run it as dspark if it is a DSpark drafter, else set sample_from_anchor false")),

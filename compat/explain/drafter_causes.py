@@ -9,6 +9,7 @@ import re
 
 from compat.explain.analysis import Event
 from compat.explain.causes import ERROR, Cause, Release, _in_drafter, _text, convert_fix, doctor_fix
+from compat.fix import FlagFix, NoFix
 
 _QUOTED = re.compile(r"'([^']+)'")
 
@@ -58,11 +59,11 @@ DRAFTER_CAUSES: tuple[Cause, ...] = (
     Cause("drafter-not-found", ERROR, _says("Invalid repository ID or local directory", "does not appear to have a file "
                                             "named config.json", "Can't load the configuration of"),
           _not_found_cause,
-          lambda e, r: {"kind": "flag", "text": "point \"model\" in --speculative-config at the directory that holds the "
-                        "drafter's config.json and its weights"}),
+          lambda e, r: FlagFix("point \"model\" in --speculative-config at the directory that holds the drafter's "
+                               "config.json and its weights")),
     Cause("config-not-json", ERROR, _says("is not a valid JSON file", drafter=False), _not_json_cause,
-          lambda e, r: {"kind": "none", "text": "write the config.json whole again (the trainer's export, or compat "
-                        "convert ckpt from the checkpoint)"}),
+          lambda e, r: NoFix("write the config.json whole again (the trainer's export, or compat convert ckpt from the "
+                             "checkpoint)")),
     Cause("drafter-architecture-unknown", ERROR, _says("are not supported for now"), _architecture_cause,
           lambda e, r: convert_fix(r, "write the drafter with an architecture this release loads")),
     Cause("drafter-tensor-unknown", ERROR, _says("There is no module or parameter named"), _tensor_cause,

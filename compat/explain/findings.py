@@ -10,6 +10,7 @@ from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, _text, doctor_fix
 from compat.explain.conditions import check_of, first_passing
 from compat.explain.drafter_causes import DRAFTER_CAUSES
+from compat.fix import Fix
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
 
@@ -32,7 +33,7 @@ def catalogued(evidence: Evidence, release: Release) -> list[Event]:
     return found
 
 
-def diagnose(event: Event, release: Release) -> tuple[str, str, dict | None, str | None]:
+def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str | None]:
     """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
     for entry in DRAFTER_CAUSES + CATALOG:
         if entry.applies(event, release):
@@ -101,7 +102,8 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
     elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
         site = None
     more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
-    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix, "cause_id": cause_id,
+    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix.to_json() if fix is not None else None,
+            "cause_id": cause_id,
             "exception": event.exception, "function": event.site.function if event.site else None,
             "template": event.site.template if event.site else None, "located_by": event.located_by,
             "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,

@@ -5,7 +5,7 @@ a match. See nearest.py for how text and templates are compared.
 
 from __future__ import annotations
 
-from compat.explain.analysis import SHORT_INPUT, Event, Evidence, _record
+from compat.explain.analysis import SHORT_INPUT, Event, Evidence, record_event
 from compat.explain.nearest import Near, WordIndex
 from compat.explain.sites import SiteIndex
 from compat.explain.tracebacks import exception_line
@@ -52,7 +52,7 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
             exc = exception_line(line.text)
             event = Event(line.number, line.text.strip(), exc[0] if exc else near.site.exception, near.site,
                           "message fragment", list(near.others), process=line.process, match=near)
-            _record(evidence, seen, event)
+            record_event(evidence, seen, event)
         elif found:
             nearest.append({"line": line.number, "text": line.text.strip(), "sites": [n.to_json() for n in found],
                             "ambiguous_fragment": len(fragments) > 1})

@@ -10,6 +10,7 @@ no cause for is said to be harmless there, and not what stopped the engine.
 from __future__ import annotations
 
 from compat.explain.causes import ERROR, UNRELATED, WARNING
+from compat.fix import NoFix
 
 ACCEPTANCE = "acceptance"
 _ORDER = {ERROR: 0, UNRELATED: 1, ACCEPTANCE: 2, WARNING: 3}
@@ -32,7 +33,7 @@ def rank(findings: list[dict]) -> list[dict]:
                 finding["cause"] = (f"raised after the failure (finding {number}, line {failure['line']})"
                                     + (f", in {finding['process']}" if finding.get("process") else "")
                                     + ": how the failure reached this process, not a cause of its own")
-                finding["fix"] = {"kind": "none", "text": f"the fix of finding {number}"}
+                finding["fix"] = NoFix(f"the fix of finding {number}").to_json()
         elif finding["kind"] == WARNING and finding.get("cause_id") is None:
             finding["harmless"] = True
             stopped = f"; the engine stopped on finding {number}" if failure is not None else ""

@@ -17,6 +17,7 @@ from typing import Any
 from compat.core.errors import SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
+from compat.release_ref import ReleaseRef
 
 SPOOL_MEMORY = 4 << 20
 
@@ -57,11 +58,9 @@ def _lines(args) -> tuple[Iterator[Line], str]:
     return from_text(" ".join(args.text)), "the text given"
 
 
-def _source_args(args) -> tuple[str, ...]:
-    if args.path:
-        return ("--path", args.path)
-    out = ("--engine", args.engine) if args.engine else ()
-    return out + (("--python", args.python.path) if args.python else ())
+def _release(args, tree) -> ReleaseRef:
+    """The release read, as the fixes name it again (with the serving venv the user named, beside a release)."""
+    return ReleaseRef.of_tree(tree, args.python.path if args.python else None)
 
 
 def explain_input(args, open_source, *, progress: bool) -> Result:
@@ -73,19 +72,19 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
     if spec is None or args.path:
         if args.path:
             tree = open_source(args, python=args.python, progress=progress)
-            found = explain(lines, tree, _source_args(args), *_later(args, tree))
+            found = explain(lines, tree, _release(args, tree), *_later(args, tree))
             return Result(found, [_searched(found)], input_name=name)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
-        found = explain(lines, tree, _source_args(args), *_later(args, tree))
+        found = explain(lines, tree, _release(args, tree), *_later(args, tree))
         return Result(found, [_searched(found)], input_name=name)
     try:
         tree = open_source(args, python=None, progress=progress)
     except SourceError:
         return _guess(args, lines, name, spec.engine, progress)
-    found = explain(lines, tree, _source_args(args), *_later(args, tree))
+    found = explain(lines, tree, _release(args, tree), *_later(args, tree))
     return Result(found, [_searched(found)], input_name=name)
 
 
@@ -142,7 +141,7 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
             raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
                               hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
         chosen = best(readings)
-        found = explain(replay(), chosen.tree, ("--engine", f"{engine}=={chosen.version}"), *_later(args, chosen.tree))
+        found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree))
     for finding in found.findings:
         finding["raised_in"] = raised_in(finding.get("template"), readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))

@@ -31,7 +31,7 @@ from pathlib import Path
 from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, prune_bundles
 
 # The rule folders that pyproject maps from the repository's top level into compat/ (see [tool.setuptools]).
-MAPPED_PACKAGES = ("compat.probes", "compat.patches", "compat.checkpoints", "compat.checks")
+MAPPED_PACKAGES = ("compat.probes", "compat.patches", "compat.checkpoints", "compat.checks", "compat.methods")
 # Needed only on the side that reaches the hosts, never shipped.
 LOCAL_ONLY = frozenset({"asyncssh", "cryptography", "cffi", "pycparser", "typing-extensions", "ray"})
 NATIVE_SUFFIXES = (".so", ".pyd", ".dylib")
@@ -43,6 +43,12 @@ ENTRY = """import sys
 from compat.fleet.main import main
 sys.exit(main())
 """
+# The one way compat is started from an unpacked bundle (`python -c START_CODE DIR ARGS...`, over SSH and in a Ray
+# task): DIR first on the path, the host's own native wheels for its ABI after it, the working directory left out.
+START_CODE = ("import os, sys, sysconfig; d = sys.argv.pop(1); "
+              "abi = (sysconfig.get_config_var('EXT_SUFFIX') or '.none').strip('.').rsplit('.', 1)[0]; "
+              "sys.path[:] = [d] + [p for p in sys.path if p not in ('', os.getcwd())] + [os.path.join(d, 'native', abi)]; "
+              "from compat.fleet.main import main; sys.exit(main())")
 
 
 @dataclass(frozen=True)

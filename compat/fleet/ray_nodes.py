@@ -15,7 +15,7 @@ from typing import Any, Callable
 from compat.core.errors import SourceError, UsageError
 from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, PRUNE_SOURCE
 from compat.fleet.outcome import EXIT_UNREACHABLE, Outcome, failed, from_output
-from compat.fleet.ssh import _RUN as RUN_CODE  # the one way compat is started from an unpacked bundle
+from compat.fleet.bundle import START_CODE as RUN_CODE  # the one way compat is started from an unpacked bundle
 
 TASK_TIMEOUT_S = 3600.0
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compat.fleet.bundle import Bundle
+from compat.fleet.bundle import START_CODE, Bundle
 from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, PRUNE_SOURCE
 from compat.fleet.hosts import Host
 from compat.fleet.outcome import EXIT_HOST_KEY, EXIT_UNREACHABLE, Outcome, failed, from_output
@@ -56,12 +56,6 @@ except OSError:
 # Run compat from the unpacked bundle; the working directory (the login's home) stays, for relative paths,
 # but leaves sys.path: a folder there must not shadow a package.
 # The compiled dependencies shipped for this host's ABI go last: the host's own copies win.
-_RUN = ("import os, sys, sysconfig; d = sys.argv.pop(1); "
-        "abi = (sysconfig.get_config_var('EXT_SUFFIX') or '.none').strip('.').rsplit('.', 1)[0]; "
-        "sys.path[:] = [d] + [p for p in sys.path if p not in ('', os.getcwd())] + [os.path.join(d, 'native', abi)]; "
-        "from compat.fleet.main import main; sys.exit(main())")
-
-
 @dataclass(frozen=True)
 class SshOptions:
     accept_new_host_keys: bool = False
@@ -213,7 +207,7 @@ async def _run(conn, host: Host, words: list[str], python: str | None, bundle: B
             return failed(host.spec, f"{host.spec}: could not unpack compat into {place['dir']}: "
                           f"{sent.stderr.decode(errors='replace').strip()[-300:]}", "check the space and rights in that folder",
                           EXIT_UNREACHABLE)
-    done = await conn.run(_command(python, _RUN, [place["dir"], *words]), timeout=options.command_timeout)
+    done = await conn.run(_command(python, START_CODE, [place["dir"], *words]), timeout=options.command_timeout)
     return from_output(host.spec, done.exit_status if done.exit_status is not None else 1, str(done.stdout), str(done.stderr))
 
 

@@ -6,6 +6,7 @@ import re
 from typing import Any, Callable
 
 from compat.core.errors import CompatError
+from compat.fix import LineFix
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
 from compat.manifests.checking import (
     UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, edit_where, launch_words, local_model, read_serving,
@@ -160,8 +161,8 @@ def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, opt
     except Unavailable:
         pass
     for result, data in ((r, d) for r in failing for d in results if d["check"] == r.check):
-        data["fix"] = result.fix
-    edits = [e for r in failing if (r.fix or {}).get("kind") == "line" for e in r.edits]
+        data["fix"] = result.fix.to_json() if result.fix is not None else None
+    edits = [e for r in failing if isinstance(r.fix, LineFix) for e in r.edits]
     return {"verdict": "fails" if failing else ("works as far as checked" if any(r["verdict"] == UNCHECKED for r in results)
                                                  else "works as is"),
             "results": results, "release_fix": _release_fix(results), "fixed": fixed_words(line, edits) if edits else None}
@@ -181,7 +182,7 @@ def _line_fix(ctx: Any, result: Any, line: LaunchLine) -> None:
     except Unavailable:
         return
     if again.verdict != FAIL:
-        result.fix = {"kind": "line", "text": "the launch line: " + "; ".join(e.why for e in result.edits)}
+        result.fix = LineFix("the launch line: " + "; ".join(e.why for e in result.edits))
 
 
 def _release_fix(results: list[dict[str, Any]]) -> str | None:

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from compat import engines as engine_units
+from compat.fix import from_json
 from compat.matrix.evidence import evidence_url, issue_links
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
 
 USER = "your pair"
 # what a cell's value depends on besides the release and the templates: doctor, its checks, patches, probes
-CELL_CODE = ("compat.probes", "compat.doctor", "compat.matrix.build", "compat.matrix.evidence", "compat.engines")
+CELL_CODE = ("compat.probes", "compat.doctor", "compat.matrix.build", "compat.matrix.evidence", "compat.engines",
+             "compat.fix", "compat.release_ref")
 
 
 def default_releases() -> dict[str, str]:
@@ -39,10 +41,10 @@ def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
         cell["method"] = diagnosis["method"]["family"]  # the method doctor checked (the drafter's, or the column's)
     checks = []
     for check in diagnosis.get("checks") or []:
-        fix = check.get("fix") or {}
+        fix = from_json(check.get("fix"))  # the check's typed fix: the page shows its command, else its words
         item = {"check": check["check"], "title": check["title"], "verdict": check["verdict"], "detail": check["detail"],
                 "location": check.get("location"), "evidence": evidence_url(engine, version, check.get("location")),
-                "fix": fix.get("command") or fix.get("text")}
+                "fix": fix.shown() if fix is not None else None}
         links = issue_links(check)
         if links:
             item["issues"] = links

@@ -171,11 +171,11 @@ def installed_plugins(python: Interpreter | str | None = None) -> list[dict[str,
 def plugin_command(engine: str, ids: list[str], model_types: list[str] | tuple[str, ...] = (), *,
                    python: Interpreter | str | None = None, path: str | Path | None = None) -> str:
     """The `compat plugin install` line for a fix (what doctor prints beside `compat patch`)."""
-    parts = ["compat", "plugin", "install", "--engine", engine]
-    if path:
-        parts += ["--path", str(path)]
-    if python:
-        parts += ["--python", str(python)]
+    from compat.release_ref import INSTALLED, TREE, ReleaseRef
+
+    where = ReleaseRef(engine, None, TREE if path else INSTALLED, str(python) if python else None,
+                       str(path) if path else None)
+    parts = ["compat", "plugin", "install", *where.args("plugin")]
     for pid in ids:
         parts += ["--select", pid]
     for mt in model_types:

@@ -54,6 +54,8 @@ WHY = (
 )
 ENGINE = "sglang"
 VERSIONS = SpecifierSet(">=0.4.4.post2,<=0.5.4.post1")
+FIXES_ERRORS = ("set_eagle3_layers_to_capture",)  # AttributeError: 'X' object has no attribute ...
+TARGET_CLASSES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")  # V3 (Kimi-K2) is a V2 subclass
 OPTIONS: dict = {}
 ORDER = 20
 

@@ -28,6 +28,8 @@ WHY = (
 )
 ENGINE = "sglang"
 VERSIONS = SpecifierSet("==0.5.9")
+FIXES_ERRORS = ("set_eagle3_layers_to_capture",)  # AttributeError: 'X' object has no attribute ...
+TARGET_CLASSES = ("KimiK25ForConditionalGeneration",)
 OPTIONS: dict = {}
 ORDER = 30
 

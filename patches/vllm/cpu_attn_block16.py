@@ -31,6 +31,7 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.29.0,<=0.33.0")
+FIXES_ERRORS = ("No common block size for 16",)  # vllm/v1/worker/utils.py select_common_block_size
 OPTIONS: dict = {}
 ORDER = 40
 

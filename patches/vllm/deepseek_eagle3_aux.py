@@ -43,6 +43,8 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.10.1,<=0.17.1")
+FIXES_ERRORS = ("Model does not support EAGLE3 interface",)  # the V1 runner, at model load
+TARGET_CLASSES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")  # V3 (Kimi-K2) is a V2 subclass
 OPTIONS: dict = {}
 ORDER = 20
 

@@ -30,6 +30,7 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.18.0,<=0.24.0")
+TARGET_CLASSES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
 OPTIONS: dict = {}
 ORDER = 25
 

@@ -35,6 +35,7 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.10.1,<=0.21.0")
+FIXES_ERRORS = ("Eagle3 is only supported for", "eagle3 is only supported for")  # SpeculativeConfig (0.17: f"{method} ...")
 OPTIONS = {"model_types": ("kimi_k2", "kimi_k25", "deepseek_v3", "deepseek_v2")}
 ORDER = 10
 

@@ -44,6 +44,8 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.10.1,<=0.33.0")
+FIXES_ERRORS = ("Model does not support EAGLE3 interface",)  # the V1 runner, at model load
+TARGET_CLASSES = ("Glm4MoeForCausalLM",)
 OPTIONS: dict = {}
 ORDER = 22
 

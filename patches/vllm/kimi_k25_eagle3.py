@@ -37,6 +37,8 @@ WHY = (
 )
 ENGINE = "vllm"
 VERSIONS = SpecifierSet(">=0.15.0,<=0.17.1")
+FIXES_ERRORS = ("Model does not support EAGLE3 interface",)  # the V1 runner, at model load
+TARGET_CLASSES = ("KimiK25ForConditionalGeneration",)
 OPTIONS: dict = {}
 REQUIRES = ("vllm-deepseek-eagle3-aux",)
 ORDER = 30

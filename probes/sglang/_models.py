@@ -71,7 +71,7 @@ class ModelsIndex:
 _CACHE: "weakref.WeakKeyDictionary[EngineTree, dict]" = weakref.WeakKeyDictionary()
 
 
-def _memo(tree: EngineTree, key: str, build):
+def memo_on_tree(tree: EngineTree, key: str, build):
     slot = _CACHE.setdefault(tree, {})
     if key not in slot:
         slot[key] = build(tree)
@@ -85,7 +85,7 @@ def module_name(relpath: str) -> str:
 
 
 def models_index(tree: EngineTree) -> ModelsIndex:
-    return _memo(tree, "models_index", _build_index)
+    return memo_on_tree(tree, "models_index", _build_index)
 
 
 def _line_starts(data: bytes, needle: bytes):
@@ -291,12 +291,12 @@ class Target:
 
 
 def eagle3_targets(tree: EngineTree) -> list[Target]:
-    return _memo(tree, "eagle3_targets", _build_targets)
+    return memo_on_tree(tree, "eagle3_targets", _build_targets)
 
 
 def capture_methods(tree: EngineTree) -> dict[tuple[str, str], CaptureMethod]:
     """(relpath, class) -> the class's own `set_eagle3_layers_to_capture`, for every model file defining one."""
-    return _memo(tree, "capture_methods", _build_capture_methods)
+    return memo_on_tree(tree, "capture_methods", _build_capture_methods)
 
 
 def _build_capture_methods(tree: EngineTree) -> dict[tuple[str, str], CaptureMethod]:

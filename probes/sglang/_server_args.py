@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from compat.probes._ast import class_fields, field_name, find_class, literal, methods, top_level_classes
-from compat.probes.sglang._models import _memo
+from compat.probes.sglang._models import memo_on_tree
 from compat.probes.sglang._source import parse_piece, top_level_end
 from compat.core.tree import EngineTree
 
@@ -73,7 +73,7 @@ class ServerArgsSource:
 
 
 def server_args_source(tree: EngineTree) -> ServerArgsSource | None:
-    return _memo(tree, "server_args_source", _build)
+    return memo_on_tree(tree, "server_args_source", _build)
 
 
 # -- constants ---------------------------------------------------------------------------
@@ -329,7 +329,7 @@ def _build(tree: EngineTree) -> ServerArgsSource | None:
 def every_flag(tree: EngineTree) -> ServerArgsSource | None:
     """Every flag of `python -m sglang.launch_server` (prepare_server_args: an argparse parser that
     ServerArgs.add_cli_args fills), not only the speculative ones: server_args.py parsed whole."""
-    return _memo(tree, "server_args_every_flag", _build_every)
+    return memo_on_tree(tree, "server_args_every_flag", _build_every)
 
 
 def _build_every(tree: EngineTree) -> ServerArgsSource | None:

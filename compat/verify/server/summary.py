@@ -173,8 +173,10 @@ def launch_line(i: Identity, s: Speculation) -> str:
 
 
 def doctor_command(i: Identity, s: Speculation) -> str:
-    version = f"=={i.version}" if i.version else ""
-    return f"compat doctor --engine {i.engine}{version} --launch {double_quoted(launch_line(i, s))}"
+    from compat.release_ref import ReleaseRef
+
+    release = ReleaseRef.released(i.engine, i.version) if i.version else ReleaseRef.installed(i.engine, None)
+    return f"compat doctor {' '.join(release.args('doctor'))} --launch {double_quoted(launch_line(i, s))}"
 
 
 def double_quoted(text: str) -> str:

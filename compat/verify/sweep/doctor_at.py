@@ -14,8 +14,12 @@ def doctor_verdict(doc: dict, *, cache_dir: str | None = None, offline: bool = F
     from compat.verify.server.summary import double_quoted
 
     server = doc["server"]
-    release = f"{server['engine']}=={server['version']}" if server.get("version") else server["engine"]
-    command = f"compat doctor --engine {release} --launch {double_quoted(doc['launch'])}"
+    from compat.release_ref import ReleaseRef
+
+    ref = (ReleaseRef.released(server["engine"], server["version"]) if server.get("version")
+           else ReleaseRef.installed(server["engine"], None))
+    release = ref.spec()
+    command = f"compat doctor {' '.join(ref.args('doctor'))} --launch {double_quoted(doc['launch'])}"
     out: dict[str, Any] = {"ran": False, "release": release, "command": command}
     target, drafter = server.get("model"), server.get("draft_model")
     missing = [f"{what} {path}" for what, path in (("target", target), ("drafter", drafter))
