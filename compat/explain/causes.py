@@ -56,12 +56,13 @@ def _template(event: Event) -> str:
     return event.site.template.lower() if event.site is not None else ""
 
 
-def _text(event: Event) -> str:
+def event_text(event: Event) -> str:
+    """The event's message with the lines after it that are still its message (pydantic lists the bad key there)."""
     tb = event.traceback
     return event.text + ("\n" + "\n".join(tb.more) if tb is not None and tb.more else "")
 
 
-def _in_drafter(event: Event, release: Release) -> bool:
+def in_drafter(event: Event, release: Release) -> bool:
     """The traceback passes through the drafter's code (its model, the proposer, the speculative config)."""
     tb = event.traceback
     if tb is None:
@@ -124,7 +125,7 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 
 def _whitelist_fix(event: Event, release: Release) -> Fix | None:
-    found = re.search(r"model_type='?([\w.-]+)", _text(event))
+    found = re.search(r"model_type='?([\w.-]+)", event_text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
     return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
@@ -194,12 +195,12 @@ def _target_layout_cause(event: Event, release: Release) -> str:
 
 
 def _unknown_key(event: Event, release: Release) -> bool:
-    text = _text(event)
+    text = event_text(event)
     return any(words in text for words in _PYDANTIC_EXTRA) and "SpeculativeConfig" in text
 
 
 def _unknown_key_name(event: Event) -> str | None:
-    lines = _text(event).splitlines()
+    lines = event_text(event).splitlines()
     for i, line in enumerate(lines):
         if any(words in line for words in _PYDANTIC_EXTRA) and i > 0:
             return lines[i - 1].strip().split()[0] if lines[i - 1].strip() else None
@@ -220,7 +221,7 @@ def _shapes(event: Event, release: Release) -> bool:
     """A shape the drafter's tensors do not have: said so by the message, or an assert of a weight loader (which
     may have no message: `assert loaded_weight.shape[output_dim] == self.org_vocab_size`) on the drafter's load."""
     loader_assert = event.site is not None and event.site.kind == "assert" and "weight_loader" in (event.site.function or "")
-    return (bool(_SHAPE.search(_text(event))) or loader_assert) and (_in_drafter(event, release) or "fc" in _text(event))
+    return (bool(_SHAPE.search(event_text(event))) or loader_assert) and (in_drafter(event, release) or "fc" in event_text(event))
 
 
 def _no_weights(event: Event, release: Release) -> bool:
@@ -307,7 +308,7 @@ CATALOG: tuple[Cause, ...] = (
           lambda e, r: convert_fix(r, "write the drafter in this release's layout (ids, fc and names checked together)")),
     Cause("drafter-without-weights", ERROR, _no_weights,
           lambda e, r: ("the drafter directory holds no weights file the loader reads (*.safetensors or *.bin)"
-                        if _in_drafter(e, r) else "the model directory holds no weights file the loader reads "
+                        if in_drafter(e, r) else "the model directory holds no weights file the loader reads "
                         "(*.safetensors or *.bin)"),
           lambda e, r: FlagFix("point \"model\" in --speculative-config at the directory holding the drafter's "
                                "model.safetensors (a training checkpoint: " + convert_fix(r, "convert it").command + ")")),
@@ -322,7 +323,7 @@ CATALOG: tuple[Cause, ...] = (
 
 # -- the methods beyond EAGLE-3 (compat.methods; messages as the releases raise them) ------------------------------
 def _says(*fragments: str) -> Callable[[Event, Release], bool]:
-    return lambda event, release: any(f in _text(event) for f in fragments)
+    return lambda event, release: any(f in event_text(event) for f in fragments)
 
 
 def _method_fix(release: Release, text: str) -> NoFix:

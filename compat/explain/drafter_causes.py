@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from compat.explain.analysis import Event
-from compat.explain.causes import ERROR, Cause, Release, _in_drafter, _text, convert_fix, doctor_fix
+from compat.explain.causes import ERROR, Cause, Release, in_drafter, event_text, convert_fix, doctor_fix
 from compat.fix import FlagFix, NoFix
 
 _QUOTED = re.compile(r"'([^']+)'")
@@ -16,15 +16,15 @@ _QUOTED = re.compile(r"'([^']+)'")
 
 def _about_drafter(event: Event, release: Release) -> bool:
     """The speculative config (pydantic names it) or the drafter's code (the traceback passes through it)."""
-    return "SpeculativeConfig" in _text(event) or _in_drafter(event, release)
+    return "SpeculativeConfig" in event_text(event) or in_drafter(event, release)
 
 
 def _says(*words: str, drafter: bool = True):
-    return lambda e, r: any(w in _text(e) for w in words) and (not drafter or _about_drafter(e, r))
+    return lambda e, r: any(w in event_text(e) for w in words) and (not drafter or _about_drafter(e, r))
 
 
 def _first_quoted(event: Event, after: str) -> str | None:
-    text = _text(event)
+    text = event_text(event)
     found = _QUOTED.search(text, max(0, text.find(after)))
     return found.group(1) if found else None
 
@@ -39,11 +39,11 @@ def _not_found_cause(event: Event, release: Release) -> str:
 def _not_json_cause(event: Event, release: Release) -> str:
     path = _first_quoted(event, "config file")
     return (f"{path or 'the config.json'} is not valid JSON (cut short, or edited by hand): the release cannot read "
-            "the model's config" + (" (the drafter's, by the traceback)" if _in_drafter(event, release) else ""))
+            "the model's config" + (" (the drafter's, by the traceback)" if in_drafter(event, release) else ""))
 
 
 def _architecture_cause(event: Event, release: Release) -> str:
-    names = re.search(r"architectures (\[[^\]]*\])", _text(event))
+    names = re.search(r"architectures (\[[^\]]*\])", event_text(event))
     whose = "the drafter's config" if _about_drafter(event, release) else "the config"
     return (f"{whose} names architectures {names.group(1) if names else ''} that {release.engine} "
             f"{release.version or ''} does not register: no model class of this release loads it").replace("  ", " ")

@@ -7,7 +7,7 @@ from typing import Any
 
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence
 from compat.explain.tracebacks import exception_line
-from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, _text, doctor_fix
+from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
 from compat.explain.conditions import check_of, first_passing
 from compat.explain.drafter_causes import DRAFTER_CAUSES
 from compat.fix import Fix
@@ -43,7 +43,7 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
         return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
-    check = check_of(site, _text(event))
+    check = check_of(site, event_text(event))
     if check is not None:
         return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
@@ -53,7 +53,7 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
 def check_finding(event: Event, release: Release) -> dict | None:
     """What the engine checked at the site, read from the source, and the first later release whose check lets the
     user's value pass (bisected over the releases after this one)."""
-    check = check_of(event.site, _text(event))
+    check = check_of(event.site, event_text(event))
     if check is None:
         return None
     out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
