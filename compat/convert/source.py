@@ -77,8 +77,10 @@ def open_source(src: Path) -> SourceCheckpoint:
 
 
 def _open_source(src: Path) -> SourceCheckpoint:
+    if src.exists() and not src.is_dir():  # there, but the wrong kind: 4; nothing there: 2
+        raise RefusedError(f"SRC {src}: a file, not a drafter directory", hint="pass the drafter directory (config.json + weights)")
     if not src.is_dir():
-        raise UsageError(f"SRC {src} is not a directory", hint="pass the drafter directory (config.json + weights)")
+        raise UsageError(f"SRC {src}: no such directory", hint="pass the drafter directory (config.json + weights)")
     roots = input_roots(src)
     config_path = src / "config.json"
     try:
