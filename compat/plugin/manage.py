@@ -57,8 +57,15 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
             "plan": [p.to_json() for p in planned], **summary(data)}
 
 
+def check_target(target: str | Path | None) -> None:
+    """--target DIR, checked before the engine is looked for: a file there is the wrong kind of path (4)."""
+    if target is not None and Path(target).exists() and not Path(target).is_dir():
+        raise RefusedError(f"--target {target}: a file, not a directory", hint="name a directory (it is made when missing)")
+
+
 def _make_target(target: Path) -> None:
     """--target DIR, made when missing; a file there is the wrong kind of path (4), with nothing written."""
+    check_target(target)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
