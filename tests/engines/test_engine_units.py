@@ -133,3 +133,55 @@ def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     with pytest.raises(ContractError) as err:
         engines.all_engines()
     assert err.value.owner == "compat.engines.trtllm" and err.value.field == field
+
+
+def _product_files() -> dict[str, str]:
+    """Every file of the package's folders, by path: its sha256."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for folder in ("compat", "checks", "probes", "patches", "checkpoints", "methods")
+            for p in sorted((root / folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _compat(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from compat import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as exc:  # --help
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_third_engine_is_one_unit_and_no_other_file(extra_folder, tmp_path):
+    """TensorRT-LLM as a unit in a temporary folder: probe's and doctor's --engine and --path take it and their
+    --help names it; probe reads its tree; a release of it is looked for in the cache, not refused as unknown.
+    No file of compat changed for it."""
+    before = _product_files()
+    (extra_folder / "trtllm.py").write_text(_unit("trtllm", DISPLAY_NAME="TensorRT-LLM", ORDER=30,
+                                                  VERSION_FILES=("trtllm/version.py",)))
+    for command in ("probe", "doctor"):
+        code, out, _ = _compat(command, "--help")
+        assert code == 0 and "vllm, sglang or trtllm" in out and "trtllm/" in out, out
+    tree = tmp_path / "tree" / "trtllm"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "version.py").write_text("__version__ = '1.2.0'\n")
+    code, out, _ = _compat("probe", "--path", str(tree.parent), "--json")
+    import json
+
+    report = json.loads(out)
+    assert code == 0 and (report["engine"], report["version"]) == ("trtllm", "1.2.0") and report["probe_errors"] == []
+    code, _, err = _compat("probe", "--engine", "trtllm==1.2.0", "--offline", "--cache-dir", str(tmp_path / "cache"))
+    assert code == 3 and "offline and trtllm==1.2.0 is not in the cache" in err  # an engine: its release is looked for
+    code, _, err = _compat("probe", "--engine", "tensorrt==1.2.0", "--offline")
+    assert code == 2 and "--engine 'tensorrt==1.2.0': expected vllm, sglang or trtllm" in err
+    assert _product_files() == before
