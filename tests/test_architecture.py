@@ -278,13 +278,8 @@ ENGINE_BRANCHES_LEFT: dict[str, int] = {
     "checks/draft_attention_backend.py": 2, "checks/draft_quantization.py": 6, "checks/draft_tensor_parallel.py": 1,
     "checks/drafter_architecture.py": 1, "checks/launch_arguments.py": 1, "checks/launch_command.py": 1,
     "checks/layer_ids.py": 2, "checks/method.py": 2, "checks/speculative_tree.py": 1, "checks/target_interface.py": 1,
-    "compat/aux_layers.py": 1, "compat/commands/doctor.py": 5, "compat/commands/matrix.py": 1,
-    "compat/commands/verify.py": 1, "compat/explain/metrics.py": 1, "compat/launch_line.py": 5,
-    "compat/manifests/formats/llm_inference_service.py": 1, "compat/manifests/run.py": 1,
-    "compat/manifests/words.py": 1, "compat/plugin/build.py": 1, "compat/verify/engine.py": 1,
-    "compat/verify/engine_side/oracle_models.py": 2, "compat/verify/server/facts.py": 1,
-    "compat/verify/server/run.py": 2, "compat/verify/server/summary.py": 2, "compat/verify/sweep/document.py": 1,
-    "compat/verify/sweep/measure.py": 1,
+    "compat/commands/doctor.py": 5, "compat/explain/metrics.py": 1, "compat/launch_line.py": 5,
+    "compat/verify/engine.py": 1,
 }
 
 

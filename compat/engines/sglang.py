@@ -15,6 +15,9 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
+MODEL_OPTION = "--model-path"
+SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...
+LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (ids + 1: the output of layer k - 1)
 # The scheduler's and tensor-parallel workers' lines: `[2026-12-02 11:00:00 TP0] `, `[... DP0 TP1 EP1] `;
 # a worker's traceback after `[rank0]:` as torch.distributed writes it.
 LOG_PREFIXES = (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: (?:DP|TP|PP|EP|CP)\d+)*\]\s?", r"\[rank\d+\]:\s?")
@@ -25,6 +28,7 @@ SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # before 0.5.6: /get_s
 SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
 METRICS_PATH = "/metrics"  # only with --enable-metrics
 METRICS_PREFIX = "sglang:"
+SERVER_ACCEPTANCE = "server_info"  # its server info's accept length (/metrics' verify counters only with --enable-metrics)
 PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
 
 DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

