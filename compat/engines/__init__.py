@@ -43,6 +43,14 @@ CONTRACT = Contract("engine", (
           'path"); "": the first argument after the command (`vllm serve MODEL`)'),
     Field("SPEC_FORM", str, doc='how a launch line gives the speculative settings: "config" (the keys of one JSON '
           'object, vLLM\'s --speculative-config) or "flags" (one --speculative-* option each, SGLang\'s)'),
+    Field("DRAFT_SETTINGS_FROM", str, doc='where the draft takes the quantization, attention backend and tensor '
+          'parallelism the line does not give it: "draft" (its own config and attention: vLLM) or "target" (the '
+          'target\'s server arguments, unless a --speculative-draft-* option says otherwise: SGLang)'),
+    Field("DRAFT_SHAPE", str, doc='what a draft step proposes: "chain" (num_speculative_tokens, one after the '
+          'other: vLLM) or "tree" (steps x topk, verified as a tree of num_draft_tokens: SGLang)'),
+    Field("TARGET_GATE", str, doc='what admits an EAGLE-3 target: "interface" (its class implements SupportsEagle3, '
+          'checked at model load; before that, a model-type whitelist in SpeculativeConfig: vLLM) or "capture_hook" '
+          '(its class defines set_eagle3_layers_to_capture: SGLang)'),
     Field("LAYER_IDS_FED_BY", str, doc='who reads the drafter\'s layer ids: "runners" (each model runner reads them '
           'from the drafter config and tells the target: vLLM) or "target_hook" (the target\'s capture hook: SGLang)'),
     Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line"),
@@ -77,7 +85,8 @@ def _named_after_its_file(rule: Rule) -> None:
 
 
 # the values a field takes (the code branches on them, never on an engine's name)
-CHOICES = {"SPEC_FORM": ("config", "flags"), "LAYER_IDS_FED_BY": ("runners", "target_hook"),
+CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target"),
+           "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook"), "LAYER_IDS_FED_BY": ("runners", "target_hook"),
            "SERVER_ACCEPTANCE": ("counters", "server_info")}
 
 
@@ -110,6 +119,9 @@ class Engine:
     launch_modules: tuple[str, ...]
     model_option: str
     spec_form: str
+    draft_settings_from: str
+    draft_shape: str
+    target_gate: str
     layer_ids_fed_by: str
     log_prefixes: tuple[str, ...]
     version_in_log: str
@@ -141,6 +153,11 @@ class Engine:
     def spec_in_config(self) -> bool:
         """The speculative settings are the keys of one JSON object (`--speculative-config`), not flags."""
         return self.spec_form == "config"
+
+    @property
+    def draft_inherits(self) -> bool:
+        """The draft worker takes the target's quantization, attention backend and parallelism unless told."""
+        return self.draft_settings_from == "target"
 
     def launch_entry(self) -> tuple[str, ...]:
         """The words a launch line compat writes starts with: its command (`vllm serve`), else `python -m MODULE`."""

@@ -17,6 +17,9 @@ LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
 MODEL_OPTION = "--model-path"
 SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...
+DRAFT_SETTINGS_FROM = "target"  # the draft worker is built from the target's ServerArgs (sglang#23490)
+DRAFT_SHAPE = "tree"  # --speculative-num-steps x --speculative-eagle-topk, --speculative-num-draft-tokens verified
+TARGET_GATE = "capture_hook"  # set_eagle3_layers_to_capture, else AttributeError (no model-type whitelist)
 LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (ids + 1: the output of layer k - 1)
 # The scheduler's and tensor-parallel workers' lines: `[2026-12-02 11:00:00 TP0] `, `[... DP0 TP1 EP1] `;
 # a worker's traceback after `[rank0]:` as torch.distributed writes it.

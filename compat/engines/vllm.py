@@ -17,6 +17,9 @@ TAG = "v{version}"
 LAUNCH_COMMANDS = (("vllm", "serve"),)
 LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)
+DRAFT_SETTINGS_FROM = "draft"  # the draft's ModelConfig: its checkpoint's quantization, a backend for its attention
+DRAFT_SHAPE = "chain"
+TARGET_GATE = "interface"  # SupportsEagle3 at model load; until 0.21, also SpeculativeConfig's model-type whitelist
 LAYER_IDS_FED_BY = "runners"  # each model runner reads the drafter config's ids and sets them on the target
 # What its processes write before a line: the torch.distributed rank (`[rank0]:`), and the multiprocessing
 # workers' names with their pid: `(EngineCore_DP0 pid=42)`, `(VllmWorker TP1 pid=43)`, `(APIServer pid=41)`.

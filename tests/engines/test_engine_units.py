@@ -113,7 +113,8 @@ def _unit(name: str, **changes: object) -> str:
                   VERSION_FILES=(f"{name}/version.py",), REPOSITORY=f"https://example.invalid/{name}",
                   VERSION_IN_LOG=r"v(\d+\.\d+\.\d+)", SERVER_OWNED_BY=name, METRICS_PREFIX=f"{name}:",
                   DEFAULT_RELEASES=">=1.0", LAUNCH_COMMANDS=((f"{name}-serve",),), SPEC_FORM="config",
-                  LAYER_IDS_FED_BY="runners", SERVER_ACCEPTANCE="counters")
+                  LAYER_IDS_FED_BY="runners", SERVER_ACCEPTANCE="counters", DRAFT_SETTINGS_FROM="draft",
+                  DRAFT_SHAPE="chain", TARGET_GATE="interface")
     fields.update(changes)
     return "\n".join(f"{k} = {v!r}" for k, v in fields.items() if v is not None) + "\n"
 
@@ -200,6 +201,9 @@ def test_what_the_engines_differ_in_is_declared():
     assert (vllm.layer_ids_fed_by, sglang.layer_ids_fed_by) == ("runners", "target_hook")
     assert (vllm.server_acceptance, sglang.server_acceptance) == ("counters", "server_info")
     assert vllm.runs_verify and not sglang.runs_verify
+    assert not vllm.draft_inherits and sglang.draft_inherits  # the draft worker built from the target's ServerArgs
+    assert (vllm.draft_shape, sglang.draft_shape) == ("chain", "tree")
+    assert (vllm.target_gate, sglang.target_gate) == ("interface", "capture_hook")
 
 
 def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
