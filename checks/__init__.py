@@ -20,7 +20,8 @@ imports compat.doctor or another check); the decorator names it, once:
 - `blocks`: fix kinds that cannot help any check while this one fails (no patch makes a release
   load an architecture it does not have), so none of that kind is offered;
 - `when`: "launch" for a check of the user's launch line (`doctor --launch`): it runs only when there is
-  one (the launch command doctor builds itself is the launch-command check's);
+  one (the launch command doctor builds itself is the launch-command check's); "speculators" for a check of
+  the release's translation of a speculators-format drafter: it runs only on one;
 - `methods`: the method families (compat.methods) it checks, `ANY_METHOD` for every one; the default is EAGLE-3's,
   what the checks were first written for. Doctor runs the checks of the family in play (`ctx.method`).
 
@@ -40,6 +41,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     Verdict,
 )
 from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
+from compat.checks._launch_args import served_model  # noqa: F401
 from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")
@@ -62,6 +64,8 @@ class Check:
     def applies(self, ctx: Ctx) -> bool:
         if self.when == "launch" and ctx.options.launch is None:
             return False
+        if self.when == "speculators" and "speculators_model_type" not in ctx.drafter.config:
+            return False  # only a speculators-format drafter is translated by the release
         return self.methods == ANY_METHOD or ctx.method.family in self.methods
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
@@ -89,7 +93,8 @@ CONTRACT = Contract("check", (
     Field("needs", (tuple, dict), default=(), doc="the probe facts it reads (per engine as a dict when they differ)"),
     Field("fixes", tuple, default=(), doc=f"what may fix it, tried in this order: of {FIX_KINDS}"),
     Field("blocks", tuple, default=(), doc="fix kinds no other check is offered while this one fails"),
-    Field("when", str, default="", doc='"launch": runs only on a launch line (doctor --launch)'),
+    Field("when", str, default="", doc='"launch": runs only on a launch line (doctor --launch); "speculators": only on a '
+          'speculators-format drafter'),
     Field("methods", tuple, default=EAGLE3_CHECKS, doc="the method families it checks (ANY_METHOD: every one)"),
 ))
 
@@ -100,8 +105,8 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
     unknown = [f for f in (*fixes, *blocks) if f not in FIX_KINDS]
     if unknown:
         raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
-    if when not in ("", "launch"):
-        raise ValueError(f"check {id}: when={when!r} (known: '', 'launch')")
+    if when not in ("", "launch", "speculators"):
+        raise ValueError(f"check {id}: when={when!r} (known: '', 'launch', 'speculators')")
 
     def register(func: Callable) -> Callable:
         CONTRACT.values(func.__module__, {"id": id, "title": title, "order": order, "needs": needs, "fixes": fixes,

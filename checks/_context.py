@@ -100,8 +100,9 @@ class Drafter:
         if ids is None:  # compat's record, or the default
             return settled.why
         if settled.source == "fingerprint":
-            # doctor's words for a fingerprint name the flag the fingerprint stands in for (kept as they were)
-            return f"{ids.declared_field} = {ids.declared} read as {ids.convention} ({CONVENTION_FLAG}); {settled.why}"
+            # the trainer's convention, not the user's word: the flag is named only as what needs no saying
+            return (f"{ids.declared_field} = {ids.declared} read as {ids.convention} (the trainer's, from its fingerprint: "
+                    f"no {CONVENTION_FLAG} needed); {settled.why}")
         return ids.origin
 
 
@@ -120,6 +121,9 @@ class LaterRelease:
     """The releases that have what this one lacks, from `first` on (None: no later release known here has it)."""
 
     first: str | None
+    # the check bisected the later releases and none has it: no release fix is offered (a known issue about the
+    # target family, which doctor falls back on when `first` is None, would name a release that does not help)
+    none_later: bool = False
 
     @property
     def specifier(self) -> str | None:
@@ -224,6 +228,12 @@ class Ctx:
     def first_release_with(self, fact: str, key: str) -> str | None:
         """The first release after this one whose probe fact `fact` has `key` ("" none; None: not looked)."""
         return self.releases(fact, key) if self.releases else None
+
+    def first_release_where(self, name: str, holds: Callable[[dict[str, Any]], bool]) -> str | None:
+        """The first release after this one whose probe report makes `holds` true ("" none; None: not looked, or the
+        finder given answers only fact keys). `name` says what is looked for: the search is remembered by it."""
+        where = getattr(self.releases, "where", None)
+        return where(name, holds) if where is not None else None
 
     # -- typed lookups over the probe report ------------------------------------------------------
     def facts(self, key: str) -> list[Any]:

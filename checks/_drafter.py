@@ -12,7 +12,7 @@ import operator
 from typing import TYPE_CHECKING, Any
 
 from compat.checks._context import Ctx
-from compat.probes.drafter_replay import config_value
+from compat.probes.drafter_replay import config_value, land
 
 if TYPE_CHECKING:
     from compat.probes.vllm.speculators_format import Translation
@@ -57,6 +57,33 @@ def loader_entry(ctx: Ctx) -> tuple[str | None, dict[str, Any] | None]:
 
 def target_vocab(ctx: Ctx) -> int | None:
     return ctx.target.vocab_size or _int(loaded_config(ctx).get("vocab_size"))
+
+
+def tensor_fates(ctx: Ctx, entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What the release's loader does with each drafter tensor, replayed on the config it builds the drafter from
+    (a speculators checkpoint: after the release's translation, which may drop the switch that builds a module)."""
+    config, names, vocab = loaded_config(ctx), set(ctx.drafter.tensors), target_vocab(ctx)
+    return {name: land(entry, name, config, names, vocab) for name in sorted(ctx.drafter.tensors)}
+
+
+def switched_off(fate: dict[str, Any]) -> bool:
+    """A tensor a skip step drops because a config switch is off (vLLM's `if not self.model.norm_before_fc:
+    skip_substrs.append("input_norm.")`): trained weights the drafter is then built without."""
+    step = fate.get("step") or {}
+    return fate["fate"] == "skip" and any("config" in clause for clause in step.get("when") or [])
+
+
+def first_release_loading(ctx: Ctx, name: str) -> str | None:
+    """The first later release whose loader takes drafter tensor `name` ("" none; None: not looked)."""
+    def loads(report: dict[str, Any]) -> bool:
+        later = ctx.with_report(report)
+        _, entry = loader_entry(later)
+        if entry is None:
+            return False
+        fate = tensor_fates(later, entry)[name]
+        return fate["fate"] in ("load", "consume") and not switched_off(fate)
+
+    return ctx.first_release_where(f"drafter tensor {ctx.drafter.path}:{name}", loads)
 
 
 def find_tensor(tensors: dict[str, tuple[str, tuple[int, ...]]], canonical: str) -> tuple[str, tuple[int, ...]] | None:

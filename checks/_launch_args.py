@@ -36,6 +36,15 @@ class Given:
         return self.argument["name"] if self.argument else None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A raise of the release's parser before argparse (FlexibleArgumentParser.parse_args on `vllm serve`)."""
+
+    rule: str  # the probe's serve_rules name: model-option-refused | positional-model-first
+    message: str
+    location: str | None
+
+
 @dataclass
 class ReadLine:
     line: LaunchLine
@@ -44,6 +53,7 @@ class ReadLine:
     extra_positionals: list[tuple[int, str]] = field(default_factory=list)  # more than the parser takes
     unrecognized: list[str] = field(default_factory=list)  # the words argparse lists as "unrecognized arguments"
     present: bool = True  # the release's argument list was read
+    refusals: list[Refusal] = field(default_factory=list)  # the parser's own raises, before argparse reads the words
 
     def find(self, *names: str) -> Given | None:
         """The last occurrence of the argument with one of these names (argparse keeps the last)."""
@@ -69,7 +79,7 @@ def read_against(ctx: Ctx) -> ReadLine | None:
     fact = ctx.fact("cli_arguments")
     if not fact.get("present"):
         return ReadLine(line, present=False)
-    return _read(line, fact)
+    return read_words(line, fact)
 
 
 def _table(fact: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -82,12 +92,16 @@ def _table(fact: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return table
 
 
-def _read(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
+def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
+    """The line as this release's parser reads it, given its `cli_arguments` fact (tests/matrix holds it to the
+    release's own parser, built from its source, on every release)."""
     table = _table(fact)
     parser = fact.get("parser") or {}
     positional_slots = sum(1 for a in fact.get("arguments") or [] if a.get("value") == "positional")
     out = ReadLine(line)
     words = line.args
+    if line.entry[-1:] == ("serve",):
+        _serve_rules(out, parser.get("serve_rules") or [])
     i = 0
     while i < len(words):
         word = words[i]
@@ -134,6 +148,36 @@ def _read(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     return out
 
 
+def served_model(line: LaunchLine, fact: dict[str, Any]) -> str | None:
+    """The model this release serves from the line's words: the first positional as its parser takes it (`vllm serve
+    --trust-remote-code MODEL`: a flag first; `--port 8000 MODEL`: a value first), or `--model`'s value where the parser
+    moves it in front; None when the parser takes no positional (the module form: `--model`, read by the line)."""
+    read = read_words(line, fact)
+    return read.positionals[0][1] if read.positionals else None
+
+
+def _serve_rules(out: ReadLine, rules: list[dict[str, Any]]) -> None:
+    """What FlexibleArgumentParser.parse_args does to a `vllm serve` line before argparse (the probe's serve_rules):
+    refuse `--model`; or move `--model M` in front as the positional; refuse a line that starts with an option and
+    names --served-model-name."""
+    words = out.line.args
+    by_rule = {r["rule"]: r for r in rules}
+    model = next((i for i, w in enumerate(words) if w == "--model" or w.startswith("--model=")), None)
+    if "model-option-refused" in by_rule and "--model" in words:
+        rule = by_rule["model-option-refused"]
+        out.refusals.append(Refusal(rule["rule"], f"ValueError: {rule['message']}", rule["location"]))
+    elif "model-option-moved" in by_rule and model is not None:
+        value_at = model if "=" in words[model] else model + 1
+        if value_at < len(words):
+            out.positionals.append((value_at, words[value_at].removeprefix("--model=")))
+    first = by_rule.get("positional-model-first")
+    if first and words and _is_option(words[0]) and not ("model-option-moved" in by_rule and model is not None):
+        served = any(re.match(r"^--served[-_]model[-_]name(=.+|$)", w) for w in words)
+        configured = any(re.match(r"^--config(=.+|$)", w) for w in words)
+        if not configured and (served or first.get("when") is None):
+            out.refusals.append(Refusal(first["rule"], f"ValueError: {first['message']}", first["location"]))
+
+
 def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     if name in table:
         return table[name], None
@@ -147,6 +191,14 @@ def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any])
 
 
 def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
+    given, end = _value_of(argument, typed, words, i, inline)
+    refused = argument.get("refused")  # its own Action refuses it (a deprecated option): the message the user sees
+    if refused and not given.problem:
+        given = Given(given.typed, given.argument, given.value, given.start, given.end, refused["message"])
+    return given, end
+
+
+def _value_of(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
     kind = argument.get("value")
     negated = ["--no-" + argument["name"][2:]] if argument.get("negatable") else []  # BooleanOptionalAction's pair
     label = "/".join([argument["name"], *(argument.get("aliases") or []), *negated])
@@ -158,8 +210,13 @@ def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i:
         end = i + 1
         while end < len(words) and not _is_option(words[end]):
             end += 1
-        value = inline if inline is not None else " ".join(words[i + 1:end]) or None
-        return Given(typed, argument, value, i, end if inline is None else i + 1), (end if inline is None else i + 1)
+        items = [inline] if inline is not None else list(words[i + 1:end])
+        stop = end if inline is None else i + 1
+        if not items and argument.get("nargs") == "+":
+            return Given(typed, argument, None, i, stop, f"argument {label}: expected at least one argument"), stop
+        item = {"value": argument.get("item")} if argument.get("item") in ("int", "float") else None
+        problem = next((p for p in (_bad_value(item, label, v) for v in items) if p), None) if item else None
+        return Given(typed, argument, " ".join(items) or None, i, stop, problem), stop
     if inline is not None:
         value, end = inline, i + 1
     elif i + 1 < len(words) and not _is_option(words[i + 1]):
@@ -191,8 +248,9 @@ def _bad_value(argument: dict[str, Any], label: str, value: str) -> str | None:
             return f"argument {label}: invalid loads value: {value!r}"
     choices = argument.get("choices")
     if isinstance(choices, list) and choices and value not in [str(c) for c in choices]:
-        listed = ", ".join(repr(str(c)) for c in choices)
-        return f"argument {label}: invalid choice: {value!r} (choose from {listed})"
+        listed = ", ".join(repr(c) for c in choices)  # argparse's words: repr of each (None unquoted)
+        shown = int(value) if kind == "int" and value.lstrip("-").isdigit() else value  # the value after its type
+        return f"argument {label}: invalid choice: {shown!r} (choose from {listed})"
     return None
 
 

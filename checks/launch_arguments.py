@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import read_against
+from compat.hub import model_name
 from compat.launch_line import LineEdit
 
 
@@ -30,6 +31,10 @@ def launch_arguments(ctx: Ctx) -> Result:
             edits.append(LineEdit("drop", f"this release has no {given.typed}", given.start, given.end))
     if read.unrecognized:
         refused.insert(0, f"error: unrecognized arguments: {' '.join(read.unrecognized)}")
+    for refusal in read.refusals:  # vLLM's parser raises before argparse reads the words
+        refused.insert(0, f"{refusal.message} ({refusal.location})")
+        where = refusal.location
+        edits += _model_first(ctx, read)
     edits += [LineEdit("drop", f"no positional argument takes {word}", i, i + 1) for i, word in read.extra_positionals]
     if ctx.engine == "vllm":
         keys_refused, key_edits, sc_where = _spec_keys(ctx, read.line.spec)
@@ -46,6 +51,18 @@ def launch_arguments(ctx: Ctx) -> Result:
                       remedy="change the line: give each refused argument a value this release takes (above)")
     return Result(PASS, f"{len(read.given)} options, each one this release's parser takes "
                   f"({ctx.fact('cli_arguments').get('location')})", None, evidence=evidence)
+
+
+def _model_first(ctx: Ctx, read) -> list[LineEdit]:
+    """The model moved to the front as `vllm serve`'s positional: from --model, from a later positional, else doctor's target."""
+    given = read.find("--model")
+    if given is not None and given.value is not None:
+        return [LineEdit("drop", "the model goes first, as the positional", given.start, given.end),
+                LineEdit("positional", "the model goes first, as the positional", value=given.value)]
+    if read.positionals:
+        i, word = read.positionals[0]
+        return [LineEdit("drop", "the model goes first", i, i + 1), LineEdit("positional", "the model goes first", value=word)]
+    return [LineEdit("positional", "the model goes first", value=model_name(ctx.target.path))]
 
 
 def _spec_keys(ctx: Ctx, spec: dict) -> tuple[list[str], list[LineEdit], str | None]:

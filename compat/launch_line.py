@@ -58,6 +58,12 @@ class LaunchLine:
         return "-m" in self.entry
 
     @property
+    def model_unread(self) -> bool:
+        """`vllm serve` whose model is not its first word (`vllm serve --trust-remote-code MODEL`): which later word is
+        the model depends on which options take a value in the release (compat.checks.served_model reads it there)."""
+        return self.target is None and self.entry[-1:] == ("serve",) and any(not _is_option(w) for w in self.args)
+
+    @property
     def method(self) -> str | None:
         """The method the line asks for (vLLM "method" key, SGLang --speculative-algorithm); None: not given."""
         value = self.spec.get("method" if self.engine == "vllm" else "--speculative-algorithm")
@@ -198,9 +204,10 @@ def _shown(value: str, width: int = 200) -> str:
 class LineEdit:
     """One change doctor makes to the user's line, from a check that found what the release would refuse or
     degrade: "drop" words [start, end) of the arguments; "set" option to value (its last occurrence, else
-    appended; value None: a bare flag); "spec" a --speculative-config key (value None: removed)."""
+    appended; value None: a bare flag); "spec" a --speculative-config key (value None: removed); "positional" the
+    value first among the arguments (`vllm serve MODEL`)."""
 
-    kind: str  # "drop" | "set" | "spec"
+    kind: str  # "drop" | "set" | "spec" | "positional"
     why: str
     start: int = 0
     end: int = 0
@@ -237,6 +244,7 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
     words = [w for w in kept if w is not None]
     for edit in (e for e in edits if e.kind == "set"):
         words = _set(words, edit)
+    words = [str(e.value) for e in edits if e.kind == "positional"][:1] + words
     return [*(f"{k}={v}" for k, v in line.env.items()), *line.entry, *words]
 
 

@@ -214,6 +214,8 @@ def _edit_words(edit: dict) -> str:
                 else f"--speculative-config {edit['key']}={json.dumps(edit['value'])}")
     elif edit["kind"] == "set":
         what = f"{edit['option']} {edit.get('value') if edit.get('value') is not None else ''}".rstrip()
+    elif edit["kind"] == "positional":
+        what = f"{edit.get('value')} first"
     else:
         return f"removed: {edit['why']}"
     return f"{what} ({edit['why']})"

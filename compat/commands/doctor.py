@@ -181,6 +181,25 @@ def _launch_line(args, engine: str | None):
     return line
 
 
+def _model_read_by_release(args, spec, line):
+    """`vllm serve --trust-remote-code MODEL ...`: the model is the first word the release's parser takes as its
+    positional, so the release is opened first (one release; a range is read by each release differently)."""
+    from compat.doctor.inputs import with_served_model
+
+    if args.releases or not (args.engine or args.path):
+        raise UsageError("the line does not start with its model, and which word is the model depends on the release's "
+                         "options: give TARGET, or put the model right after `vllm serve`",
+                         hint="compat doctor TARGET --engine vllm --releases '>=0.18' --launch \"vllm serve TARGET ...\"")
+    engine_python = None if spec is not None and spec.released else args.python
+    tree = open_source(args, python=engine_python, progress=show_progress(args))
+    read = with_served_model(line, tree)
+    if read.target is None:
+        raise UsageError(f"{tree.engine} {tree.version}'s parser takes no model from this line: the words after its "
+                         "options are their values (e.g. --served-model-name takes every word up to the next option)",
+                         hint="put the model right after `vllm serve`: vllm serve MODEL --served-model-name NAME ...")
+    return read, tree
+
+
 def _takes_no_drafter(method: str | None) -> bool:
     """The method named (the line's, --method) is one that runs without a drafter (n-gram, suffix, UNO, MTP heads)."""
     from compat.methods import all_methods
@@ -258,6 +277,9 @@ def run(args, console) -> int:
 
     spec = parse_engine_spec(args.engine) if args.engine else None
     line = _launch_line(args, spec.engine if spec else None)
+    early = None  # the release, opened before the inputs when only its parser can say which word is the model
+    if line is not None and args.target is None and line.model_unread:
+        line, early = _model_read_by_release(args, spec, line)
     topk = DEFAULT_TOPK if args.topk is None else args.topk
     extra_spec = _extra_spec(args.spec)
     target_name, drafter_name = _pair(args, line)
@@ -308,7 +330,7 @@ def run(args, console) -> int:
     # Where the engine is: with a released --engine, the release (--python then names only the serving venv the
     # fixes patch); else the installed engine of --python, or the --path tree (beside which --python runs it).
     engine_python = None if spec is not None and spec.released else args.python
-    tree = open_source(args, python=engine_python, progress=show_progress(args))
+    tree = early or open_source(args, python=engine_python, progress=show_progress(args))
     options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python),
                       launch=line, method=args.method)
     from compat.doctor.releases import ReleaseFinder

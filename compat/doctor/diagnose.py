@@ -49,8 +49,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
 
     options = options or Options()
     report = build_report(tree)
-    finder: Callable[[str, str], str | None] | None = (
-        (lambda fact, key: releases(fact, key, report.get("version"))) if releases else None)
+    finder: Callable[[str, str], str | None] | None = releases.bound(report.get("version")) if releases else None
     ctx = Ctx(report, target, drafter, options, finder)
     checks = run_checks(ctx)
     if try_fixes:

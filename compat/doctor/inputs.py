@@ -9,11 +9,14 @@ type is the checks' (compat.checks: what they read).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention
-from compat.checks import Drafter
+from compat.checks import Drafter, served_model
 from compat.core.errors import CompatError, UsageError
+from compat.core.tree import EngineTree
+from compat.launch_line import LaunchLine
 from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
 
 
@@ -68,3 +71,15 @@ def no_drafter(target: Target) -> Drafter:
     read. Its path is the target's, which an MTP launch names as the draft model."""
     return Drafter(target.path if target.path.is_dir() else target.path.parent, {}, {}, present=False,
                    read_error="the method takes no drafter")
+
+
+def with_served_model(line: LaunchLine, tree: EngineTree) -> LaunchLine:
+    """The line with its model read as this release's parser reads it, when its words alone do not say which word
+    it is (`vllm serve --trust-remote-code MODEL`: whether the word after an option is its value is the release's)."""
+    if line.target is not None:
+        return line
+    from compat.report import build_report
+
+    fact = build_report(tree).get("cli_arguments")
+    model = served_model(line, fact) if isinstance(fact, dict) and fact.get("present") else None
+    return replace(line, target=model) if model else line

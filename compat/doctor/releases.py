@@ -24,20 +24,31 @@ class ReleaseFinder:
 
     def __call__(self, fact: str, key: str, after: str | None) -> str | None:
         if (fact, key, after) not in self._memo:
-            self._memo[(fact, key, after)] = self._first(fact, key, after)
+            self._memo[(fact, key, after)] = self._first(after, lambda report: _holds_key(report, fact, key))
         return self._memo[(fact, key, after)]
 
-    def _first(self, fact: str, key: str, after: str | None) -> str | None:
+    def where(self, name: str, holds: Callable[[dict], bool], after: str | None) -> str | None:
+        """The first release after `after` whose probe report makes `holds` true (a drafter tensor its loader takes,
+        ...): "" none, None unknown. `name` says what is looked for; the answer is remembered by it."""
+        if ("", name, after) not in self._memo:
+            self._memo[("", name, after)] = self._first(after, holds)
+        return self._memo[("", name, after)]
+
+    def bound(self, after: str | None) -> BoundFinder:
+        """This finder for the releases after `after` (a check's `Ctx.releases`)."""
+        return BoundFinder(self, after)
+
+    def _first(self, after: str | None, holds: Callable[[dict], bool]) -> str | None:
         try:
             later = [v for v in self._listed() if after is None or Version(v) > Version(Version(after).public)]
         except SourceError:
             return None
-        if not later or not self._has(later[-1], fact, key):
+        if not later or not self._has(later[-1], holds):
             return ""
         low, high = 0, len(later) - 1  # later[high] has it
         while low < high:
             mid = (low + high) // 2
-            if self._has(later[mid], fact, key):
+            if self._has(later[mid], holds):
                 high = mid
             else:
                 low = mid + 1
@@ -49,7 +60,7 @@ class ReleaseFinder:
         versions = self._versions or list_releases(self.engine, cache_dir=self.cache_dir, offline=self.offline)
         return sorted((v for v in versions if not Version(v).is_prerelease), key=Version)
 
-    def _has(self, version: str, fact: str, key: str) -> bool:
+    def _has(self, version: str, holds: Callable[[dict], bool]) -> bool:
         from compat.report import build_report
         from compat.sources.released import fetch_release
 
@@ -58,5 +69,22 @@ class ReleaseFinder:
                                                            offline=self.offline, progress=False)))(version)
         except SourceError:
             return False
-        value = build_report(tree).get(fact)
-        return isinstance(value, (dict, list)) and key in value
+        return holds(build_report(tree))
+
+
+def _holds_key(report: dict, fact: str, key: str) -> bool:
+    value = report.get(fact)
+    return isinstance(value, (dict, list)) and key in value
+
+
+class BoundFinder:
+    """A ReleaseFinder for the releases after one: `(fact, key)` and `.where(name, holds)`, as Ctx.releases asks."""
+
+    def __init__(self, finder: ReleaseFinder, after: str | None) -> None:
+        self.finder, self.after = finder, after
+
+    def __call__(self, fact: str, key: str) -> str | None:
+        return self.finder(fact, key, self.after)
+
+    def where(self, name: str, holds: Callable[[dict], bool]) -> str | None:
+        return self.finder.where(name, holds, self.after)

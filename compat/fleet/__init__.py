@@ -146,8 +146,9 @@ def run(args: argparse.Namespace, words: list[str], console: Console, err_consol
     return code
 
 
-def _progress(args: argparse.Namespace, err_console: Console):
-    if args.quiet or args.json:
+def _progress(args: argparse.Namespace, err_console: Console, *, several: bool = True):
+    """A line per host as it finishes; none for one host (its report follows at once: the line would only repeat it)."""
+    if args.quiet or args.json or not several:
         return lambda outcome: None
     return lambda o: err_console.print(f"  {o.host}: " + ("ok" if o.ok else f"exit {o.exit_code}") + f" ({o.seconds:.1f} s)",
                                        highlight=False)
@@ -167,7 +168,7 @@ def _over_ssh(args: argparse.Namespace, remote: list[str], python: str | None, e
     hosts = hosts_of(args.host, args.hosts)
     bundle = build_bundle()  # the local cache: --cache-dir names the hosts' cache
     options = SshOptions(accept_new_host_keys=args.accept_new_host_keys, connect_timeout=args.connect_timeout)
-    progress = _progress(args, err_console)
+    progress = _progress(args, err_console, several=len(hosts) > 1)
 
     async def all_hosts() -> list[Outcome]:
         gate = asyncio.Semaphore(args.jobs)

@@ -143,25 +143,23 @@ def render(command: str, outcomes: list[Outcome], differ: dict, console: Console
         if o.result is not None:
             f = fingerprint(command, o.result)
             table.add_row(o.host, f.get("engine", "-"), state(command, o.result), fixes(command, o.result))
-        else:
+        else:  # a host that gave no result is its row: the error and its fix, said there once
             from rich.markup import escape
 
-            said = str((o.error or {}).get("error", "")).removeprefix(f"{o.host}: ")
-            table.add_row(o.host, "-", f"[red]error (exit {o.exit_code}):[/] {escape(said)}", "-")
+            error = o.error or {}
+            said = str(error.get("error", "")).removeprefix(f"{o.host}: ")
+            table.add_row(o.host, "-", f"[red]error (exit {o.exit_code}):[/] {escape(said)}", escape(str(error.get("fix") or "-")))
     console.print(table)
     for part, values in differ.items():
         console.print(f"[bold yellow]mixed fleet:[/] the hosts differ in {part}: "
                       + "; ".join(f"{value} on {', '.join(hosts)}" for value, hosts in values.items()))
     for o in outcomes:
+        if o.result is None:
+            continue  # its row said everything
         console.print(f"\n[bold]== {o.host}[/]  " + ("[green]ok[/]" if o.ok else f"[red]exit {o.exit_code}[/]")
                       + (f"  ({o.seconds:.1f} s)" if o.seconds else ""))
-        if o.error is not None:
-            console.print(f"  error: {o.error['error']}", markup=False, highlight=False)
-            if o.error.get("fix"):
-                console.print(f"  fix: {o.error['fix']}", markup=False, highlight=False)
-        if o.result is not None:
-            for line in details(command, o.result):
-                console.print(f"  {line}", markup=False, highlight=False)
+        for line in details(command, o.result):
+            console.print(f"  {line}", markup=False, highlight=False)
 
 
 def details(command: str, r: dict[str, Any]) -> list[str]:

@@ -161,7 +161,8 @@ def _connection_error(host: Host, err: BaseException) -> Outcome:
                       "check that sshd (not another service) listens on that port", EXIT_UNREACHABLE)
     if isinstance(err, TimeoutError):
         return failed(name, f"{name}: no answer within the connect timeout", "check that the host is up and reachable", EXIT_UNREACHABLE)
-    return failed(name, f"{name}: cannot connect ({getattr(err, 'strerror', None) or err})",
+    why = "connection refused" if isinstance(err, ConnectionRefusedError) else getattr(err, "strerror", None) or err
+    return failed(name, f"{name}: cannot connect ({why})",
                   "check the host name and port, and that sshd runs there", EXIT_UNREACHABLE)
 
 

@@ -141,7 +141,7 @@ def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, opt
     target: Any = read_target(target_path) if target_path is not None else Missing("target", why_target)
     drafter: Any = read_drafter(drafter_path, target) if drafter_path is not None and target_path is not None else Missing(
         "drafter", why_drafter if drafter_path is None else "needs the target too")
-    ctx = Ctx(build_report(tree), target, drafter, options, lambda fact, key: finder(fact, key, tree.version))
+    ctx = Ctx(build_report(tree), target, drafter, options, finder.bound(tree.version))
     results: list[dict[str, Any]] = []
     failing = []
     for check in all_checks():

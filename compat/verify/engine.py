@@ -105,8 +105,10 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
     job_path, events_path = work / "job.json", work / "events.jsonl"
     job_path.write_text(json.dumps(job, indent=1))
     events_path.write_text("")
+    scratch = work / "tmp"  # the engine's temporary files, inside `work`: removed with it, even if the engine is killed
+    scratch.mkdir(exist_ok=True)
     argv = [interpreter.path, str(ENGINE_SIDE / script), str(job_path), str(events_path)]
-    env = {**os.environ, **OFFLINE_ENV, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **OFFLINE_ENV, "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch)}
     started = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
         out.write(f"# compat: {' '.join(argv)}\n# job: {json.dumps(job)}\n")
@@ -182,18 +184,43 @@ class _EventReader:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Stop the child and everything it started (its own session), politely first."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
+    """Stop the child and everything it started (its own session), politely first. A second Ctrl-C or SIGTERM while
+    it winds down (a CI runner sends SIGINT, then SIGTERM) ends the grace at once: the session is killed, then the
+    interruption goes on. The child never gets the terminal's signals itself (its own session): left running, it
+    would hold the engine's memory with no one to stop it."""
+    again: KeyboardInterrupt | None = None
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if proc.poll() is not None:
+            break
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
+            break
+        try:
+            proc.wait(KILL_GRACE_S)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt as interrupted:
+            again = interrupted
+    try:  # what the engine started and did not stop with it (vLLM's engine-core processes)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if again is not None:
+        _reap(proc)
+        raise again
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Wait (bounded) for a child sent SIGKILL, whatever signals come meanwhile."""
+    for _ in range(3):
+        if proc.poll() is not None:
             return
         try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(KILL_GRACE_S)
+        except (ProcessLookupError, subprocess.TimeoutExpired, KeyboardInterrupt):
             continue
 
 

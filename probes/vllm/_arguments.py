@@ -1,7 +1,9 @@
 """Every option the vLLM server's parser has, read from the add_argument calls that build it (a reader, not a probe).
 
-The server's parser is `make_arg_parser` (vllm/entrypoints/openai/cli_args.py, from 0.3x
-vllm/entrypoints/launchers/cli_args.py): its own add_argument calls, `FrontendArgs.add_cli_args`
+The server's parser is `make_arg_parser`, found where `vllm serve` (vllm/entrypoints/cli/serve.py) imports it
+from: vllm/entrypoints/openai/cli_args.py, 0.30 vllm/entrypoints/launchers/cli_args.py, 0.33
+vllm/entrypoints/common/cli_args.py (a home not followed there loses the positional MODEL and the frontend's
+options: "unrecognized arguments: MODEL" on the commonest line). Its own add_argument calls, `FrontendArgs.add_cli_args`
 (one `--field-name` per field of FrontendArgs and its bases, generated in a loop) and
 `AsyncEngineArgs.add_cli_args` / `EngineArgs.add_cli_args` (vllm/engine/arg_utils.py), whose
 arguments are mostly `group.add_argument("--name", "-alias", **kwargs["field"])` with
@@ -18,11 +20,15 @@ from collections.abc import Mapping
 from typing import TypeGuard
 
 from compat.probes._ast import base_names, class_fields, literal, unparse
-from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings
+from compat.probes.vllm._common import arg_utils_file, find_class_def, literal_strings, resolve_function
+from compat.probes.vllm._kwargs import Traits, class_shapes, derive, traits
 from compat.core.tree import EngineTree
 
-CLI_ARGS_HOMES = ("vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/launchers/cli_args.py")
+SERVE_COMMAND = "vllm/entrypoints/cli/serve.py"
+CLI_ARGS_HOMES = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
+                  "vllm/entrypoints/openai/cli_args.py")
 SCALARS = ("int", "float", "str")
+KNOWN_ACTIONS = ("store", "store_true", "store_false", "store_const", "count", "append", "extend")
 
 
 @dataclass
@@ -37,6 +43,8 @@ class Argument:
     field: str | None = None  # Config.field it is generated from
     annotation: str | None = None
     default: object = None  # the field's default, when a literal (what the setting is when the line omits it)
+    item: str | None = None  # a list's items: int | float | str (None: not checked)
+    choices_from: str | None = None  # choices computed at run time (a registry, the platform): the expression
 
     def to_json(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False) or k in ("name", "value")}
@@ -46,6 +54,13 @@ class Argument:
 class _Reader:
     tree: EngineTree
     classes: dict[str, tuple[str, ast.ClassDef] | None] = field(default_factory=dict)
+    rules: Traits = field(default_factory=Traits)
+    shapes: dict[str, str] | None = None
+
+    def shape(self, name: str) -> str:
+        if self.shapes is None:
+            self.shapes = class_shapes(self.tree)
+        return self.shapes.get(name, "class")
 
     def cls(self, name: str) -> tuple[str, ast.ClassDef] | None:
         if name not in self.classes:
@@ -68,15 +83,21 @@ class _Reader:
 
 
 def cli_file(tree: EngineTree) -> str | None:
+    """The module whose make_arg_parser builds the server's parser: the one `vllm serve` imports, else a known
+    home, else any module defining it outside run_batch (the batch runner has a make_arg_parser of its own)."""
+    found = resolve_function(tree, SERVE_COMMAND, "make_arg_parser")
+    if found is not None:
+        return found[0]
     for relpath in CLI_ARGS_HOMES:
         if tree.exists(relpath) and b"def make_arg_parser" in tree.read_bytes(relpath):
             return relpath
-    return None
+    hits = [p for p in tree.grep(b"def make_arg_parser", under="vllm/entrypoints") if "run_batch" not in p]
+    return sorted(hits)[0] if hits else None
 
 
 def server_arguments(tree: EngineTree) -> list[Argument]:
     """make_arg_parser's own arguments, the frontend's, then the engine's (the order argparse registers them)."""
-    reader = _Reader(tree)
+    reader = _Reader(tree, rules=traits(tree))
     out: list[Argument] = []
     cli = cli_file(tree)
     if cli is not None:
@@ -140,11 +161,22 @@ def _explicit(keywords: Mapping[str, ast.AST], arg: Argument) -> None:
         arg.value, arg.negatable = "bool", True
     if "type" in keywords:
         arg.value = _parse_name(unparse(keywords["type"]) or "")
+    if action_text and action_text not in KNOWN_ACTIONS and "BooleanOptionalAction" not in action_text:
+        arg.value = "unknown"  # the release's own Action class parses the value
     if "choices" in keywords:
-        value = literal(keywords["choices"])
-        arg.choices = list(value) if isinstance(value, (list, tuple, set)) else None
+        _set_choices(arg, keywords["choices"])
     if "nargs" in keywords:
         arg.nargs = str(literal(keywords["nargs"]))
+
+
+def _set_choices(arg: Argument, node: ast.AST) -> None:
+    """Literal choices are listed; computed ones (a registry's keys, get_args(Alias), the platform's device) are
+    kept as their expression: doctor does not judge a value against choices it cannot list."""
+    value = literal(node)
+    if isinstance(value, (list, tuple, set)):
+        arg.choices, arg.choices_from = list(value), None
+    else:
+        arg.choices, arg.choices_from = None, unparse(node)
 
 
 def _parse_name(text: str) -> str:
@@ -184,7 +216,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
         where, stmt = found
         arg.annotation = unparse(stmt.annotation)
         arg.default = _literal_default(stmt)
-        _derive(reader.tree, where, stmt.annotation, arg)
+        derive(reader.tree, where, stmt.annotation, arg, reader.rules, reader.shape)
     else:
         arg.value = "unknown"
     for node in assigns:
@@ -196,8 +228,7 @@ def _generated(reader, relpath, assigns, call, splat, sources, arg: Argument) ->
                 if target.slice.value == "type":
                     arg.value = _parse_name(unparse(node.value) or "")
                 elif target.slice.value == "choices":
-                    value = literal(node.value)
-                    arg.choices = list(value) if isinstance(value, (list, tuple, set)) else None
+                    _set_choices(arg, node.value)
 
 
 def _literal_default(stmt: ast.AnnAssign) -> object:
@@ -207,26 +238,6 @@ def _literal_default(stmt: ast.AnnAssign) -> object:
         value = next((k.value for k in value.keywords if k.arg == "default"), None)
     result = literal(value) if isinstance(value, ast.Constant) else None
     return result if isinstance(result, (bool, int, float, str)) else None
-
-
-def _derive(tree: EngineTree, relpath: str, annotation: ast.AST, arg: Argument) -> None:
-    """What get_kwargs makes of a field's annotation (the cases a launch line's values are checked against)."""
-    choices = literal_strings(tree, relpath, annotation)
-    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} - {"Optional", "None", "SkipValidation"}
-    if choices and names <= {"Literal", "str", *(_alias_names(annotation))}:
-        arg.value, arg.choices = "str", choices
-    elif "bool" in names and len(names - {"bool"}) == 0:
-        arg.value, arg.negatable = "bool", True
-    elif len(names) == 1 and next(iter(names)) in SCALARS:
-        arg.value = next(iter(names))
-    elif names & {"list", "List"}:
-        arg.value, arg.nargs = "list", "+"
-    else:
-        arg.value = "json" if names & {"dict", "Dict"} else "unknown"
-
-
-def _alias_names(annotation: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name) and n.id[:1].isupper()}
 
 
 def _frontends_called(func: ast.FunctionDef) -> list[str]:
@@ -245,6 +256,7 @@ def _frontend_fields(reader: _Reader, relpath: str, cls: ast.ClassDef) -> list[A
         if found is None:
             break
         chain.append(found[1])
+    overrides = _frontend_overrides(chain)
     for owner in chain:
         for stmt in class_fields(owner):
             if not isinstance(stmt.target, ast.Name) or stmt.target.id.startswith("_"):
@@ -252,6 +264,44 @@ def _frontend_fields(reader: _Reader, relpath: str, cls: ast.ClassDef) -> list[A
             name = stmt.target.id
             arg = Argument("--" + name.replace("_", "-"), [], "str", reader.tree.loc(relpath, stmt),
                            field=f"{cls.name}.{name}", annotation=unparse(stmt.annotation))
-            _derive(reader.tree, relpath, stmt.annotation, arg)
+            derive(reader.tree, relpath, stmt.annotation, arg, reader.rules, reader.shape)
+            for key, value in overrides.get(name, []):
+                _override(arg, key, value)
             out.append(arg)
     return out
+
+
+def _frontend_overrides(chain: list[ast.ClassDef]) -> dict[str, list[tuple[str, ast.AST | None]]]:
+    """`frontend_kwargs["allowed_origins"]["type"] = json.loads` and `del frontend_kwargs["x"]["nargs"]` in the
+    frontend classes' methods (add_cli_args, from 0.1x _customize_cli_kwargs, a base's first): field ->
+    [(key, value; None: deleted)], in the order they run."""
+    out: dict[str, list[tuple[str, ast.AST | None]]] = {}
+    for owner in reversed(chain):
+        for func in [n for n in owner.body if isinstance(n, ast.FunctionDef)]:
+            steps: list[tuple[int, ast.expr, ast.AST | None]] = []
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign):
+                    steps += [(node.lineno, t, node.value) for t in node.targets]
+                elif isinstance(node, ast.Delete):
+                    steps += [(node.lineno, t, None) for t in node.targets]
+            for _, target, value in sorted(steps, key=lambda step: step[0]):
+                if (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)
+                        and isinstance(target.value, ast.Subscript) and isinstance(target.value.slice, ast.Constant)):
+                    out.setdefault(str(target.value.slice.value), []).append((str(target.slice.value), value))
+    return out
+
+
+def _override(arg: Argument, key: str, value: ast.AST | None) -> None:
+    if key == "type" and value is not None:
+        arg.value = _parse_name(unparse(value) or "")
+        arg.item = None
+    elif key == "nargs":
+        arg.nargs = None if value is None else str(literal(value))
+        if value is None and arg.value == "list":
+            arg.value = "str"
+    elif key == "choices" and value is not None:
+        _set_choices(arg, value)
+    elif key == "action" and value is not None:
+        text = literal(value) if isinstance(value, ast.Constant) else unparse(value)
+        if text not in KNOWN_ACTIONS:
+            arg.value = "unknown"  # the release's own Action class parses the value

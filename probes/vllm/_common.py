@@ -110,6 +110,12 @@ def resolve_name(tree: EngineTree, relpath: str, name: str, _depth: int = 0) -> 
         target = module_file(tree, origin[0])
         if target:
             return resolve_name(tree, target, origin[1], _depth + 1)
+    for stmt in module.body:  # `from .types import *` (a package re-exporting its submodule's names)
+        if isinstance(stmt, ast.ImportFrom) and any(alias.name == "*" for alias in stmt.names):
+            target = module_file(tree, _absolute_module(relpath, stmt))
+            found = resolve_name(tree, target, name, _depth + 1) if target else None
+            if found:
+                return found
     return None
 
 

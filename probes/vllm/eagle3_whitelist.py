@@ -93,7 +93,10 @@ def _whitelist_check(test: ast.AST) -> dict | None:
 
 
 def _describe(tree: EngineTree, relpath: str, cls: ast.ClassDef, func: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.If, check: dict) -> dict:
-    out: dict = {"present": True, "location": tree.loc(relpath, node), "function": f"{cls.name}.{func.name}"}
+    raise_node = next((n for n in ast.walk(node) if isinstance(n, ast.Raise)), None)
+    # The site is the raise the user sees in the traceback; the condition is where the list is tested.
+    out: dict = {"present": True, "location": tree.loc(relpath, raise_node or node), "condition_location": tree.loc(relpath, node),
+                 "function": f"{cls.name}.{func.name}", "load_time_checks": _load_time_checks(tree)}
     if check["kind"] == "inline":
         out.update(variable=None, model_types=check["values"], list_location=tree.loc(relpath, node))
     else:
@@ -113,7 +116,6 @@ def _describe(tree: EngineTree, relpath: str, cls: ast.ClassDef, func: ast.Funct
     out["match"] = check["match"]
     out["tested"] = unparse(check["tested"])
     out["methods_gated"] = _methods_gated(node.test)
-    raise_node = next((n for n in ast.walk(node) if isinstance(n, ast.Raise)), None)
     message = None
     if raise_node is not None and isinstance(raise_node.exc, ast.Call) and raise_node.exc.args:
         message = _string_source(source_segment(tree, relpath, raise_node.exc.args[0]))
@@ -151,25 +153,26 @@ def _methods_gated(test: ast.AST) -> list[str]:
 
 
 def _load_time_checks(tree: EngineTree) -> list[dict]:
-    """Where the runners refuse a target without the EAGLE-3 interface (`if not supports_eagle3(...)`)."""
+    """Where the runners refuse a target without the EAGLE-3 interface: the raise under `if not supports_eagle3(...)`
+    (from 0.1x) or in the `else:` of `if supports_eagle3(...)` (0.10-0.11); its location, and the condition's line
+    as condition_location, in every release that has it."""
     out = []
-    needle = b"not supports_eagle3("
+    needle = b"supports_eagle3("
     usual = [p for p in RUNNER_HOMES if tree.exists(p) and needle in tree.read_bytes(p)]
     for relpath in usual or tree.grep(needle, under=RUNNER_DIR):
-        data = tree.read_bytes(relpath)
-        pos = data.find(needle)
-        if pos < 0:
-            continue
-        def_pos = data.rfind(b"def ", 0, pos)
-        name = data[def_pos + 4:data.find(b"(", def_pos)].decode() if def_pos >= 0 else None
-        func = find_def(tree, relpath, name) if name else None
-        line = data.count(b"\n", 0, pos) + 1
-        if func is not None:
+        for func in ast.walk(tree.parse(relpath)):
+            if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
             for node in ast.walk(func):
-                if isinstance(node, ast.If) and "supports_eagle3(" in unparse(node.test):
-                    line = node.lineno
-                    break
-        out.append({"function": name, "location": tree.loc(relpath, line)})
+                if not (isinstance(node, ast.If) and "supports_eagle3(" in unparse(node.test)):
+                    continue
+                branch = node.body if unparse(node.test).startswith("not ") else node.orelse
+                raised = next((n for b in branch for n in ast.walk(b) if isinstance(n, ast.Raise)), None)
+                if raised is not None:
+                    out.append({"function": func.name, "location": tree.loc(relpath, raised),
+                                "condition_location": tree.loc(relpath, node)})
+        if out:
+            break
     return out
 
 

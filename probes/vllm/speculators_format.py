@@ -42,8 +42,8 @@ def speculators_format(tree: EngineTree) -> dict:
         return {"present": False, "reason": "no SpeculatorsConfig class: this release has no speculators-format reader",
                 "searched": "vllm/transformers_utils"}
     relpath, cls = found
-    types = _registered_types(tree)
-    eagle3 = _eagle3_updater(tree, types.get("eagle3"))
+    types = registered_types(tree)
+    eagle3 = eagle3_updater(tree, types.get("eagle3"))
     return {
         "present": "eagle3" in types,
         "config_class": {"name": "SpeculatorsConfig", "location": tree.loc(relpath, cls)},
@@ -56,7 +56,7 @@ def speculators_format(tree: EngineTree) -> dict:
 
 
 # -- @register_speculator("name") -------------------------------------------------------------------
-def _registered_types(tree: EngineTree) -> dict[str, dict]:
+def registered_types(tree: EngineTree) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for relpath in tree.grep(b"register_speculator(", under=HOME) or tree.grep(b"register_speculator(", under="vllm"):
         for node in tree.parse(relpath).body:
@@ -70,7 +70,7 @@ def _registered_types(tree: EngineTree) -> dict[str, dict]:
     return out
 
 
-def _eagle3_updater(tree: EngineTree, entry: dict | None) -> dict | None:
+def eagle3_updater(tree: EngineTree, entry: dict | None) -> dict | None:
     if entry is None:
         return None
     func, relpath = entry["node"], entry["relpath"]

@@ -88,3 +88,82 @@ def test_an_ambiguous_prefix_is_refused_a_unique_one_taken(ctx, run):
 def test_a_line_that_cannot_be_read_is_a_usage_error_naming_the_token(text, token):
     with pytest.raises(UsageError, match=token.replace("(", r"\(").replace(".", r"\.")):
         read_line(text)
+
+
+RULES = {"model-option-refused": {"rule": "model-option-refused", "location": "vllm/utils/__init__.py:1707",
+                                  "message": "With `vllm serve`, you should provide the model as a positional argument"},
+         "model-option-moved": {"rule": "model-option-moved", "message": None, "location": "vllm/utils/argparse_utils.py:201"},
+         "positional-model-first": {"rule": "positional-model-first", "location": "vllm/utils/argparse_utils.py:229",
+                                    "message": "`model` should be provided as the first positional argument",
+                                    "when": "--served-model-name"}}
+MORE = [{"name": "--trust-remote-code", "aliases": [], "value": "bool", "negatable": True, "location": "a.py:6"},
+        {"name": "--served-model-name", "aliases": [], "value": "list", "nargs": "+", "item": "str", "location": "a.py:7"},
+        {"name": "--cudagraph-capture-sizes", "aliases": [], "value": "list", "nargs": "+", "item": "int", "location": "a.py:8"}]
+
+
+def with_rules(*names):
+    return {**ARGS, "arguments": [*ARGS["arguments"], *MORE],
+            "parser": {**ARGS["parser"], "serve_rules": [RULES[n] for n in names]}}
+
+
+def printed(result, line):
+    from compat.launch_line import LineEdit
+
+    edits = [LineEdit(**{k: (tuple(v) if k == "aliases" else v) for k, v in e.items()}) for e in result.get("line_edits", [])]
+    return fixed_words(line, edits)
+
+
+def test_serve_refuses_the_model_option_where_the_parser_raises_and_the_model_moves_first(ctx, run):
+    line = read_line(f"vllm serve -tp 8 --model /m/t {SPEC}")
+    result = run_line(ctx, run, line.text, cli_arguments=with_rules("model-option-refused"))
+    assert result["verdict"] == "fail" and "ValueError: With `vllm serve`, you should provide the model" in result["detail"]
+    assert result["location"] == "vllm/utils/__init__.py:1707"
+    assert printed(result, line)[:5] == ["vllm", "serve", "/m/t", "-tp", "8"]
+    assert run_line(ctx, run, line.text, cli_arguments=with_rules("model-option-moved"))["verdict"] == "pass"
+    assert run("launch-arguments", ctx("vllm", "0.18.0", report_changes={"cli_arguments": with_rules("model-option-moved")},
+               options=Options(launch=read_line(f"python -m vllm.entrypoints.openai.api_server --model /m/t {SPEC}"))))[
+        "verdict"] == "pass"  # the module form has no such rule
+
+
+def test_a_moved_model_option_takes_the_positional_slot(ctx, run):
+    result = run_line(ctx, run, f"vllm serve /m/t --model /m/u {SPEC}", cli_arguments=with_rules("model-option-moved"))
+    assert result["verdict"] == "fail" and "unrecognized arguments: /m/t" in result["detail"]
+
+
+def test_a_line_that_starts_with_an_option_and_names_served_model_name(ctx, run):
+    line = read_line(f"vllm serve --served-model-name kimi -tp 8 /m/t {SPEC}")
+    result = run_line(ctx, run, line.text, cli_arguments=with_rules("positional-model-first"))
+    assert result["verdict"] == "fail" and "should be provided as the first positional argument" in result["detail"]
+    assert printed(result, line)[:7] == ["vllm", "serve", "/m/t", "--served-model-name", "kimi", "-tp", "8"]
+    assert run_line(ctx, run, f"vllm serve -tp 8 {SPEC}", cli_arguments=with_rules("positional-model-first"))["verdict"] == "pass"
+
+
+def test_list_items_are_read_with_their_type(ctx, run):
+    result = run_line(ctx, run, f"vllm serve /m/t {SPEC} --cudagraph-capture-sizes 1 2 x", cli_arguments=with_rules())
+    assert result["verdict"] == "fail" and "argument --cudagraph-capture-sizes: invalid int value: 'x'" in result["detail"]
+    assert run_line(ctx, run, f"vllm serve /m/t --cudagraph-capture-sizes 1 2 {SPEC}", cli_arguments=with_rules())[
+        "verdict"] == "pass"
+
+
+def test_an_option_its_own_action_refuses(ctx, run):
+    """SGLang's deprecated options: the Action raises when the option is typed (the cli_arguments fact's "refused")."""
+    refused = {"name": "--enable-ep-moe", "aliases": [], "value": "flag", "location": "server_args.py:2834",
+               "refused": {"message": "ValueError: NOTE: --enable-ep-moe is deprecated.", "location": "server_args.py:3294"}}
+    args = {**ARGS, "arguments": [*ARGS["arguments"], refused]}
+    result = run_line(ctx, run, f"vllm serve /m/t --enable-ep-moe {SPEC}", cli_arguments=args)
+    assert result["verdict"] == "fail" and "ValueError: NOTE: --enable-ep-moe is deprecated." in result["detail"]
+
+
+@pytest.mark.parametrize("text", [
+    f"vllm serve /m/t --trust-remote-code -tp 8 {SPEC} --foo bar",
+    f"vllm serve -tp 8 --model /m/t {SPEC} --trust-remote-code",
+    f"vllm serve /m/t {SPEC} --trust-remote-code --served-model-name kimi",
+])
+def test_every_flag_doctor_does_not_change_is_printed_back(ctx, run, text):
+    """The fixes (an option dropped, the model moved first, a spec key) leave the user's other words as typed."""
+    line = read_line(text)
+    result = run_line(ctx, run, text, cli_arguments=with_rules("model-option-refused", "positional-model-first"))
+    words = printed(result, line)
+    kept = [w for w in line.args if w not in ("--foo", "bar", "--model", "/m/t")]
+    assert [w for w in words[2:] if w in kept] == [w for w in kept if w in words[2:]]  # in their order
+    assert "--trust-remote-code" in words and set(kept) <= set(words)

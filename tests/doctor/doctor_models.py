@@ -121,3 +121,29 @@ def kimi_k25_target(directory: Path) -> Path:
         "text_config": {"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61,
                         "hidden_size": HIDDEN, "vocab_size": VOCAB},
     })
+
+
+def speculators_drafter(directory: Path, *, layer_ids: list[int] = (2, 4, 5), **switches) -> Path:
+    """What speculators writes for an EAGLE-3 head (speculators 0.9.0 src/speculators/models/eagle3/config.py and
+    core.py): `Eagle3Speculator`, the layer config under transformer_layer_config, layers.0.*, and the weights its
+    switches build: `input_norm.weight` over the concatenated aux states (norm_before_fc, core.py:122), one
+    `fc_norm.N.weight` per aux state (fc_norm, core.py:131)."""
+    config = {
+        "architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+        "transformer_layer_config": {"model_type": "llama", "hidden_size": HIDDEN, "num_attention_heads": HEADS,
+                                     "num_key_value_heads": HEADS, "head_dim": HEAD_DIM,
+                                     "intermediate_size": INTERMEDIATE, "num_hidden_layers": 1, "rms_norm_eps": 1e-6,
+                                     "vocab_size": VOCAB, "max_position_embeddings": 256},
+        "draft_vocab_size": DRAFT_VOCAB, "norm_before_residual": False, "target_hidden_size": None,
+        "eagle_aux_hidden_state_layer_ids": list(layer_ids), **switches,
+        "speculators_config": {"algorithm": "eagle3", "default_proposal_method": "greedy",
+                               "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+                               "verifier": {"name_or_path": "target", "architectures": ["LlamaForCausalLM"]}},
+    }
+    shapes = {**llama_layer("layers.0."), "fc.weight": (HIDDEN, 3 * HIDDEN), "norm.weight": (HIDDEN,),
+              "lm_head.weight": (DRAFT_VOCAB, HIDDEN)}
+    if switches.get("norm_before_fc"):
+        shapes["input_norm.weight"] = (3 * HIDDEN,)
+    if switches.get("fc_norm"):
+        shapes.update({f"fc_norm.{i}.weight": (HIDDEN,) for i in range(3)})
+    return write_drafter(directory, config, shapes)

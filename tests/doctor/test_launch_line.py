@@ -169,3 +169,42 @@ def test_the_line_names_no_drafter(doctor_cli):
     code, out, _ = doctor_cli("--engine", "sglang==0.5.8", "--json", "--", "python", "-m", "sglang.launch_server",
                               "--model-path", "/m/t")
     assert code == 2 and "--speculative-draft-model-path in the launch line" in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_the_commonest_line_on_the_newest_releases(kimi, doctor_cli, version):
+    """`vllm serve MODEL --speculative-config ...`: 0.33.0 moved make_arg_parser to vllm/entrypoints/common/cli_args.py;
+    read where `vllm serve` imports it from, the positional MODEL is the release's own (not "unrecognized arguments")."""
+    line = vllm_line(extra="--max-model-len 32k")
+    _, data = doctor_json(doctor_cli, kimi, f"vllm=={version}", "--launch", line)
+    result = check(data, "launch-arguments")
+    assert result["verdict"] == "pass", result["detail"]
+    assert "vllm/entrypoints/common/cli_args.py" in result["detail"]
+
+
+@pytest.mark.parametrize("version", ["0.10.0", "0.18.0", "0.33.0"])
+@pytest.mark.parametrize("before", [["--trust-remote-code"], ["--port", "8000"], ["-tp=8", "--trust-remote-code"]])
+def test_the_model_after_options_is_read_as_the_release_reads_it(kimi, doctor_cli, version, before):
+    """`vllm serve --trust-remote-code MODEL`: argparse takes MODEL as the positional after a flag, and `8000` as
+    --port's value; which word is the model is the release's (its option list), so the line is read against it. The
+    line is printed back with every word the user gave (doctor changes none of them here)."""
+    words = ["vllm", "serve", *before, str(kimi.target), "--speculative-config",
+             json.dumps({**SPEC, "model": str(kimi.drafter)})]
+    code, out, err = doctor_cli("--engine", f"vllm=={version}", "--json", "--", *words)
+    assert code in (0, 1), err
+    data = json.loads(out)
+    assert data["target"]["path"] == str(kimi.target)
+    assert data["launch"]["argv"][:len(before) + 3] == words[:len(before) + 3]  # the flags kept, in their place
+
+
+def test_a_line_whose_options_take_every_word_names_no_model(kimi, doctor_cli):
+    """--served-model-name takes every word up to the next option (nargs="+"): the release serves no model from it."""
+    words = ["vllm", "serve", "--served-model-name", "k", str(kimi.target), "--speculative-config", json.dumps(SPEC)]
+    code, out, _ = doctor_cli("--engine", "vllm==0.33.0", "--json", "--", *words)
+    assert code == 2 and "parser takes no model from this line" in json.loads(out)["error"]
+
+
+def test_a_range_cannot_read_a_model_placed_after_options(kimi, doctor_cli):
+    words = ["vllm", "serve", "--trust-remote-code", str(kimi.target), "--speculative-config", json.dumps(SPEC)]
+    code, out, _ = doctor_cli("--engine", "vllm", "--releases", ">=0.33", "--json", "--", *words)
+    assert code == 2 and "give TARGET, or put the model right after `vllm serve`" in json.loads(out)["error"]

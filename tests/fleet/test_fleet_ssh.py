@@ -61,6 +61,24 @@ def test_bad_hosts_are_one_line_each_and_never_stop_the_others(trusted, engine_p
     assert "beta" not in (trusted.home / ".ssh" / "known_hosts").read_text()  # nothing trusted behind the user's back
 
 
+def test_a_connection_error_is_said_once_with_its_fix_in_its_row(trusted, engine_python):
+    """Issue 33: the error of a host that could not be reached was printed three times (a progress line, its row, and
+    again under its heading); now its row says it, with its fix, and the hosts that answered keep their details."""
+    closed = f"127.0.0.1:{free_port()}"
+    done = compat(trusted, "probe", "--engine", "vllm", "--python", engine_python, "--host", "alpha", "--host", closed)
+    assert done.returncode == 3, done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("cannot connect (connection refused)") == 1, said
+    assert said.count("check the host name and port, and that sshd runs there") == 1, said
+    row = next(line for line in done.stdout.splitlines() if closed in line)
+    assert "error (exit 3): cannot connect (connection refused)" in row and "sshd runs there" in row
+    assert "== alpha" in done.stdout and f"== {closed}" not in done.stdout  # the answering host's details, as before
+    assert "Traceback" not in said and "Connect call failed" not in said
+    alone = compat(trusted, "probe", "--host", closed)
+    assert alone.returncode == 3 and alone.stderr == "", alone.stderr  # one host: no progress line repeating its row
+    assert alone.stdout.count("connection refused") == 1, alone.stdout
+
+
 def test_a_new_host_key_is_accepted_only_when_asked_and_a_changed_one_never(trusted, engine_python):
     trusted.forget_all()
     args = ("probe", "--python", engine_python, "--host", "beta")

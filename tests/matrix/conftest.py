@@ -45,3 +45,15 @@ def vllm_report(vllm_version):
 @pytest.fixture
 def sglang_report(sglang_version):
     return release_report("sglang", sglang_version)
+
+
+@pytest.fixture(scope="session")
+def report_of():
+    """report_of(engine, version): a release's probe report, for tests that choose their releases themselves."""
+    return release_report
+
+
+@pytest.fixture(scope="session")
+def versions_of():
+    """versions_of(engine): the releases the matrix runs, in order."""
+    return releases

@@ -36,6 +36,23 @@ def test_msgspec_namespace_release(release):
     assert result["parser"]["underscores_to_dashes"] is False
 
 
+def test_the_releases_own_actions(release):
+    """Deprecated options: refused by their Action when typed (0.5.3 `raise ValueError(self.help)`, 0.5.18
+    `parser.error(self.error_message)`), or still a flag (DeprecatedStoreTrueAction's nargs=0), or a value where the
+    call gives nargs=None; computed choices kept as code."""
+    old = by_name(cli_arguments(release("sglang", "0.5.3")))
+    assert old["--enable-ep-moe"]["value"] == "flag"
+    assert old["--enable-ep-moe"]["refused"]["message"].startswith("ValueError: NOTE: --enable-ep-moe is deprecated.")
+    assert old["--enable-ep-moe"]["refused"]["location"].startswith("sglang/srt/server_args.py:")
+    mid = by_name(cli_arguments(release("sglang", "0.5.18")))
+    assert mid["--enable-expert-distribution-metrics"]["refused"]["message"].startswith(
+        "--enable-expert-distribution-metrics is no longer supported.")
+    new = by_name(cli_arguments(release("sglang", "0.5.23")))
+    assert new["--disable-cuda-graph"]["value"] == "flag" and "refused" not in new["--disable-cuda-graph"]
+    assert new["--monokernel-backend"]["value"] == "str" and new["--monokernel-backend"]["choices"] == ["amd"]
+    assert "choices" not in new["--reasoning-parser"] and "reasoning_parser_choices" in new["--reasoning-parser"]["choices_from"]
+
+
 @pytest.fixture
 def release(pinned_release):
     """release(engine, version) -> the real release (a pinned one, fetched once into the user cache)."""

@@ -76,7 +76,7 @@ def test_every_option_with_the_value_it_takes(tmp_path):
                           "--distributed-executor-backend", "--enable-expert-parallel", "--speculative-config",
                           "--enable-log-requests"]
     assert args["--tensor-parallel-size"]["aliases"] == ["-tp"] and args["--tensor-parallel-size"]["value"] == "int"
-    assert args["--distributed-executor-backend"]["choices"] == ["ray", "mp"]
+    assert args["--distributed-executor-backend"]["choices"] == ["mp", "ray"]  # no literal_to_kwargs here: sorted, as every release
     assert args["--enable-expert-parallel"]["negatable"] is True  # BooleanOptionalAction: --no-enable-expert-parallel
     assert args["--speculative-config"]["value"] == "json"
     assert args["--headless"]["value"] == "flag" and args["model_tag"]["value"] == "positional"
@@ -105,3 +105,108 @@ def test_real_release_matches_the_engines_own_parser(release):
 def release(pinned_release):
     """release(engine, version) -> the real release (a pinned one, fetched once into the user cache)."""
     return pinned_release
+
+
+GET_KWARGS = {
+    "vllm/config/scheduler.py": """
+        from typing import Literal
+        from pydantic import SkipValidation
+        from vllm.config.types import *
+
+        class SchedulerConfig:
+            policy: Literal["fcfs", "priority"] = "fcfs"
+            capture_sizes: list[int] = None
+            buckets: dict[str, list[float]] | None = None
+            block_size: SkipValidation[BlockSize] = None
+            kv_dtype: CacheDType | str = "auto"
+            device: Device | None = None
+    """,
+    "vllm/config/types.py": """
+        from typing import Literal
+        BlockSize = Literal[16, 1, 8]
+        CacheDType = Literal["auto", "fp8"]
+        Device = Literal["cpu", "cuda"]
+    """,
+    "vllm/engine/arg_utils.py": """
+        from vllm.config.scheduler import SchedulerConfig
+
+        def literal_to_kwargs(type_hints):
+            kwarg = "metavar" if contains_type(type_hints, str) else "choices"
+            return {"type": str, kwarg: sorted(options)}
+
+        def _compute_kwargs(cls):
+            if type(None) in type_hints and not contains_type(type_hints, bool):
+                if kwargs[name].get("choices"):
+                    kwargs[name]["choices"].append(None)
+
+        class EngineArgs:
+            @staticmethod
+            def add_cli_args(parser):
+                kw = get_kwargs(SchedulerConfig)
+                parser.add_argument("--policy", **kw["policy"])
+                parser.add_argument("--capture-sizes", **kw["capture_sizes"])
+                parser.add_argument("--buckets", **kw["buckets"])
+                parser.add_argument("--block-size", **kw["block_size"])
+                parser.add_argument("--kv-dtype", **kw["kv_dtype"])
+                parser.add_argument("--device", **kw["device"])
+                parser.add_argument("--tool-parser", choices=list(REGISTRY))
+                return parser
+    """,
+    "vllm/entrypoints/cli/serve.py": "from vllm.entrypoints.common.cli_args import make_arg_parser\n",
+    "vllm/entrypoints/common/cli_args.py": """
+        import json
+
+        class BaseFrontendArgs:
+            allowed_origins: list[str] = None
+
+        class FrontendArgs(BaseFrontendArgs):
+            @classmethod
+            def _customize_cli_kwargs(cls, frontend_kwargs):
+                frontend_kwargs["allowed_origins"]["type"] = json.loads
+                del frontend_kwargs["allowed_origins"]["nargs"]
+                return frontend_kwargs
+
+        def make_arg_parser(parser):
+            parser.add_argument("model_tag", type=str, nargs="?")
+            parser = FrontendArgs.add_cli_args(parser)
+            parser = EngineArgs.add_cli_args(parser)
+            return parser
+    """,
+    "vllm/utils/argparse_utils.py": """
+        class FlexibleArgumentParser(ArgumentParser):
+            def parse_args(self, args=None, namespace=None):
+                if args and args[0] == "serve":
+                    try:
+                        model_idx = next(i for i, arg in enumerate(args) if arg == "--model")
+                        model_tag = args[model_idx + 1]
+                    except StopIteration:
+                        pass
+                    if len(args) > 1 and args[1].startswith("-") and any(a == "--served-model-name" for a in args):
+                        raise ValueError("`model` should be provided as the first positional argument")
+                return super().parse_args(args)
+    """,
+}
+
+
+def test_what_get_kwargs_makes_of_each_annotation(tmp_path):
+    """The release's get_kwargs rules, as its own code words them: sorted Literal choices, int Literals, a Literal
+    joined with str taking any text (metavar), None among an Optional field's choices, typed list items, a dict of
+    lists as JSON, SkipValidation seen through, aliases followed through `import *`, computed choices kept as code."""
+    result = cli_arguments(write_tree(tmp_path, "vllm", GET_KWARGS))
+    args = by_name(result)
+    assert result["location"] == "vllm/entrypoints/common/cli_args.py"  # where `vllm serve` imports make_arg_parser
+    assert args["--policy"]["choices"] == ["fcfs", "priority"]
+    assert args["--capture-sizes"]["value"] == "list" and args["--capture-sizes"]["item"] == "int"
+    assert args["--buckets"]["value"] == "json"
+    assert args["--block-size"]["value"] == "int" and args["--block-size"]["choices"] == [1, 8, 16]
+    assert args["--kv-dtype"]["value"] == "str" and "choices" not in args["--kv-dtype"]  # metavar: any text
+    assert args["--device"]["choices"] == ["cpu", "cuda", None]
+    assert args["--tool-parser"]["choices_from"] == "list(REGISTRY)" and "choices" not in args["--tool-parser"]
+    assert args["--allowed-origins"]["value"] == "json" and "nargs" not in args["--allowed-origins"]
+
+
+def test_what_the_parser_does_to_a_serve_line_before_argparse(tmp_path):
+    rules = cli_arguments(write_tree(tmp_path, "vllm", GET_KWARGS))["parser"]["serve_rules"]
+    assert [(r["rule"], r["when"] if "when" in r else None) for r in rules] == [
+        ("model-option-moved", None), ("positional-model-first", "--served-model-name")]
+    assert all(r["location"].startswith("vllm/utils/argparse_utils.py:") for r in rules)

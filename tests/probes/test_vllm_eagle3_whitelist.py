@@ -41,7 +41,8 @@ def test_renamed_list_variable_is_found_by_shape(tmp_path):
     assert fact["variable"] == "models_with_aux_states"
     assert fact["model_types"] == ["llama", "kimi_k2"]
     assert fact["list_location"] == "vllm/config/speculative.py:6"
-    assert fact["location"] == "vllm/config/speculative.py:10"
+    assert fact["location"] == "vllm/config/speculative.py:18"  # the raise the traceback shows
+    assert fact["condition_location"] == "vllm/config/speculative.py:10"  # the `if` that tests the list
     assert fact["match"] == "substring"
     assert fact["tested"] == "self.target_model_config.hf_text_config.model_type"
     assert fact["methods_gated"] == ["eagle3", "extract_hidden_states"]
@@ -68,7 +69,7 @@ def test_inline_form_of_0_10_0_in_one_big_config_module(tmp_path):
     """})
     fact = eagle3_whitelist(tree)
     assert fact["present"] is True
-    assert fact["location"] == "vllm/config.py:7"
+    assert fact["location"] == "vllm/config.py:9" and fact["condition_location"] == "vllm/config.py:7"
     assert fact["variable"] is None
     assert fact["model_types"] == ["llama"]
     assert fact["match"] == "substring"
@@ -117,9 +118,10 @@ def test_draft_config_rewrites_are_not_a_whitelist(tmp_path):
     fact = eagle3_whitelist(tree)
     assert fact["present"] is False
     assert "supports_eagle3()" in fact["reason"]
-    assert fact["location"] == "vllm/v1/worker/gpu_model_runner.py:5"
+    assert fact["location"] == "vllm/v1/worker/gpu_model_runner.py:6"  # the raise, not its `if` nor the def
     assert fact["load_time_checks"] == [
-        {"function": "_setup_eagle3_aux_hidden_state_outputs", "location": "vllm/v1/worker/gpu_model_runner.py:5"}
+        {"function": "_setup_eagle3_aux_hidden_state_outputs", "location": "vllm/v1/worker/gpu_model_runner.py:6",
+         "condition_location": "vllm/v1/worker/gpu_model_runner.py:5"}
     ]
 
 
