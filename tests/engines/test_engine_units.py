@@ -219,5 +219,10 @@ def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
     line = launch_line(Identity("http://x", "trtllm", "1.0", "/t", ["/t"]), speculation)
     assert line.startswith("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 ")
     assert entry_index(["sh", "-c", "/usr/bin/trtllm-serve", "serve", "--model", "/t"]) == 2
+    from compat.launch_line import read_line
+
+    read = read_line("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 --speculative-num-steps 3")
+    assert (read.engine, read.entry, read.method) == ("trtllm", ("trtllm-serve", "serve"), "EAGLE3")
+    assert read.spec == {"--speculative-algorithm": "EAGLE3", "--speculative-num-steps": "3"}
     code, _, err = _compat("verify", "t", "d", "--engine", "trtllm")  # it does not declare RUNS_VERIFY
     assert code == 2 and "--engine trtllm: verify runs vLLM only" in err and "use --engine vllm" in err
