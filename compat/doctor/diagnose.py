@@ -177,9 +177,33 @@ def release_row(version: str, tree: EngineTree | SourceError, target: Target, dr
     if isinstance(tree, SourceError):
         return {"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []}
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
-    return {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
-            "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
-            "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
+    row = {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
+           "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
+           "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
+    told = answers(tree, target, drafter, diagnosis["verdict"], options, finder)
+    return {**row, "answers": told} if told else row
+
+
+def answers(tree: EngineTree, target: Target, drafter: Drafter, verdict: str, options: Options | None,
+            finder: ReleaseFinder | None) -> dict[str, str]:
+    """For a verdict that waits on the user's answer: the answer, as the flag that gives it -> the verdict that answer
+    gives on this release (the drafter read again as told, the whole diagnosis run again). Layers other than the
+    trainers' default are not listed: which they are is the user's, and doctor's fix for them is a conversion."""
+    from compat.checkpoints import CONVENTION_FLAG, CONVENTIONS, LAYER_IDS_FLAG, default_layer_ids
+    from compat.doctor.inputs import recognise
+
+    def again(**told: Any) -> Drafter:
+        return recognise(Drafter(drafter.path, dict(drafter.config), dict(drafter.tensors), maps=drafter.maps), target,
+                         **told)
+
+    if verdict == DEPENDS:
+        readings = {f"{CONVENTION_FLAG} {c}": again(convention=c) for c in CONVENTIONS}
+    elif verdict == DEPENDS_LAYERS and target.num_hidden_layers:
+        ids = default_layer_ids(target.num_hidden_layers)
+        readings = {f"{LAYER_IDS_FLAG} {' '.join(map(str, ids))}": again(layer_ids=ids)}
+    else:
+        return {}
+    return {said: diagnose(tree, target, d, options, releases=finder)["verdict"] for said, d in readings.items()}
 
 
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:

@@ -28,7 +28,7 @@ tr.engine th{position:sticky;left:0;background:#eaeef2;text-align:left;font-size
 td.c{cursor:pointer;text-align:center}
 td.c:focus{outline:2px solid #0969da;outline-offset:-2px}
 .ok{color:var(--ok);background:var(--ok-bg)}.fix{color:var(--fix);background:var(--fix-bg)}
-.ask{color:var(--ask);background:var(--ask-bg)}.no{color:var(--no);background:var(--no-bg)}.na{color:var(--na);background:var(--na-bg)}
+.ask{color:var(--ask);background:var(--ask-bg)}.ans{display:block;font-size:.72em;white-space:normal;opacity:.85}.no{color:var(--no);background:var(--no-bg)}.na{color:var(--na);background:var(--na-bg)}
 .chip{padding:1px 6px;border-radius:10px;border:1px solid var(--line)}
 th.user,td.user{border-left:2px solid #0969da;border-right:2px solid #0969da}
 #details{position:fixed;right:0;top:0;bottom:0;width:min(560px,100%);background:#fff;border-left:1px solid var(--line);

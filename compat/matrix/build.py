@@ -35,7 +35,7 @@ def default_releases() -> dict[str, str]:
 
 def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
     """doctor's release row without the whole diagnosis: the checks as the page shows them, with their evidence."""
-    cell = {key: row.get(key) for key in ("verdict", "fixes", "failing", "launch", "error") if row.get(key) is not None}
+    cell = {key: row.get(key) for key in ("verdict", "fixes", "failing", "launch", "error", "answers") if row.get(key) is not None}
     diagnosis = row.get("diagnosis") or {}
     if (diagnosis.get("method") or {}).get("family"):
         cell["method"] = diagnosis["method"]["family"]  # the method doctor checked (the drafter's, or the column's)

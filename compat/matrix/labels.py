@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from compat.checkpoints import CONVENTION_FLAG
 from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
                                     WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
 
@@ -25,3 +26,14 @@ def short(verdict: str) -> tuple[str, str]:
 def legend() -> list[tuple[str, str, str]]:
     """(cell text, css class, doctor's verdict) for each verdict, in the order above."""
     return [(text, css, verdict) for verdict, (text, css) in SHORT.items()]
+
+
+def answered(answers: dict[str, str]) -> str:
+    """What each answer to an "ask" cell gives, in a cell's words: "output-of: convert, capture-before: works" (the
+    convention's answers by their value; the layers' by "default ids", the trainers' default)."""
+    words = []
+    for flag, verdict in answers.items():
+        name, _, value = flag.partition(" ")
+        label = value if name == CONVENTION_FLAG else "default ids"
+        words.append(f"{label}: {short(verdict)[0]}")
+    return ", ".join(words)

@@ -15,7 +15,7 @@ from typing import Any
 from compat.matrix.assets import CSS, JS
 from compat.matrix.method_templates import METHOD_KINDS
 from compat.matrix.build import USER, summary
-from compat.matrix.labels import legend, short
+from compat.matrix.labels import answered, legend, short
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -95,9 +95,12 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
                               [s(f) for f in row.get("failing") or []], [s(x) for x in steps],
                               [checks(c) for c in row.get("checks") or []], s(engine), s(version), ci])
                 title = row["verdict"] + ("; " + "; ".join(row["fixes"]) if row.get("fixes") else "")
+                said = answered(row.get("answers") or {})
+                title += "".join(f"; if {flag}: {verdict}" for flag, verdict in (row.get("answers") or {}).items())
                 user = " user" if column["id"] == USER else ""
                 out.append(f'<td class="c {css}{user}" data-i="{len(cells) - 1}" data-css="{css}" tabindex="0" '
-                           f'title="{_esc(title)}">{_esc(text)}</td>')
+                           f'title="{_esc(title)}">{_esc(text)}'
+                           + (f'<small class="ans">{_esc(said)}</small>' if said else "") + '</td>')
             out.append("</tr>")
     out.append("</tbody></table></div></main>")
     out.append('<aside id="details" hidden tabindex="-1" aria-live="polite"><button id="close" class="close" '
@@ -188,4 +191,5 @@ def _md_cell(row: dict[str, Any] | None) -> str:
         return ""
     text = short(row["verdict"])[0]
     fixes = [f for f in row.get("fixes") or [] if f.startswith("use ")]
-    return (text + (f" ({fixes[0]})" if fixes and text == "no" else "")).replace("|", "\\|")
+    said = answered(row.get("answers") or {})
+    return (text + (f" ({fixes[0]})" if fixes and text == "no" else "") + (f" ({said})" if said else "")).replace("|", "\\|")

@@ -83,4 +83,4 @@ def test_a_piped_probe_is_neither_wrapped_nor_padded():
     lines = out.splitlines()
     assert lines and not [line for line in lines if line != line.rstrip()]
     gate = next(line for line in lines if line.startswith("EAGLE-3 gate"))
-    assert "more)" in gate and gate.rstrip().endswith(".py:541")  # the fact and its source line, unwrapped
+    assert "more)" in gate and gate.rstrip().endswith(".py:545")  # the fact and its source line, unwrapped

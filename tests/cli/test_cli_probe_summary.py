@@ -22,7 +22,7 @@ def test_a_release_leads_with_one_screen(tmp_path):
     labels = [line.split("  ")[0] for line in lines[1:] if line and not line.startswith(" ")]
     assert labels[:5] == ["methods", "EAGLE-3 gate", "aux layer ids", "accepted keys", "compat patched"]
     text = " ".join(run.out.split())
-    assert "eagle3" in text and "llama, qwen, minicpm, gpt_oss" in text and "vllm/config/speculative.py:541" in text
+    assert "eagle3" in text and "llama, qwen, minicpm, gpt_oss" in text and "vllm/config/speculative.py:545" in text
     assert "default (2, n // 2, n - 3) always" in text  # 0.11.0 ignores the drafter's ids
     assert "unknown keys dropped silently" in text and "nothing (no compat patch record" in text
     assert "--full" in lines[-1] and "None" not in run.out

@@ -123,8 +123,9 @@ def test_usage_errors_name_the_flag(pair):
     assert run.code == 2 and "not a version specifier" in run.err
 
 
-def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
-    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe: not a byte of it."""
+def test_a_progress_bar_on_a_terminal_and_plain_lines_into_a_pipe(tmp_path):
+    """stderr a terminal (a pty): the bar names the releases as they go; into a pipe (issue 33): plain progress lines,
+    one per line, no carriage return and no terminal escapes."""
     import os
     import pty
     import select
@@ -151,5 +152,31 @@ def test_a_progress_bar_on_a_terminal_and_none_into_a_pipe(tmp_path):
     assert b"matrix: vllm releases" in seen
     assert (tmp_path / "tty" / "matrix.html").stat().st_mode & 0o044  # readable by others, as a page is
     piped = compat(*args[1:], "--out", tmp_path / "pipe")
-    assert piped.code == 0 and piped.err == ""
+    assert piped.code == 0 and piped.err
+    assert "\r" not in piped.err and "\x1b" not in piped.err
+    assert all(line.startswith("matrix: vllm ") for line in piped.err.splitlines())
     assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
+
+
+def test_an_ask_cell_says_what_each_answer_gives(document, site):
+    """An "ask" cell (the convention of ModelOpt's ids, the layers of a drafter that records none) carries the verdict
+    each answer gives, and each is what doctor says when given that answer; the page and the markdown show them."""
+    columns = {c["id"]: c for c in document["columns"]}
+    asked = [r for r in document["rows"] if r["verdict"] in (DEPENDS, DEPENDS_LAYERS)]
+    assert asked and all(r.get("answers") for r in asked)
+    checked = 0
+    for row in asked:
+        flags = ("--layer-ids-convention",) if row["verdict"] == DEPENDS else ("--layer-ids",)
+        assert all(flag.startswith(flags) for flag in row["answers"]) and set(row["answers"].values()) <= VERDICTS
+        if row["engine"] != "vllm" or row["version"] != "0.34.0" or not row["column"].startswith("llama/"):
+            continue
+        column = columns[row["column"]]
+        for flag, verdict in row["answers"].items():
+            run = compat("doctor", column["target"], column["drafter"], "--engine", "vllm==0.34.0", *flag.split(), "--json")
+            assert run.code in (0, 1), run.err
+            assert run.json()["verdict"] == verdict, (row["column"], flag)
+            checked += 1
+    assert checked >= 3  # modelopt's two conventions and no-ids' default layers
+    page = (site / "matrix.html").read_text()
+    assert page.count('<small class="ans">') == len(asked)
+    assert 'capture-before: ' in page and 'default ids: ' in page
