@@ -23,8 +23,6 @@ from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
 from compat.core.tree import EngineTree
 
-# The releases searched: the ones compat covers (the matrix's range).
-SEARCHED = {"vllm": ">=0.10.0", "sglang": ">=0.4.4"}
 _INDEXES: dict[tuple, SiteIndex] = {}
 
 
@@ -73,7 +71,10 @@ def versions_to_search(engine: str, cache_dir, offline: bool) -> list[str]:
     from compat.sources.cache import cache_root, cached_versions
     from compat.sources.released import list_releases
 
-    spec = SpecifierSet(SEARCHED.get(engine, ""))
+    from compat import engines
+
+    unit = engines.find(engine)  # the releases searched: the ones compat covers (the matrix's range)
+    spec = SpecifierSet(unit.default_releases if unit is not None else "")
     try:
         listed = list_releases(engine, cache_dir=cache_dir, offline=offline)
     except SourceError:
