@@ -44,6 +44,21 @@ LAYER_IDS_FLAG = "--layer-ids"  # the layers a drafter was trained on, when the 
 
 
 @dataclass(frozen=True)
+class Citation:
+    """A line of a trainer's released code that a fingerprint rests on: where, and the words found there (a test
+    reads the released distribution and holds the line to them)."""
+
+    distribution: str  # as the package index names it
+    version: str
+    path: str  # inside the distribution
+    line: int
+    text: str  # what that line says (a part of it)
+
+    def __str__(self) -> str:
+        return f"{self.distribution} {self.version} {self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     trainer: str
     convention: str
@@ -52,6 +67,12 @@ class Fingerprint:
     # The trainer's own default when it is given no ids, in the module's (2, n//2, n-3) form: a drafter of it
     # that declares nothing was trained on these layers. False: not known here.
     trains_on_default: bool = False
+    cites: tuple[Citation, ...] = ()  # the released lines the evidence rests on
+
+    @property
+    def said(self) -> str:
+        """The evidence with the lines it rests on, as doctor says it."""
+        return self.evidence + "".join(f"; {c}" for c in self.cites)
 
 
 def _eagle_config(config: dict) -> dict:
@@ -82,13 +103,27 @@ def _speculators(config: dict, names: set[str]) -> bool:
     return config.get("speculators_model_type") == "eagle3"
 
 
+SPECULATORS_CITES = (
+    Citation("speculators", "0.9.0", "speculators/models/eagle3/config.py", 53, "eagle_aux_hidden_state_layer_ids"),
+    Citation("speculators", "0.9.0", "speculators/models/utils.py", 111,
+             "target_layer_ids = [2, num_layers // 2, num_layers - 3]"),
+    Citation("speculators", "0.9.0", "speculators/models/utils.py", 116, "ids scripts/launch_vllm.py emits with --include-last-layer"),
+)
+SPECFORGE_CITES = (
+    Citation("specforge", "0.2.0", "specforge/algorithms/model_providers.py", 204,
+             "layers = [1, num_layers // 2 - 1, num_layers - 4]"),
+    Citation("specforge", "0.2.0", "specforge/offline_capture/sglang_backend/capture.py", 87,
+             "set_eagle3_layers_to_capture(layer_ids)"),
+)
 FINGERPRINTS = (
     Fingerprint("vllm-project/speculators", CAPTURE_BEFORE,
-                "speculators/models/eagle3/config.py: Eagle3SpeculatorConfig keeps vLLM's ids; "
-                "resolve_target_layer_ids defaults to [2, n//2, n-3] capture-before", _speculators, trains_on_default=True),
+                "Eagle3SpeculatorConfig keeps the ids its hidden states were generated with by vLLM (capture-before); "
+                "resolve_target_layer_ids defaults to [2, n//2, n-3] when given none", _speculators, trains_on_default=True,
+                cites=SPECULATORS_CITES),
     Fingerprint("SpecForge", OUTPUT_OF,
-                "specforge/modeling/target/eagle3_target_model.py: trains on hidden_states[id + 1] (the output of layer id); "
-                "scripts/train_eagle3.py saves midlayer.* with LlamaForCausalLMEagle3 and the ids in eagle_config", _specforge),
+                "its hidden states come from SGLang's set_eagle3_layers_to_capture, which captures the output of each "
+                "id (the default ids [1, n//2 - 1, n - 4] are output-of); it saves midlayer.* with "
+                "LlamaForCausalLMEagle3 and the ids in eagle_config", _specforge, cites=SPECFORGE_CITES),
     Fingerprint("TorchSpec (native export)", OUTPUT_OF,
                 "torchspec tools/convert_to_hf.py: native ids are output-of ([1, 29, 57] for Kimi); writes _torchspec_version",
                 _torchspec_native),
@@ -124,7 +159,7 @@ def settle(layout: ModuleType, config: dict, tensor_names: set[str], *, flag: st
     if ids.capture_before is None:
         fingerprint = _fingerprint(config, tensor_names)
         if fingerprint is not None and fingerprint.trains_on_default and target is not None and target.num_hidden_layers:
-            return Settled("fingerprint", f"written by {fingerprint.trainer} ({fingerprint.evidence}); it declares no ids, "
+            return Settled("fingerprint", f"written by {fingerprint.trainer} ({fingerprint.said}); it declares no ids, "
                            "so it was trained on that default", convention=fingerprint.convention,
                            capture_before=default_layer_ids(target.num_hidden_layers))
         return Settled("default", UNDECLARED_WHY, convention=told.convention if told else None)
@@ -173,7 +208,7 @@ def _told(config: dict, tensor_names: set[str], flag: str | None) -> Settled | N
         return from_flag(flag)
     fingerprint = _fingerprint(config, tensor_names)
     if fingerprint is not None:
-        return Settled("fingerprint", f"written by {fingerprint.trainer} ({fingerprint.evidence})", convention=fingerprint.convention)
+        return Settled("fingerprint", f"written by {fingerprint.trainer} ({fingerprint.said})", convention=fingerprint.convention)
     return None
 
 

@@ -128,7 +128,6 @@ def _options(ns: argparse.Namespace):
             layer_ids = [int(part) for item in ns.layer_ids for part in item.split(",") if part.strip()]
         except ValueError:
             raise UsageError(f"--layer-ids {' '.join(ns.layer_ids)}: not integers", hint="e.g. --layer-ids 2 30 58") from None
-    version, where = release_of(ns)
     target = resolve_model(ns.target, what="target") if ns.target else None
     src = resolve_model(ns.src, what="SRC")
     from compat.model_kind import looks_like_drafter, looks_like_target, swapped
@@ -138,6 +137,10 @@ def _options(ns: argparse.Namespace):
                 else f"SRC {ns.src} is a target model (a deep model's config, no drafter weights): convert takes the drafter")
         raise UsageError(said, hint=f"compat convert ckpt {ns.target} {ns.dst} --to {ns.to} --target {ns.src} ..."
                          if target is not None else f"compat convert ckpt DRAFTER {ns.dst} --to {ns.to} --target {ns.src}")
+    from compat.convert import check_source
+
+    check_source(src)
+    version, where = release_of(ns)  # after the inputs: looking for the engine or fetching a release is the slow part
     return Options(src=src, dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
                    engine_version=version, engine_source=where, target=target, layer_ids=layer_ids,
                    convention=from_flag(ns.layer_ids_convention), dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,

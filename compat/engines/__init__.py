@@ -53,7 +53,8 @@ CONTRACT = Contract("engine", (
           '(its class defines set_eagle3_layers_to_capture: SGLang)'),
     Field("LAYER_IDS_FED_BY", str, doc='who reads the drafter\'s layer ids: "runners" (each model runner reads them '
           'from the drafter config and tells the target: vLLM) or "target_hook" (the target\'s capture hook: SGLang)'),
-    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line"),
+    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line (named "
+          "groups, read by compat/explain: `who` the process, `head` a log record's head, `level`, `file`, `line`)"),
     Field("VERSION_IN_LOG", str, doc="regex: how a log names the release (group 1: the version)"),
     Field("SERVER_OWNED_BY", str, doc="`owned_by` of its /v1/models cards"),
     Field("SERVER_VERSION_PATHS", tuple, default=(), doc='endpoints answering {"version": ...} (vLLM: /version)'),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from compat import engines
 from compat.core.errors import SourceError
 from compat.explain.analysis import analyse
 from compat.explain.pasted import read_pasted
@@ -71,10 +72,8 @@ def versions_to_search(engine: str, cache_dir, offline: bool) -> list[str]:
     from compat.sources.cache import cache_root, cached_versions
     from compat.sources.released import list_releases
 
-    from compat import engines
-
-    unit = engines.find(engine)  # the releases searched: the ones compat covers (the matrix's range)
-    spec = SpecifierSet(unit.default_releases if unit is not None else "")
+    known = engines.find(engine)
+    spec = SpecifierSet(known.default_releases if known is not None else "")  # the ones compat covers (the matrix's)
     try:
         listed = list_releases(engine, cache_dir=cache_dir, offline=offline)
     except SourceError:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from compat import engines
-from compat.core.errors import EXIT_CHECK_FAILED, CompatError
+from compat.core.errors import EXIT_CHECK_FAILED, CompatError, RefusedError
 from compat.core.interpreter import Interpreter
 
 if TYPE_CHECKING:
@@ -91,9 +91,11 @@ def new_log_path(kind: str, log_dir: str | Path | None = None) -> Path:
     directory = Path(log_dir).expanduser() if log_dir else default_log_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file is there: the wrong kind of path (4), before the engine runs
+        raise RefusedError(f"--log-dir {directory}: a file, not a folder", hint="pass a directory with --log-dir") from None
     except OSError as err:
-        raise EngineRunError(f"--log-dir {directory}: cannot create it ({err.strerror})",
-                             hint="pass a writable directory with --log-dir") from None
+        raise RefusedError(f"--log-dir {directory}: cannot create it ({err.strerror})",
+                           hint="pass a writable directory with --log-dir") from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return directory / f"{kind}-{stamp}-{os.getpid()}.log"
 
