@@ -39,7 +39,8 @@ CONTRACT = Contract("engine", (
     Field("TAG", str, default="v{version}", doc="the repository's tag of a release"),
     Field("LAUNCH_COMMANDS", tuple, default=(), doc='console entry points, each its words: (("vllm", "serve"),)'),
     Field("LAUNCH_MODULES", tuple, default=(), doc="modules run with `python -m` to serve"),
-    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line"),
+    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line (named "
+          "groups, read by compat/explain: `who` the process, `head` a log record's head, `level`, `file`, `line`)"),
     Field("VERSION_IN_LOG", str, doc="regex: how a log names the release (group 1: the version)"),
     Field("SERVER_OWNED_BY", str, doc="`owned_by` of its /v1/models cards"),
     Field("SERVER_VERSION_PATHS", tuple, default=(), doc='endpoints answering {"version": ...} (vLLM: /version)'),

@@ -15,9 +15,14 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
-# The scheduler's and tensor-parallel workers' lines: `[2026-12-02 11:00:00 TP0] `, `[... DP0 TP1 EP1] `;
-# a worker's traceback after `[rank0]:` as torch.distributed writes it.
-LOG_PREFIXES = (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: (?:DP|TP|PP|EP|CP)\d+)*\]\s?", r"\[rank\d+\]:\s?")
+# What its processes write before a line (groups as in vllm.py): the log head `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3
+# EP3] ` (sglang/srt/utils/common.py:1265 `configure_logger`, 0.5.12; :1169 in 0.5.8) with the scheduler's ranks
+# (sglang/srt/managers/scheduler.py:3951-3963 in 0.5.12: DP, PP, ATTN_CP, MOE_DP, TP, EP; :2897-2903 in 0.5.8), none for
+# the detokenizer and the main process (detokenizer_manager.py:426); a record's further lines are bare, so a traceback
+# logged as `Scheduler hit an exception: {traceback}` (scheduler.py:4045) follows its header on the first line only;
+# and torch.distributed's `[rank0]: ` (as in vllm.py).
+LOG_PREFIXES = (r"(?P<head>\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?P<who>(?: [A-Z][A-Z_]*\d+)*)\] ?)",
+                r"\[(?P<who>rank\d+)\]: ?")
 VERSION_IN_LOG = r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"
 
 SERVER_OWNED_BY = "sglang"

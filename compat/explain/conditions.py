@@ -50,8 +50,16 @@ class Check:
 
     def describe(self) -> str:
         when = "when" if self.raises_when else "unless"
-        line = (self.site.guard or {}).get("line", self.site.line)
-        out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{line})"
+        guard = self.site.guard or {}
+        line = guard.get("line", self.site.line)
+        caught = guard.get("caught")
+        if caught and self.test == "True":
+            out = f"{self.site.function or self.site.file} raises it in `{caught['clause']}:` ({self.site.file}:" \
+                  f"{caught['line']}): what it tried failed"
+        else:
+            out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{line})"
+            if caught:
+                out += f", in `{caught['clause']}:` ({self.site.file}:{caught['line']}): what it tried failed"
         for name, entry in self.names.items():
             out += f"; {name} = {_shown(entry['value'])} ({entry['at']})"
         for expr, value in self.values.items():

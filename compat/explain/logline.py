@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compat.explain.prefixes import PREFIXES, Prefix
+from compat.explain.prefixes import CLASSES, PREFIXES, Prefix
 from compat.explain.text import Line
 
 MAX_PREFIXES = 8  # prefixes removed from one line at most (a hostile line of a thousand `[rank0]: ` is text)
@@ -44,10 +44,7 @@ def _combined(prefixes: tuple[Prefix, ...]) -> tuple[re.Pattern | None, tuple[Pr
 
 def _by_first_character() -> dict[str, tuple[re.Pattern | None, tuple[Prefix, ...]]]:
     """The prefixes that can start with each kind of character, as one pattern: a line is tried only against those."""
-    starts = {"kubectl": "[", "timestamp": "digit", "journald": "digit upper", "compose": "digit upper lower",
-              "vllm-process": "(", "torch-rank": "[", "vllm-head": "upper", "sglang-head": "[", "python-logging": "upper"}
-    return {key: _combined(tuple(p for p in PREFIXES if key in starts[p.name].split()))
-            for key in ("[", "(", "digit", "upper", "lower")}
+    return {key: _combined(tuple(p for p in PREFIXES if key in p.starts)) for key in CLASSES}
 
 
 _TABLE = _by_first_character()
@@ -78,15 +75,16 @@ def read(line: Line) -> LogLine:
             break
         key = found.lastgroup or "p0"
         prefix = prefixes[int(key[1:])]
-        if prefix.who:
-            name = found.group(key + "_who").strip()
+        groups = prefix.pattern.groupindex
+        if "who" in groups:
+            name = (found.group(key + "_who") or "").strip()
             if name:
                 who.append(name)
-        if prefix.head:
+        if "head" in groups:
             record = found.group(0)
-            if prefix.name != "sglang-head":
+            if "level" in groups:
                 level = found.group(key + "_level")
-            if prefix.name == "vllm-head":
+            if "file" in groups:
                 place = (found.group(key + "_file"), int(found.group(key + "_line")))
         pos = found.end()
     if not pos:

@@ -199,6 +199,8 @@ def render(result: Result, console) -> None:
         for near in f.get("also_fits") or ():
             console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
                           f"{escape(_cut(near['template'], 160))}")
+        if f.get("during"):
+            console.print(f"   [cyan]during[/] {escape(_cut(f['during'], 200))}")
         console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
         if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
             console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")

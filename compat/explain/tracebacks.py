@@ -57,6 +57,7 @@ class Traceback:
     header: str = ""  # what the line of `Traceback (most recent call last):` said before it ("Scheduler hit ...:")
     cut: str = ""  # "" whole; "head" (began at a frame), "end" (no exception line), "head and end"
     chained: bool = False  # it follows another one in the same block ("The above exception was the direct cause")
+    context: Traceback | None = None  # that other one, the exception being handled when this one was raised
 
     def innermost(self, package: str) -> tuple[Frame, str] | None:
         for frame in reversed(self.frames):
