@@ -15,6 +15,12 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
+MODEL_OPTION = "--model-path"
+SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...
+DRAFT_SETTINGS_FROM = "target"  # the draft worker is built from the target's ServerArgs (sglang#23490)
+DRAFT_SHAPE = "tree"  # --speculative-num-steps x --speculative-eagle-topk, --speculative-num-draft-tokens verified
+TARGET_GATE = "capture_hook"  # set_eagle3_layers_to_capture, else AttributeError (no model-type whitelist)
+LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (ids + 1: the output of layer k - 1)
 # What its processes write before a line (groups as in vllm.py): the log head `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3
 # EP3] ` (sglang/srt/utils/common.py:1265 `configure_logger`, 0.5.12; :1169 in 0.5.8) with the scheduler's ranks
 # (sglang/srt/managers/scheduler.py:3951-3963 in 0.5.12: DP, PP, ATTN_CP, MOE_DP, TP, EP; :2897-2903 in 0.5.8), none for
@@ -34,6 +40,7 @@ SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # before 0.5.6: /get_s
 SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
 METRICS_PATH = "/metrics"  # only with --enable-metrics
 METRICS_PREFIX = "sglang:"
+SERVER_ACCEPTANCE = "server_info"  # its server info's accept length (/metrics' verify counters only with --enable-metrics)
 PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
 
 DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, CompatError, RefusedError
 from compat.core.interpreter import Interpreter
 
@@ -71,7 +72,7 @@ def installed_vllm(python: Interpreter | str | None) -> InstalledEngine:
     from compat.core.errors import SourceError
     from compat.sources.installed import find_installed
 
-    found = [e for e in find_installed(python) if e.engine == "vllm"]
+    found = [e for e in find_installed(python) if engines.get(e.engine).runs_verify]  # the engine verify starts
     if not found:
         where = Interpreter.of(python).path if python is not None else "this interpreter"
         raise SourceError(f"vLLM is not installed in {where}",
