@@ -26,8 +26,12 @@ LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (i
 # (sglang/srt/managers/scheduler.py:3951-3963 in 0.5.12: DP, PP, ATTN_CP, MOE_DP, TP, EP; :2897-2903 in 0.5.8), none for
 # the detokenizer and the main process (detokenizer_manager.py:426); a record's further lines are bare, so a traceback
 # logged as `Scheduler hit an exception: {traceback}` (scheduler.py:4045) follows its header on the first line only;
-# and torch.distributed's `[rank0]: ` (as in vllm.py).
-LOG_PREFIXES = (r"(?P<head>\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?P<who>(?: [A-Z][A-Z_]*\d+)*)\] ?)",
+# and torch.distributed's `[rank0]: ` (as in vllm.py). The same head in 0.4.4 (sglang/srt/utils.py:654, ` TP0`,
+# ` DP0 TP0`: scheduler.py:1690-1692) through 0.5.23 (utils/common.py:2630, scheduler.py:6280-6291), where the encoder
+# server of disaggregated serving adds ` encode_server` and ` encode_dp_worker[0]`
+# (disaggregation/encoder/http_server.py:211, runtime.py:1724); `.mmm` when SGLANG_LOG_MS is set.
+LOG_PREFIXES = (r"(?P<head>\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+                r"(?P<who>(?: (?:[A-Z][A-Z_]*\d+|[a-z][a-z_]*(?:\[\d+\])?))*)\] ?)",
                 r"\[(?P<who>rank\d+)\]: ?")
 VERSION_IN_LOG = r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"
 
