@@ -11,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from compat import engines
 from compat.core.output import exit_codes
 
 NAME = "convert"
@@ -156,8 +157,8 @@ def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     if ns.engine_version is not None:
         ns = _from_engine_version(ns, layout_engine)
     elif ns.python and not ns.engine:
-        raise UsageError("--python names the serving venv of an installed engine: give --engine vllm or sglang too",
-                         hint=f"--engine {layout_engine or 'vllm'} --python {ns.python}")
+        raise UsageError(f"--python names the serving venv of an installed engine: give --engine {engines.choices_text()} too",
+                         hint=f"--engine {layout_engine or engines.names()[0]} --python {ns.python}")
     if not ns.engine and not ns.path:
         return None, None
     engine, version, _, where = release_version(ns, layout_engine)
@@ -175,7 +176,7 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
 
     if ns.engine or ns.path or ns.python:
         raise UsageError("--engine-version is the older spelling of --engine ENGINE==X: give one of them",
-                         hint=f"--engine {layout_engine or 'vllm'}=={ns.engine_version}")
+                         hint=f"--engine {layout_engine or engines.names()[0]}=={ns.engine_version}")
     try:
         Version(ns.engine_version)
     except InvalidVersion:

@@ -107,12 +107,13 @@ def run(args, console) -> int:
 
 def _ranges(given: list[str], engines: list[str]) -> dict[str, str]:
     """engine -> its --releases spec: `SPEC` for every engine, `ENGINE:SPEC` for one (which wins)."""
+    from compat import engines as units
     from compat.core.errors import UsageError
 
     out: dict[str, str] = {}
     for item in given:
         engine, sep, spec = item.partition(":")
-        if sep and engine in ("vllm", "sglang"):
+        if sep and units.find(engine) is not None:
             if engine not in engines:
                 raise UsageError(f"--releases {item!r} names {engine}, which no --engine gives", hint=f"add --engine {engine}")
             out[engine] = spec

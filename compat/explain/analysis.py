@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
-from compat.explain.logline import LogLine, read
+from compat.explain.logline import LogLine, read_all
 from compat.explain.text import Line
 from compat.explain.tracebacks import Readers, Traceback, exception_line
 
@@ -78,12 +78,12 @@ def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=No
     seen: dict[tuple, Event] = {}
     for raw in lines:
         evidence.lines = raw.number
-        line = read(raw)
-        finished = readers.feed(line)
-        if finished is not None:
-            _traceback(evidence, finished, index, seen, source_line, elsewhere)
-        if not readers.took_line:
-            _line(evidence, line, index, seen)
+        for line in read_all(raw):  # one line, or the lines a JSON record carries
+            finished = readers.feed(line)
+            if finished is not None:
+                _traceback(evidence, finished, index, seen, source_line, elsewhere)
+            if not readers.took_line:
+                _line(evidence, line, index, seen)
     for finished in readers.close():
         _traceback(evidence, finished, index, seen, source_line, elsewhere)
     evidence.events.sort(key=lambda e: e.line)

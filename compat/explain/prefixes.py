@@ -31,6 +31,9 @@ SGLang
   `Scheduler hit an exception: Traceback (most recent call last):` (scheduler.py:4045) continues bare.
 
 Around them
+- Ray's driver forwards its actors' lines as `(NAME pid=N, ip=ADDRESS) `, its own as `(raylet) `, and ends a line other
+  actors also wrote with ` [repeated 3x across cluster]` (logline.py removes it);
+- JSON records (vLLM's JSON formatter, Docker's json-file driver, `journalctl -o json`): structured.py;
 - `kubectl logs --prefix`: `[pod/NAME/CONTAINER] `; `--timestamps` (and `docker logs -t`): an RFC 3339 time;
 - journald (`journalctl`, short and short-iso): `Dec 05 09:11:52 HOST UNIT[PID]: `;
 - docker compose: `SERVICE-1  | `;
@@ -100,6 +103,9 @@ TOOL_PREFIXES: tuple[Prefix, ...] = (
     Prefix("journald", re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) "
                                   r"[\w.-]+ (?P<who>[\w.@:/-]+(?:\[\d+\])?): "), ("digit", "upper")),
     Prefix("compose", re.compile(r"(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) +\| ?"), ("digit", "upper", "lower")),
+    # Ray's driver (ray/_private/worker.py print_worker_logs, 2.60.0: `({prefix_for}{pid}{ip_prefix}) `): an actor's
+    # `(NAME pid=N, ip=A)` is the engines' form; its own processes print `(raylet)`, `(autoscaler +1m2s)`.
+    Prefix("ray", re.compile(r"\((?P<who>raylet|autoscaler \+[\w.]+)(?:, ip=[0-9a-fA-F.:]+)?\) ?"), ("(",)),
     Prefix("python-logging", re.compile(r"(?P<head>(?P<level>" + _LEVEL + r"):[\w.]+:)"), ("upper",)),
 )
 # The order they are tried in at each step; the reader strips them until none is left.

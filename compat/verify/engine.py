@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, CompatError, RefusedError
 from compat.core.interpreter import Interpreter
 
@@ -71,7 +72,7 @@ def installed_vllm(python: Interpreter | str | None) -> InstalledEngine:
     from compat.core.errors import SourceError
     from compat.sources.installed import find_installed
 
-    found = [e for e in find_installed(python) if e.engine == "vllm"]
+    found = [e for e in find_installed(python) if engines.get(e.engine).runs_verify]  # the engine verify starts
     if not found:
         where = Interpreter.of(python).path if python is not None else "this interpreter"
         raise SourceError(f"vLLM is not installed in {where}",
@@ -144,13 +145,19 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
     return run
 
 
-def explain_command(log: Path, python: str) -> str:
-    """The `compat explain` line that reads an engine run's log against the engine that wrote it."""
+def verify_engine() -> str:
+    """The engine verify starts (commands/verify.py refuses any other --engine): the unit declaring RUNS_VERIFY."""
+    return next(e.name for e in engines.all_engines() if e.runs_verify)
+
+
+def explain_command(log: Path, python: str, engine: str | None = None) -> str:
+    """The `compat explain` line that reads an engine run's log against the engine that wrote it (verify's)."""
     import shlex
 
     from compat.release_ref import ReleaseRef
 
-    return shlex.join(["compat", "explain", "--log", str(log), *ReleaseRef.installed("vllm", python).args("explain")])
+    ref = ReleaseRef.installed(engine or verify_engine(), python)
+    return shlex.join(["compat", "explain", "--log", str(log), *ref.args("explain")])
 
 
 def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:
