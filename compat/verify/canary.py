@@ -124,7 +124,7 @@ def judge_canary(measurement: dict, report: dict | None = None) -> dict:
         if row["status"] == CANNOT_RUN:
             row["needs_patch"] = patches_for_error(measurement["tree"], row["error"] or "", engine.python) or None
         rows.append(row)
-    return {"engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
+    return {"engine": engine.engine, "version": engine.version, "distribution": engine.distribution, "python": engine.python,
             "platform": run.platform, "families": measurement["families"], "canary": rows, "agrees": overall(rows),
             "could_not_run": could_not_run(rows),
             "log": str(run.log), "seconds": run.seconds,

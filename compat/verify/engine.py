@@ -145,13 +145,19 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
     return run
 
 
-def explain_command(log: Path, python: str) -> str:
-    """The `compat explain` line that reads an engine run's log against the engine that wrote it."""
+def verify_engine() -> str:
+    """The engine verify starts (commands/verify.py refuses any other --engine): the unit declaring RUNS_VERIFY."""
+    return next(e.name for e in engines.all_engines() if e.runs_verify)
+
+
+def explain_command(log: Path, python: str, engine: str | None = None) -> str:
+    """The `compat explain` line that reads an engine run's log against the engine that wrote it (verify's)."""
     import shlex
 
     from compat.release_ref import ReleaseRef
 
-    return shlex.join(["compat", "explain", "--log", str(log), *ReleaseRef.installed("vllm", python).args("explain")])
+    ref = ReleaseRef.installed(engine or verify_engine(), python)
+    return shlex.join(["compat", "explain", "--log", str(log), *ref.args("explain")])
 
 
 def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:

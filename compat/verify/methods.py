@@ -30,10 +30,9 @@ NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
 
 
 def _engine() -> str:
-    """The engine verify runs (commands/verify.py refuses any other --engine): the unit declaring RUNS_VERIFY."""
-    from compat import engines
+    from compat.verify.engine import verify_engine
 
-    return next(e.name for e in engines.all_engines() if e.runs_verify)
+    return verify_engine()
 
 
 class MethodRefused(CompatError):

@@ -80,7 +80,7 @@ def run_verify(target: str | Path, drafter: str | Path | None, *, python: Interp
                          on_event=_progress(progress))
     plain, speculative = (_succeeded(run, label, engine, log) for label in (PLAIN, SPECULATIVE))
     document = {
-        "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
+        "engine": engine.engine, "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
         "method": {"family": run_of.family, "title": run_of.title, "name": run_of.name,
                    "chosen_by": "asked" if method else ("the drafter" if recognised else "default")},
@@ -103,7 +103,7 @@ def _succeeded(run: EngineRun, label: str, engine: InstalledEngine, log: Path) -
     if result is None or not result.get("ok"):
         error = (result or {}).get("error") or "no result"
         raise EngineRunError(f"vLLM {engine.version} failed in the {label}: {error}; its log: {log}",
-                             hint=f"{explain_command(log, engine.python)} maps the engine's error to its source and a "
+                             hint=f"{explain_command(log, engine.python, engine.engine)} maps the engine's error to its source and a "
                                   "fix; for the speculative run, `compat doctor` says whether this release can load "
                                   "the drafter")
     return result
