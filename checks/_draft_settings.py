@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from compat import engines
 from compat.checks._context import Ctx
 from compat.checks._launch_args import ReadLine, read_against
 
@@ -50,16 +51,18 @@ def argument(ctx: Ctx, name: str) -> dict[str, Any] | None:
     return None
 
 
-def draft_setting(ctx: Ctx, read: ReadLine, *, vllm_key: str, vllm_target: tuple[str, ...], sglang_own: str,
-                  sglang_target: tuple[str, ...]) -> DraftSetting:
-    if ctx.engine == "vllm":
-        field = spec_field(ctx, vllm_key)
-        return DraftSetting(read.line.spec.get(vllm_key), read.value(*vllm_target),
-                            f"--speculative-config {vllm_key}" if field else None, (field or {}).get("location"),
-                            vllm_target[0], (argument(ctx, vllm_target[0]) or {}).get("location"))
-    own = argument(ctx, sglang_own)
-    return DraftSetting(read.value(sglang_own) if own else None, read.value(*sglang_target), sglang_own if own else None,
-                        (own or {}).get("location"), sglang_target[0], (argument(ctx, sglang_target[0]) or {}).get("location"))
+def draft_setting(ctx: Ctx, read: ReadLine, *, config_key: str, config_target: tuple[str, ...], flag: str,
+                  flag_target: tuple[str, ...]) -> DraftSetting:
+    """The draft's own setting and the target's it falls back to: a --speculative-config key and the target's option
+    where the engine's settings are one JSON object (vLLM), else a --speculative-draft-* flag and the target's."""
+    if engines.get(ctx.engine).spec_in_config:
+        field = spec_field(ctx, config_key)
+        return DraftSetting(read.line.spec.get(config_key), read.value(*config_target),
+                            f"--speculative-config {config_key}" if field else None, (field or {}).get("location"),
+                            config_target[0], (argument(ctx, config_target[0]) or {}).get("location"))
+    own = argument(ctx, flag)
+    return DraftSetting(read.value(flag) if own else None, read.value(*flag_target), flag if own else None,
+                        (own or {}).get("location"), flag_target[0], (argument(ctx, flag_target[0]) or {}).get("location"))
 
 
 def line(ctx: Ctx) -> ReadLine | None:

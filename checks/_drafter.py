@@ -40,7 +40,7 @@ def resolved_architecture(ctx: Ctx) -> str | None:
 
     archs = loaded_config(ctx).get("architectures") or []
     arch = archs[0] if archs else None
-    if ctx.engine != "vllm" or not arch:
+    if "eagle_config" not in ctx.fact("drafter_architecture_rename") or not arch:  # vLLM's EAGLEConfig renames
         return arch
     return eagle_architecture(ctx.fact("drafter_architecture_rename"), "eagle3", arch) or arch
 

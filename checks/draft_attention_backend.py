@@ -7,6 +7,7 @@ is a DeepSeek sparse-attention one (nsa, dsa)."""
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import argument, draft_setting, line
 from compat.launch_line import LineEdit
@@ -27,9 +28,9 @@ def draft_attention_backend(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:
         return Result(PASS, "no launch line given", None)
-    setting = draft_setting(ctx, read, vllm_key="attention_backend", vllm_target=("--attention-backend",),
-                            sglang_own="--speculative-draft-attention-backend",
-                            sglang_target=("--attention-backend", "--decode-attention-backend"))
+    setting = draft_setting(ctx, read, config_key="attention_backend", config_target=("--attention-backend",),
+                            flag="--speculative-draft-attention-backend",
+                            flag_target=("--attention-backend", "--decode-attention-backend"))
     drafter_mla = "kv_lora_rank" in ctx.drafter.config
     target_mla = "kv_lora_rank" in (ctx.target.text_config or ctx.target.config)
     backend = setting.effective
@@ -44,7 +45,7 @@ def draft_attention_backend(ctx: Ctx) -> Result:
                           "or use a release that has one)", setting.location,
                           remedy=f"drop {setting.target_option} {backend}, or a release with a draft attention backend option")
         return Result(FAIL, detail, setting.location, edits=(fix,))
-    if backend is None and target_mla and not drafter_mla and ctx.engine == "sglang":
+    if backend is None and target_mla and not drafter_mla and engines.get(ctx.engine).draft_inherits:
         detail = ("the target is MLA and the drafter MHA; the line names no attention backend, so the release picks one "
                   "for the target on your GPU and the draft worker inherits it (on Blackwell: trtllm_mla, an MLA-only "
                   "backend: sglang#23490)")
@@ -60,8 +61,11 @@ def draft_attention_backend(ctx: Ctx) -> Result:
 def _fix(ctx: Ctx, setting) -> LineEdit | None:
     if setting.own_option is None:
         return None
-    if ctx.engine == "vllm":
-        return LineEdit("spec", "an MHA backend for the MHA drafter", key="attention_backend", value=MHA_CHOICE["vllm"][0])
+    mha = MHA_CHOICE.get(ctx.engine)
+    if not mha:
+        return None
+    if engines.get(ctx.engine).spec_in_config:
+        return LineEdit("spec", "an MHA backend for the MHA drafter", key="attention_backend", value=mha[0])
     choices = (argument(ctx, "--attention-backend") or {}).get("choices") or []
-    pick = next((c for c in MHA_CHOICE["sglang"] if c in choices), MHA_CHOICE["sglang"][-1])
+    pick = next((c for c in mha if c in choices), mha[-1])
     return LineEdit("set", "an MHA backend for the MHA drafter", option=setting.own_option, value=pick)

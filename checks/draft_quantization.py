@@ -11,6 +11,7 @@ MLA-only cache layout (fp8_ds_mla, ...) cannot hold an MHA drafter's cache."""
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import DraftSetting, draft_setting, line
 from compat.launch_line import LineEdit
@@ -25,10 +26,10 @@ def draft_quantization(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:
         return Result(PASS, "no launch line given", None)
-    quant = draft_setting(ctx, read, vllm_key="quantization", vllm_target=("--quantization",),
-                          sglang_own="--speculative-draft-model-quantization", sglang_target=("--quantization",))
-    kv = draft_setting(ctx, read, vllm_key="kv_cache_dtype", vllm_target=("--kv-cache-dtype",),
-                       sglang_own="--speculative-draft-kv-cache-dtype", sglang_target=("--kv-cache-dtype",))
+    quant = draft_setting(ctx, read, config_key="quantization", config_target=("--quantization",),
+                          flag="--speculative-draft-model-quantization", flag_target=("--quantization",))
+    kv = draft_setting(ctx, read, config_key="kv_cache_dtype", config_target=("--kv-cache-dtype",),
+                       flag="--speculative-draft-kv-cache-dtype", flag_target=("--kv-cache-dtype",))
     fails, warns, edits, where = [], [], [], None
     q_fail, q_warn, q_edit, q_where = _quantization(ctx, quant)
     k_fail, k_edit = _kv_cache(ctx, kv)
@@ -52,7 +53,7 @@ def _checkpoint_method(ctx: Ctx) -> str | None:
 
 def _draft_method(ctx: Ctx, quant: DraftSetting) -> str | None:
     """The method the release loads the draft with (None: unquantized)."""
-    if ctx.engine == "vllm":
+    if not engines.get(ctx.engine).draft_inherits:
         return quant.own if quant.own is not None else _checkpoint_method(ctx)
     if quant.own is not None:
         return None if quant.own == "unquant" else quant.own
@@ -66,12 +67,13 @@ def _shown(method: str | None) -> str:
 
 def _quantization(ctx: Ctx, quant: DraftSetting) -> tuple[list[str], list[str], list[LineEdit], str | None]:
     fact = ctx.fact("draft_quantization")
-    where = fact.get("inherits_location") if ctx.engine == "sglang" and quant.own is None else quant.location
-    if ctx.engine == "sglang" and quant.own is None and quant.target is not None and not fact.get("inherits_target"):
+    inherits = engines.get(ctx.engine).draft_inherits
+    where = fact.get("inherits_location") if inherits and quant.own is None else quant.location
+    if inherits and quant.own is None and quant.target is not None and not fact.get("inherits_target"):
         return [], [f"cannot tell whether this release loads the draft with the target's --quantization {quant.target}"], [], None
     method, ckpt = _draft_method(ctx, quant), _checkpoint_method(ctx)
     how = (f"its own ({quant.own_option})" if quant.own is not None
-           else f"the target's ({quant.target_option}, {fact.get('inherits_location')})" if ctx.engine == "sglang"
+           else f"the target's ({quant.target_option}, {fact.get('inherits_location')})" if inherits
            else "its config.json")
     if method is None or method == ckpt:
         return [], [], [], where
@@ -87,7 +89,7 @@ def _quantization(ctx: Ctx, quant: DraftSetting) -> tuple[list[str], list[str], 
 def _quant_fix(ctx: Ctx, quant: DraftSetting, ckpt: str | None) -> LineEdit | None:
     if quant.own_option is None:
         return None
-    if ctx.engine == "vllm":
+    if engines.get(ctx.engine).spec_in_config:
         return LineEdit("spec", "the drafter's own weights", key="quantization", value=ckpt)
     unquant = ctx.fact("draft_quantization").get("unquant_location")
     if ckpt is None and unquant is None:
@@ -104,6 +106,7 @@ def _kv_cache(ctx: Ctx, kv: DraftSetting) -> tuple[list[str], list[LineEdit]]:
     problem = f"the draft's KV cache is {dtype!r}, {how}: an MLA-only layout for an MHA drafter"
     if kv.own_option is None:
         return [problem + "; this release has no option for the draft's own"], []
-    edit = (LineEdit("spec", "the MHA drafter's own KV cache", key="kv_cache_dtype", value="auto") if ctx.engine == "vllm"
+    edit = (LineEdit("spec", "the MHA drafter's own KV cache", key="kv_cache_dtype", value="auto")
+            if engines.get(ctx.engine).spec_in_config
             else LineEdit("set", "the MHA drafter's own KV cache", option=kv.own_option, value="auto"))
     return [problem], [edit]

@@ -5,6 +5,7 @@ SGLang: the draft worker runs at the target's --tp-size; no release has an optio
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._draft_settings import argument, line
 from compat.checks._launch_args import settings
@@ -19,7 +20,7 @@ def draft_tensor_parallel(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:
         return Result(PASS, "no launch line given", None)
-    if ctx.engine == "sglang":
+    if engines.get(ctx.engine).draft_inherits:
         tp = read.value("--tp-size", "--tensor-parallel-size") or "1 (default)"
         return Result(PASS, f"the draft runs at the target's tensor parallel size ({tp}); this release has no option "
                       "for another", (argument(ctx, "--tp-size") or argument(ctx, "--tensor-parallel-size") or {}).get("location"))

@@ -40,7 +40,7 @@ def drafter_architecture(ctx: Ctx) -> Result:
 def _rewritten(ctx: Ctx, arch: str) -> Result | None:
     """A rewrite of the drafter into an MTP/NextN module, which runs a head the drafter does not have."""
     fact = ctx.fact("drafter_architecture_rename")
-    if ctx.engine == "vllm":
+    if "mtp_override" in fact:  # vLLM's hf_config_override, replayed on the drafter's config
         from compat.probes.vllm.drafter_architecture_rename import mtp_rewrite
 
         model_type = ctx.drafter.config.get("model_type")

@@ -7,6 +7,7 @@ and value types are the `cli_arguments` probe fact, the keys the `speculative_co
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import read_against
 from compat.hub import model_name
@@ -36,7 +37,7 @@ def launch_arguments(ctx: Ctx) -> Result:
         where = refusal.location
         edits += _model_first(ctx, read)
     edits += [LineEdit("drop", f"no positional argument takes {word}", i, i + 1) for i, word in read.extra_positionals]
-    if ctx.engine == "vllm":
+    if engines.get(ctx.engine).spec_in_config:
         keys_refused, key_edits, sc_where = _spec_keys(ctx, read.line.spec)
         refused += keys_refused
         edits += key_edits

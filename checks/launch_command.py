@@ -4,6 +4,7 @@ which doctor prints from too."""
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check, launch_command
 
 
@@ -13,5 +14,6 @@ def launch(ctx: Ctx) -> Result:
     command = launch_command(ctx)
     verdict = FAIL if command["problems"] else (WARN if command["dropped"] else PASS)
     detail = "; ".join(command["problems"] + [f"dropped {k!r}: {why}" for k, why in command["dropped"].items()]) or (
-        "validated against " + ("SpeculativeConfig's fields" if ctx.engine == "vllm" else "the release's CLI flags"))
+        "validated against " + ("SpeculativeConfig's fields" if engines.get(ctx.engine).spec_in_config
+                                else "the release's CLI flags"))
     return Result(verdict, detail, command.get("location"), evidence={"launch": command})

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat import aux_layers
+from compat import engines
 from compat.checkpoints import LAYER_IDS_FLAG, default_layer_ids
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import loaded_config
@@ -45,7 +46,7 @@ def layer_ids(ctx: Ctx) -> Result:
         return Result(WARN, f"nothing is fed: {fed_text}; trained on {trained}. Reads: {reads}", location, evidence=evidence)
     wrong = [f for f in feeds if f.ids != trained]
     extra = ""
-    if ctx.engine == "sglang" and aux.get("cuda_graph_defaults_quirk") and default and trained != default:
+    if aux.get("cuda_graph_defaults_quirk") and default and trained != default:  # SGLang's probe finds it
         extra = (f"; CUDA-graph replays use the default {default} here "
                  f"({aux.get('cuda_graph_defaults_location')}), so graphs and eager passes disagree "
                  "(eager only, e.g. --disable-cuda-graph, avoids it at a speed cost)")
@@ -107,7 +108,7 @@ def key_locations(ctx: Ctx, aux: dict[str, Any]) -> str:
     """The drafter config keys the release reads for the ids, with offset and location, in words."""
     if not aux.get("read_from_config"):
         return "no drafter key (ids are never read from the drafter config)"
-    if ctx.engine == "vllm":
+    if engines.get(ctx.engine).layer_ids_fed_by == "runners":
         parts = []
         for runner in aux.get("runners") or []:
             keys = ", ".join(f"{aux_layers.key_name(k)} (+{k.get('offset') or 0}, {k.get('location')})"

@@ -7,6 +7,7 @@ With a launch line, the fix sets it in the line doctor prints."""
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.launch_line import LineEdit
 
@@ -14,7 +15,7 @@ from compat.launch_line import LineEdit
 @check("method", "method: EAGLE-3 is selected explicitly (no auto-detection trap)", order=70,
        needs={"vllm": ("speculative_config", "method_autodetection"), "sglang": ("cli_flags",)}, fixes=("line",))
 def method(ctx: Ctx) -> Result:
-    return _vllm(ctx) if ctx.engine == "vllm" else _sglang(ctx)
+    return _in_config(ctx) if engines.get(ctx.engine).spec_in_config else _in_flags(ctx)
 
 
 def _asked(ctx: Ctx) -> tuple[str | None, str]:
@@ -24,12 +25,13 @@ def _asked(ctx: Ctx) -> tuple[str | None, str]:
         return line.method, "the launch line"
     if ctx.options.method is not None:
         return ctx.options.method, "--method"
-    if ctx.engine == "vllm":
+    if engines.get(ctx.engine).spec_in_config:
         return ctx.options.extra_spec.get("method", "eagle3"), "--spec"
     return "EAGLE3", "doctor's launch command"
 
 
-def _vllm(ctx: Ctx) -> Result:
+def _in_config(ctx: Ctx) -> Result:
+    """vLLM: the "method" key of --speculative-config, guessed from the drafter when absent."""
     sc = ctx.fact("speculative_config")
     methods = sc.get("methods") or []
     where = sc.get("methods_location")
@@ -71,7 +73,7 @@ def _without_method(ctx: Ctx) -> str:
     return detail
 
 
-def _sglang(ctx: Ctx) -> Result:
+def _in_flags(ctx: Ctx) -> Result:
     flag = ctx.flag("--speculative-algorithm")
     if flag is None:
         return Result(FAIL, "no --speculative-algorithm flag in this release", None)

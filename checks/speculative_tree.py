@@ -8,6 +8,7 @@ guessed. vLLM proposes one chain (no topk, no tree): nothing to check there."""
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._launch_args import env_switches, read_against, settings
 from compat.checks._rules import UNKNOWN, fill, holds
@@ -20,8 +21,9 @@ STEPS, TOPK, DRAFT = "--speculative-num-steps", "--speculative-eagle-topk", "--s
        needs={"sglang": ("speculative_tree_rules", "cli_arguments")}, fixes=("line",), when="launch")
 def speculative_tree(ctx: Ctx) -> Result:
     read = read_against(ctx)
-    if ctx.engine != "sglang" or read is None:
-        return Result(PASS, "vLLM drafts one chain of num_speculative_tokens (no topk, no tree)", None)
+    unit = engines.get(ctx.engine)
+    if unit.draft_shape == "chain" or read is None:
+        return Result(PASS, f"{unit.display_name} drafts one chain of num_speculative_tokens (no topk, no tree)", None)
     fact = ctx.fact("speculative_tree_rules")
     if not fact.get("present"):
         return Result(WARN, f"cannot tell: {fact.get('reason', 'the rules were not found')}", None)

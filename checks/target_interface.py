@@ -8,6 +8,7 @@ Whether the whitelist lets the target through first is _whitelist.py's reading, 
 
 from __future__ import annotations
 
+from compat import engines
 from compat.checks import FAIL, PASS, Ctx, Result, check
 from compat.checks._whitelist import passes_config_validation
 
@@ -19,7 +20,7 @@ def target_interface(ctx: Ctx) -> Result:
     if not arch:
         return Result(FAIL, "the target config.json has no architectures", None)
     entry = ctx.target_entry(arch)
-    if ctx.engine == "vllm":
+    if engines.get(ctx.engine).target_gate == "interface":
         if entry is not None and entry.get("interface"):
             return Result(PASS, f"{arch} -> {entry['class']} implements {entry['interface']}", entry.get("location"))
         trap = (" It passes config validation, then fails at model load, after the target weights are loaded"

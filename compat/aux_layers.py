@@ -14,6 +14,8 @@ import ast
 import operator
 from dataclasses import dataclass
 
+from compat import engines
+
 
 @dataclass(frozen=True)
 class Feed:
@@ -31,7 +33,8 @@ def fed_layers(report: dict, drafter_config: dict, num_layers: int, target_archi
     """The layers each reader feeds for this drafter config on a target with `num_layers` layers."""
     aux = report.get("aux_layer_ids") or {}
     default = default_ids(report, num_layers)
-    if report.get("engine") == "vllm":
+    unit = engines.find(report.get("engine"))
+    if unit is not None and unit.layer_ids_fed_by == "runners":
         return _vllm_feeds(aux, drafter_config, default)
     return [_sglang_feed(report, aux, drafter_config, default, target_architecture)]
 

@@ -18,10 +18,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat import engines
 from compat.core.errors import UsageError
 
-VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-SGLANG_MODULES = ("sglang.launch_server",)
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
 # vLLM: the options that carry the speculative settings. --speculative-config (FlexibleArgumentParser also
@@ -79,7 +78,7 @@ class LaunchLine:
     @property
     def method(self) -> str | None:
         """The method the line asks for (vLLM "method" key, SGLang --speculative-algorithm); None: not given."""
-        value = self.spec.get("method" if self.engine == "vllm" else "--speculative-algorithm")
+        value = self.spec.get("method" if engines.get(self.engine).spec_in_config else "--speculative-algorithm")
         return None if value is None else str(value)
 
 
@@ -105,17 +104,22 @@ def read_line(text: str | list[str]) -> LaunchLine:
     engine, entry = _entry(words)
     args = tuple(words[len(entry):])
     line = LaunchLine(shown, engine, env, tuple(entry), args, None, None)
-    return _vllm(line) if engine == "vllm" else _sglang(line)
+    return _config_form(line) if engines.get(engine).spec_in_config else _flags_form(line)
 
 
 def _entry(words: list[str]) -> tuple[str, list[str]]:
-    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] == "vllm" and words[1] == "serve":
-        return "vllm", words[:2]
+    """(the engine, the words naming its entry point): a command its unit declares (`vllm serve`), or `python -m`
+    one of its modules."""
+    units = engines.all_engines()
+    for unit in units:
+        for command in unit.launch_commands:
+            if len(words) >= len(command) and words[0].rsplit("/", 1)[-1] == command[0] and \
+                    words[1:len(command)] == list(command[1:]):
+                return unit.name, words[:len(command)]
     if len(words) >= 3 and PYTHON.match(words[0]) and words[1] == "-m":
-        if words[2] in VLLM_MODULES:
-            return "vllm", words[:3]
-        if words[2] in SGLANG_MODULES:
-            return "sglang", words[:3]
+        found = next((unit for unit in units if words[2] in unit.launch_modules), None)
+        if found is not None:
+            return found.name, words[:3]
         raise UsageError(f"--launch: unknown entry point {words[2]!r} (python -m {words[2]})",
                          hint="vllm serve, python -m vllm.entrypoints.openai.api_server or python -m sglang.launch_server")
     first = " ".join(words[:2]) or "(an empty line)"
@@ -184,8 +188,9 @@ def _unique_prefix(typed: str, names: tuple[str, ...]) -> str:
     return hits.pop() if len(hits) == 1 else typed
 
 
-def _vllm(line: LaunchLine) -> LaunchLine:
-    """As every release from 0.10 reads it: the last --speculative-config wins (argparse), dotted keys are merged into
+def _config_form(line: LaunchLine) -> LaunchLine:
+    """vLLM's --speculative-config (its dotted keys, the shortcuts, the flat flags of older releases), as every release
+    from 0.10 reads it: the last --speculative-config wins (argparse), dotted keys are merged into
     one object that FlexibleArgumentParser appends last (so it replaces any JSON), shortcuts and flat flags add their
     key; `vllm serve` takes the first --model (moved in front as the positional), the module form the last."""
     whole: dict[str, Any] | None = None
@@ -217,7 +222,7 @@ def _vllm(line: LaunchLine) -> LaunchLine:
     if target is None and serve and line.args and not _is_option(line.args[0]):
         target = line.args[0]
     drafter = spec.get("model")
-    return LaunchLine(line.text, "vllm", line.env, line.entry, line.args, target,
+    return LaunchLine(line.text, line.engine, line.env, line.entry, line.args, target,
                       drafter if isinstance(drafter, str) else None, spec, spec_option, twice)
 
 
@@ -229,7 +234,8 @@ def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
     into[keys[-1]] = value
 
 
-def _sglang(line: LaunchLine) -> LaunchLine:
+def _flags_form(line: LaunchLine) -> LaunchLine:
+    """SGLang's: one --speculative-* flag per setting."""
     spec: dict[str, Any] = {}
     target = drafter = None
     for typed, value, _ in options(line.args):
@@ -240,7 +246,7 @@ def _sglang(line: LaunchLine) -> LaunchLine:
             drafter = value
         if name.startswith("--speculative-") and name not in SGLANG_DRAFTER:
             spec[name] = value
-    return LaunchLine(line.text, "sglang", line.env, line.entry, line.args, target, drafter, spec)
+    return LaunchLine(line.text, line.engine, line.env, line.entry, line.args, target, drafter, spec)
 
 
 def _json_or_text(value: str | None) -> Any:
@@ -282,7 +288,8 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
     """The user's words with the edits applied: the other arguments kept, in their order."""
     args = list(line.args)
     dropped = {i for e in edits if e.kind == "drop" for i in range(e.start, e.end)}
-    spec_words = _spec_words(line) if line.engine == "vllm" else []
+    in_config = engines.get(line.engine).spec_in_config
+    spec_words = _spec_words(line) if in_config else []
     spec = dict(line.spec)
     for edit in (e for e in edits if e.kind == "spec"):
         if edit.value is None:
@@ -291,7 +298,7 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
             spec[edit.key] = edit.value
     kept: list[str | None] = [None if i in dropped else w for i, w in enumerate(args)]
     one_json = len(spec_words) == 1 and vllm_name(line.args[spec_words[0]].partition("=")[0]) in VLLM_SPEC_CONFIG
-    if line.engine == "vllm" and (spec != line.spec or not one_json or any(i in dropped for i in spec_words)):
+    if in_config and (spec != line.spec or not one_json or any(i in dropped for i in spec_words)):
         first = min(spec_words) if spec_words else len(kept)
         for i in spec_words:
             for j in _words_of(line.args, i):

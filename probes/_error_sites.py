@@ -14,7 +14,7 @@ A site:
      "template": "Eagle3 is only supported for {} models. Got {}", "pattern": "regex" | None,
      "words": ["supported", ...], "function": "SpeculativeConfig._verify_args", "location": "file:line",
      "end_line": N}
-A raise or assert also has "guard" (what it checks, probes/_guards.py: the condition, when it raises, the literal
+A raise, an assert or a logger call under an `if` also has "guard" (what it checks, probes/_guards.py: the condition, when it raises, the literal
 values of the names compared) when one is read, and "holes" (each hole's expression, for an f-string message).
 `pattern` is the template's first line that has a word of at least MIN_WORD letters (None when none
 has: such a message says too little to be recognised by its text, though a traceback frame still finds
@@ -74,11 +74,17 @@ class _Walker(ast.NodeVisitor):
         self.scope: list[str] = []
         self.functions: list[ast.AST] = []
         self.ifs: list[tuple[ast.If, bool]] = []  # the `if`s around the node visited, and whether in their body
+        self.handlers: list[ast.ExceptHandler] = []  # the `except` clauses around it
         self.module: ast.Module | None = None
 
     def visit_Module(self, node: ast.Module) -> None:
         self.module = node
         self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self.handlers.append(node)
+        self.generic_visit(node)
+        self.handlers.pop()
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -97,8 +103,9 @@ class _Walker(ast.NodeVisitor):
         self.scope.append(node.name)
         self.functions.append(node)
         outer, self.ifs = self.ifs, []
+        handlers, self.handlers = self.handlers, []
         self.generic_visit(node)
-        self.ifs = outer
+        self.ifs, self.handlers = outer, handlers
         self.functions.pop()
         self.scope.pop()
 
@@ -109,7 +116,7 @@ class _Walker(ast.NodeVisitor):
         if exc is not None:
             name, message = _exception(exc)
             if name is not None:
-                guard = self._guard(*self.ifs[-1]) if self.ifs else None
+                guard = self._guard(None, True) if self.ifs or self.handlers else None
                 self._add(node, "raise", name, None, self._template(message, node) if message is not None else [],
                           guard, hole_exprs(message))
         self.generic_visit(node)
@@ -119,11 +126,32 @@ class _Walker(ast.NodeVisitor):
                   self._guard(node.test, False), hole_exprs(node.msg))
         self.generic_visit(node)
 
-    def _guard(self, test, raises_when: bool) -> dict:
-        if isinstance(test, ast.If):
-            test = test.test
-        return guard_fact(self.tree, self.relpath, test, raises_when, self.functions[-1] if self.functions else None,
+    def _guard(self, test: ast.expr | None, raises_when: bool) -> dict:
+        """The conditions under which the statement runs and raises: every `if` around it in its function (its
+        `else:` branch negated), and an assert's own test; one `if` alone, or an assert alone, as written."""
+        parts: list[ast.expr] = [node.test if branch else ast.UnaryOp(ast.Not(), node.test) for node, branch in self.ifs]
+        if test is not None and parts:
+            parts.append(ast.UnaryOp(ast.Not(), test))
+            test, raises_when = None, True
+        handler = self.handlers[-1] if self.handlers else None
+        caught = f"except {ast.unparse(handler.type)}" if handler is not None and handler.type is not None else \
+            "except" if handler is not None else None
+        if test is None and not parts:  # only in an `except` clause: raised when the `try` failed
+            test = ast.Constant(True)
+            ast.copy_location(test, handler or self.ifs[-1][0])
+        elif test is None:
+            if len(parts) == 1 and self.ifs[-1][1]:
+                test = parts[0]
+            elif len(parts) == 1:
+                test, raises_when = self.ifs[-1][0].test, False
+            else:
+                test = ast.BoolOp(ast.And(), parts)
+            ast.copy_location(test, self.ifs[-1][0].test)
+        fact = guard_fact(self.tree, self.relpath, test, raises_when, self.functions[-1] if self.functions else None,
                           self.module)
+        if caught is not None and handler is not None:
+            fact["caught"] = {"clause": caught, "line": handler.lineno}  # the raise handles a failure of its `try`
+        return fact
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         """`msg += f"accept len: {x:.2f}, "` where `msg` is logged later (SGLang builds its decode log line so):
@@ -144,7 +172,9 @@ class _Walker(ast.NodeVisitor):
             if len(node.args) > 1:  # logging applies %-formatting only when given arguments
                 parts = _percent(parts)
             level = func.attr.replace("_once", "").replace("warn", "warning").replace("warninging", "warning")
-            self._add(node, "log", None, level, parts)
+            # what the engine checked before logging it (a warning's `if`), read as a raise's guard
+            self._add(node, "log", None, level, parts, self._guard(None, True) if self.ifs else None,
+                      hole_exprs(node.args[0]) if len(node.args) == 1 else None)
         elif isinstance(func, ast.Name) and func.id in LOG_FUNCTIONS and node.args:
             parts = self._template(node.args[0], node)
             self._add(node, "log", None, "info", _percent(parts) if len(node.args) > 1 else parts)

@@ -1,7 +1,12 @@
 """Suite-wide settings: each part a test needs beyond the test extra (tests/parts.py) is a marker, added from the
 fixture that starts it (a test using `sshd` is `fleet`, `browser` is `page`, ...); a test whose part is missing is
 skipped with the command that provides it, or fails under CI=true. The `stress` campaigns run only when asked for
-(COMPAT_STRESS=1)."""
+(COMPAT_STRESS=1).
+
+A test that needs a real engine release takes it from tests/pinned.py (tests/releases.json: the pinned releases,
+never the index's latest), through the `pinned_release` fixture or `pinned.fetch`; it is `network` (the fixture,
+and the `matrix` marker, add it), so `-m "not network"` runs with no index and an empty cache. pinned.fetch fails a
+test that fetches without the marker."""
 
 from __future__ import annotations
 
@@ -14,12 +19,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # parts: the parts table, for every folder's tests
 
 import parts  # noqa: E402
+import pinned  # noqa: E402
 
 SINGLE_PART_MARKERS = {marker: [p for p in parts.PARTS if p.marker == marker] for marker in {p.marker for p in parts.PARTS}}
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if "pinned_release" in getattr(item, "fixturenames", ()) or item.get_closest_marker("matrix"):
+            item.add_marker(pytest.mark.network)
         for part in parts.PARTS:
             if set(part.fixtures) & set(getattr(item, "fixturenames", ())):
                 item.add_marker(getattr(pytest.mark, part.marker))
@@ -41,6 +49,13 @@ def _needed(item) -> list[parts.Part]:
     return needed
 
 
+@pytest.fixture(scope="session")
+def pinned_release():
+    """pinned_release(engine, version) -> the real release's tree (a pinned one, fetched once into the user cache)."""
+    return pinned.fetch
+
+
 def pytest_runtest_setup(item):
+    pinned.running(item.nodeid, item.get_closest_marker("network") is not None)
     for part in _needed(item):
         parts.require(part.name)

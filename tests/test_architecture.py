@@ -231,3 +231,65 @@ def test_no_command_imports_another_command():
                 for module in sorted(commands) for target, _, line in _imports(module)
                 if target in commands and target != module]
     assert not offences, "\n".join(dict.fromkeys(offences))
+
+
+# -- engine names ---------------------------------------------------------------------------------------------
+def _engine_names() -> set[str]:
+    """The NAME of every engine unit (compat/engines/*.py), read without importing them."""
+    names = set()
+    for path in (ROOT / "compat" / "engines").glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NAME" for t in node.targets):
+                names.add(ast.literal_eval(node.value))
+    return names
+
+
+ENGINE_NAMES = _engine_names()
+
+
+def _engine_home(module: str) -> bool:
+    """compat/engines/, and what is named after one engine: its rule folders (compat.probes.vllm.x,
+    compat.patches.sglang.y) and rule files (compat.checkpoints.vllm)."""
+    return module == "compat.engines" or module.startswith("compat.engines.") or \
+        any(part in ENGINE_NAMES for part in module.split(".")[1:])
+
+
+def _names_an_engine(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in ENGINE_NAMES
+    return isinstance(node, (ast.Tuple, ast.List, ast.Set)) and any(_names_an_engine(e) for e in node.elts)
+
+
+def _branches(source: str, where: str) -> list[str]:
+    """`x == "vllm"`, `engine in ("vllm", "sglang")`, `"sglang" in text`, `case "vllm":`: a branch on an engine's name."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(_names_an_engine(o) for o in (node.left, *node.comparators)):
+            out.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.MatchValue) and _names_an_engine(node.value):
+            out.append(f"{where}:{node.value.lineno}: case {ast.unparse(node.value)}")
+    return out
+
+
+def _engine_comparisons(module: str) -> list[str]:
+    return _branches(MODULES[module].read_text(), str(MODULES[module].relative_to(ROOT)))
+
+
+def test_engine_names_are_the_units():
+    assert ENGINE_NAMES == {"vllm", "sglang"}
+    assert _engine_home("compat.probes.vllm.cli_flags") and _engine_home("compat.checkpoints.sglang")
+    assert not _engine_home("compat.launch_line") and not _engine_home("compat.checks.layer_ids")
+
+
+def test_a_branch_on_an_engine_name_is_seen():
+    source = ('if ctx.engine == "vllm":\n    pass\nok = engine in ("sglang", "x")\nseen = "sglang" in runtime\n'
+              'match name:\n    case "vllm":\n        pass\nfine = unit.spec_in_config and name == other and x == "vllm-cpu"\n')
+    assert [line.split(":")[1] for line in _branches(source, "x.py")] == ["1", "3", "4", "6"]
+
+
+def test_no_product_code_branches_on_an_engine_name():
+    """Outside compat/engines/ and the per-engine rule folders, an engine-specific branch is a field or a method of
+    the engine's unit (compat.engines.get(name).x), never a comparison with its name: a third engine is one unit."""
+    found = [line for module in sorted(MODULES) if not _engine_home(module) for line in _engine_comparisons(module)]
+    assert not found, "branches on an engine name (make them a field or method of compat/engines/ENGINE.py):\n" + \
+        "\n".join(found)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.core.errors import EXIT_SOURCE, EXIT_USAGE, CompatError
-from compat.core.interpreter import Interpreter, InterpreterFailed, NoSuchInterpreter
+from compat.core.errors import EXIT_REFUSED, EXIT_USAGE, CompatError
+from compat.core.interpreter import Interpreter, InterpreterFailed, NoSuchInterpreter, NotAnInterpreter
 
 ASK = "import json, os, sys; print(json.dumps({'cwd': os.getcwd(), 'path': sys.path, 'flags': sys.flags.ignore_environment}))"
 
@@ -88,7 +88,7 @@ def test_failures_are_typed_and_say_what_happened(tmp_path):
     assert "did not answer within" in err.value.message
     script = tmp_path / "not-a-python"
     script.write_text("not an executable\n")
-    with pytest.raises(InterpreterFailed) as err:
+    with pytest.raises(NotAnInterpreter) as err:  # there, but not a program: the wrong kind of input (4)
         Interpreter.of(script).run_json(ASK, what="answer")
-    assert err.value.reason == "cannot start" and "Permission denied" in err.value.detail
-    assert err.value.exit_code == EXIT_SOURCE
+    assert "not a program this system can run (Permission denied)" in err.value.message
+    assert err.value.exit_code == EXIT_REFUSED

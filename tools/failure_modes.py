@@ -30,12 +30,13 @@ FIRST = {"vllm": "0.10.0", "sglang": "0.4.4"}
 READ_UP_TO = re.compile(r"^\*\*Releases read\*\*: vllm 0\.10\.0 - (?P<vllm>\S+), sglang 0\.4\.4 - (?P<sglang>\S+?)\.?$", re.M)
 
 
-def releases(engine: str, offline: bool, up_to: str | None = None) -> list[str]:
+def releases(engine: str, offline: bool, up_to: str | None = None, listed: list[str] | None = None) -> list[str]:
+    """The releases the table reads: the index's (or `listed`: the tests give the pinned ones), FIRST to `up_to`."""
     from packaging.version import Version
 
     from compat.sources.released import list_releases
 
-    return [v for v in list_releases(engine, offline=offline)
+    return [v for v in (listed if listed is not None else list_releases(engine, offline=offline))
             if Version(v) >= Version(FIRST[engine]) and (up_to is None or Version(v) <= Version(up_to))]
 
 
@@ -55,11 +56,14 @@ def reports(engine: str, versions: list[str], offline: bool) -> dict[str, dict[s
     return {v: build_report(tree) for v, tree in trees.items()}
 
 
-def computed(offline: bool = False, up_to: dict[str, str] | None = None) -> dict[str, str]:
-    """mode key -> `vllm: ...; sglang: ...`, the releases it holds in (up to `up_to` per engine; None: all)."""
+def computed(offline: bool = False, up_to: dict[str, str] | None = None,
+             listed: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """mode key -> `vllm: ...; sglang: ...`, the releases it holds in (up to `up_to` per engine; None: all), of the
+    index's releases or of `listed` (engine -> versions: the tests' pinned ones)."""
     import failure_modes as fm
 
-    versions = {engine: releases(engine, offline, (up_to or {}).get(engine)) for engine in ("vllm", "sglang")}
+    versions = {engine: releases(engine, offline, (up_to or {}).get(engine), (listed or {}).get(engine))
+                for engine in ("vllm", "sglang")}
     engines = {e for m in fm.MODES for e in m.engines}
     by_engine = {engine: reports(engine, versions[engine], offline) for engine in sorted(engines)}
     out = {}

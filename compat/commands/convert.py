@@ -11,6 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
+from compat import engines
 from compat.core.output import exit_codes
 
 NAME = "convert"
@@ -127,7 +128,6 @@ def _options(ns: argparse.Namespace):
             layer_ids = [int(part) for item in ns.layer_ids for part in item.split(",") if part.strip()]
         except ValueError:
             raise UsageError(f"--layer-ids {' '.join(ns.layer_ids)}: not integers", hint="e.g. --layer-ids 2 30 58") from None
-    version, where = release_of(ns)
     target = resolve_model(ns.target, what="target") if ns.target else None
     src = resolve_model(ns.src, what="SRC")
     from compat.model_kind import looks_like_drafter, looks_like_target, swapped
@@ -137,6 +137,10 @@ def _options(ns: argparse.Namespace):
                 else f"SRC {ns.src} is a target model (a deep model's config, no drafter weights): convert takes the drafter")
         raise UsageError(said, hint=f"compat convert ckpt {ns.target} {ns.dst} --to {ns.to} --target {ns.src} ..."
                          if target is not None else f"compat convert ckpt DRAFTER {ns.dst} --to {ns.to} --target {ns.src}")
+    from compat.convert import check_source
+
+    check_source(src)
+    version, where = release_of(ns)  # after the inputs: looking for the engine or fetching a release is the slow part
     return Options(src=src, dst=ns.dst, to=ns.to, source_layout=ns.source_layout,
                    engine_version=version, engine_source=where, target=target, layer_ids=layer_ids,
                    convention=from_flag(ns.layer_ids_convention), dtype=ns.dtype, max_shard_size=max_shard, force=ns.force,
@@ -153,8 +157,8 @@ def release_of(ns: argparse.Namespace) -> tuple[str | None, str | None]:
     if ns.engine_version is not None:
         ns = _from_engine_version(ns, layout_engine)
     elif ns.python and not ns.engine:
-        raise UsageError("--python names the serving venv of an installed engine: give --engine vllm or sglang too",
-                         hint=f"--engine {layout_engine or 'vllm'} --python {ns.python}")
+        raise UsageError(f"--python names the serving venv of an installed engine: give --engine {engines.choices_text()} too",
+                         hint=f"--engine {layout_engine or engines.names()[0]} --python {ns.python}")
     if not ns.engine and not ns.path:
         return None, None
     engine, version, _, where = release_version(ns, layout_engine)
@@ -172,7 +176,7 @@ def _from_engine_version(ns: argparse.Namespace, layout_engine: str | None) -> a
 
     if ns.engine or ns.path or ns.python:
         raise UsageError("--engine-version is the older spelling of --engine ENGINE==X: give one of them",
-                         hint=f"--engine {layout_engine or 'vllm'}=={ns.engine_version}")
+                         hint=f"--engine {layout_engine or engines.names()[0]}=={ns.engine_version}")
     try:
         Version(ns.engine_version)
     except InvalidVersion:

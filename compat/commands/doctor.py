@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
+from compat import engines
 from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
@@ -223,7 +224,7 @@ def _pair(args, line) -> tuple[str, str | None]:
         raise UsageError("no target: give TARGET" + (", or the model in the launch line" if line else "") + ", or --launch",
                          hint="compat doctor --help lists the options")
     if drafter is None:
-        where = ("\"model\" in --speculative-config" if line is None or line.engine == "vllm"
+        where = ("\"model\" in --speculative-config" if line is None or engines.get(line.engine).spec_in_config
                  else "--speculative-draft-model-path")
         raise UsageError("no drafter: give DRAFTER" + (f", or {where} in the launch line" if line else ", or --launch"),
                          hint="compat doctor --help lists the options")
@@ -232,7 +233,7 @@ def _pair(args, line) -> tuple[str, str | None]:
 
 def _line_numbers(line, steps: int, topk: int) -> tuple[int, int]:
     """The draft steps and topk the line runs (its values when it gives them, as numbers)."""
-    raw = [line.spec.get("num_speculative_tokens")] if line.engine == "vllm" else [
+    raw = [line.spec.get("num_speculative_tokens")] if engines.get(line.engine).spec_in_config else [
         line.spec.get("--speculative-num-steps"), line.spec.get("--speculative-eagle-topk")]
     out = [steps, topk]
     for i, value in enumerate(raw):
@@ -246,11 +247,12 @@ def _line_numbers(line, steps: int, topk: int) -> tuple[int, int]:
 def ignored_options(args, engine: str) -> list[str]:
     """The options this engine has no place for: said in the diagnosis (`notes`), never dropped silently."""
     notes = []
-    if engine == "vllm" and args.topk is not None:
-        notes.append(f"--topk {args.topk} is ignored: vLLM's EAGLE-3 proposes one chain of draft tokens "
+    unit = engines.get(engine)
+    if unit.draft_shape == "chain" and args.topk is not None:
+        notes.append(f"--topk {args.topk} is ignored: {unit.display_name}'s EAGLE-3 proposes one chain of draft tokens "
                      "(--topk is SGLang's --speculative-eagle-topk)")
-    if engine == "sglang" and args.spec:
-        notes.append(f"--spec {' '.join(args.spec)} is ignored: SGLang takes --speculative-* flags, not a "
+    if not unit.spec_in_config and args.spec:
+        notes.append(f"--spec {' '.join(args.spec)} is ignored: {unit.display_name} takes --speculative-* flags, not a "
                      "--speculative-config (--num-speculative-tokens and --topk set them)")
     return notes
 
@@ -260,6 +262,18 @@ def _dropped_keys(diagnosis: dict) -> list[str]:
     launch = next((c for c in checks if c.get("check") == "launch-command"), {}).get("launch") or {}
     return [f"--spec {key}: {why}; left out of the launch command" for key, why in (launch.get("dropped") or {}).items()
             if key not in ("method", "model", "num_speculative_tokens")]
+
+
+def _check_kinds(wrong: str | None, target_name, drafter_name) -> None:
+    """A drafter given as TARGET, or a target model's config as DRAFTER (the same folder twice, say): named, with the
+    order doctor takes, before either is read as what it is not."""
+    if wrong == "TARGET":
+        raise UsageError(f"TARGET {target_name} is a drafter (weights and a speculative head), not the model it drafts for",
+                         hint=f"the target model first: compat doctor TARGET {drafter_name or target_name} ...")
+    if wrong == "DRAFTER":
+        said = " (the same folder as TARGET)" if drafter_name == target_name else ""
+        raise UsageError(f"DRAFTER {drafter_name}{said} is a target model (a deep model's config, no drafter weights)",
+                         hint=f"the drafter second: compat doctor {target_name} DRAFTER ...")
 
 
 def run(args, console) -> int:
@@ -290,11 +304,12 @@ def run(args, console) -> int:
         profile = read_profile(args.profile)  # a bad profile fails before any work
     target_dir = resolve_model(target_name, what="target")
     drafter_dir = resolve_model(drafter_name, what="drafter") if drafter_name is not None else None
-    from compat.model_kind import swapped
+    from compat.model_kind import swapped, wrong_kind
 
     if swapped(target_dir, drafter_dir):
         raise UsageError(f"TARGET and DRAFTER look swapped: {target_name} is a drafter (weights and a speculative head), "
                          f"{drafter_name} a target model", hint=f"the target first: compat doctor {drafter_name} {target_name} ...")
+    _check_kinds(wrong_kind(target_dir, drafter_dir), target_name, drafter_name)
     target = read_target(target_dir)
     drafter = read_drafter(drafter_dir, target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids)) if drafter_dir is not None else no_drafter(target)
@@ -386,8 +401,8 @@ def _verify(args: argparse.Namespace, diagnosis: dict[str, Any], tree: EngineTre
     from compat.verify.render import ProgressLine, render as render_verify
 
     why = None
-    if tree.engine != "vllm":
-        why = "compat verify runs vLLM engines only"
+    if not engines.get(tree.engine).runs_verify:
+        why = f"compat verify runs {' or '.join(e.display_name for e in engines.all_engines() if e.runs_verify)} engines only"
     elif diagnosis["verdict"] != WORKS:
         why = f"the diagnosis says {diagnosis['verdict']}: run the fixes above first, then verify"
     elif python is None:

@@ -115,16 +115,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 def _given_interpreter_code(args: argparse.Namespace, report: dict[str, Any]) -> int:
     """The report is printed whatever happens (it is for a bug report); the exit code says whether the --python
-    given could be asked: 2 when nothing is at that path, 3 when it could not be run (the exit-code table)."""
-    import os
+    given could be asked: 2 when nothing is at that path, 4 when what is there is not a program, 3 when it could not be
+    run (the exit-code table)."""
+    from compat.core.errors import EXIT_SOURCE
 
-    from compat.core.interpreter import Interpreter
-
-    if args.python is None or Interpreter.of(args.python).is_current:
-        return 0
-    if not any(not i["this"] and i.get("error") for i in report["interpreters"]):
-        return 0
-    return 2 if not os.path.exists(Interpreter.of(args.python).path) else 3
+    failed = [i for i in report["interpreters"] if not i["this"] and i.get("error")]
+    return int(failed[0].get("error_exit_code") or EXIT_SOURCE) if failed else 0
 
 
 def collect(python: Interpreter | str | None, cache_dir: str | None, *, ask_cuda: bool = False) -> dict[str, Any]:
@@ -168,8 +164,8 @@ def interpreter(python: Interpreter, *, this: bool, ask_cuda: bool = False) -> d
     out: dict[str, Any] = {"python": python.path, "this": this}
     try:
         engines = find_installed(None if this else python)
-    except CompatError as err:
-        return {**out, "error": str(err).replace("\n", " ")}
+    except CompatError as err:  # the code it means (2 nothing there, 4 not a program, 3 it failed) goes with it
+        return {**out, "error": str(err).replace("\n", " "), "error_exit_code": err.exit_code}
     out["engines"] = [_engine(e) for e in engines]
     out["plugins"] = _plugins(python)
     out.update(_ask(python, ask_cuda))

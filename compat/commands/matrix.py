@@ -86,6 +86,7 @@ def run(args, console) -> int:
     if bool(args.target) != bool(args.drafter):
         raise UsageError("--target and --drafter go together (your pair is one column)",
                          hint="e.g. compat matrix --engine vllm --target ./Kimi-K2-Instruct --drafter ./kimi-k2-eagle3")
+    _check_out(args)  # before minutes of work, not after
     engines = list(dict.fromkeys(args.engine))
     user = _user_pair(args) if args.target else None
     columns = write_templates(args.cache_dir, families=args.family, kinds=args.kind, methods=args.method)
@@ -106,12 +107,13 @@ def run(args, console) -> int:
 
 def _ranges(given: list[str], engines: list[str]) -> dict[str, str]:
     """engine -> its --releases spec: `SPEC` for every engine, `ENGINE:SPEC` for one (which wins)."""
+    from compat import engines as units
     from compat.core.errors import UsageError
 
     out: dict[str, str] = {}
     for item in given:
         engine, sep, spec = item.partition(":")
-        if sep and engine in ("vllm", "sglang"):
+        if sep and units.find(engine) is not None:
             if engine not in engines:
                 raise UsageError(f"--releases {item!r} names {engine}, which no --engine gives", hint=f"add --engine {engine}")
             out[engine] = spec
@@ -140,6 +142,16 @@ def _user_pair(args) -> dict:
     return {"target": target, "drafter": drafter}
 
 
+def _check_out(args) -> Path:
+    """Where the page goes: a file there is the wrong kind of path (4)."""
+    out = Path(args.out or "compat-matrix").expanduser()
+    if (args.out or args.format == "html") and out.exists() and not out.is_dir():
+        from compat.core.errors import RefusedError
+
+        raise RefusedError(f"--out {out}: a file, not a directory", hint="name a directory (it is made when missing)")
+    return out
+
+
 def _shown_argv() -> list[str]:
     import shlex
 
@@ -160,11 +172,7 @@ def _emit(args, document: dict, console) -> None:
     if args.format in ("json", "md") and not args.out:
         sys.stdout.write(as_json + "\n" if args.format == "json" else render_markdown(document))
         return
-    out = Path(args.out or "compat-matrix").expanduser()
-    if out.exists() and not out.is_dir():
-        from compat.core.errors import RefusedError
-
-        raise RefusedError(f"--out {out} is not a directory", hint="name a directory (it is made when missing)")
+    out = _check_out(args)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if args.format in ("html", "json"):

@@ -97,6 +97,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.action == "install":
         from compat.sources import open_tree
 
+        plugin.check_target(args.target)  # a --target that cannot be one is said before the engine is looked for
         tree = open_tree(args.engine, path=args.path, python=args.python, progress=not args.json)
         result = plugin.install(tree, python=args.python, select=args.select, skip=args.skip, options=options,
                                 target=args.target)

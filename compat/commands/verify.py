@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
 from compat.core.output import print_json
 
@@ -138,8 +139,10 @@ def validate(args: argparse.Namespace) -> None:
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine)
-    if spec.engine != "vllm":
-        raise UsageError(f"--engine {args.engine}: verify runs vLLM only", hint="use --engine vllm")
+    runs = [unit for unit in engines.all_engines() if unit.runs_verify]
+    if spec.engine not in {unit.name for unit in runs}:
+        raise UsageError(f"--engine {args.engine}: verify runs {' or '.join(u.display_name for u in runs)} only",
+                         hint=f"use {' or '.join(f'--engine {u.name}' for u in runs)}")
     if spec.released:
         raise UsageError(f"--engine {args.engine}: verify runs an installed engine, not a release from the index",
                          hint="install that release in a venv and pass its interpreter with --python")

@@ -18,12 +18,12 @@ from .writer import Result, execute
 from .interrupts import Interrupted
 from .plan import DEFAULT_MAX_SHARD, Options, Plan, PlannedTensor, make_plan
 from .record import build_record
-from .source import BIN_FILE, INDEX_FILE, SINGLE_FILE, SourceCheckpoint, SourceTensor, open_source
+from .source import BIN_FILE, INDEX_FILE, SINGLE_FILE, SourceCheckpoint, SourceTensor, check_source, open_source
 from .staging import find_leftovers, recover_leftovers
 from .verification import VerificationError, verify
 
 __all__ = [
     "BIN_FILE", "DEFAULT_MAX_SHARD", "INDEX_FILE", "SINGLE_FILE", "Interrupted", "Options", "Plan", "PlannedTensor",
     "Result", "SourceCheckpoint", "build_record", "SourceTensor", "VerificationError", "execute", "find_leftovers", "make_plan",
-    "open_source", "recover_leftovers", "verify",
+    "check_source", "open_source", "recover_leftovers", "verify",
 ]

@@ -76,9 +76,17 @@ def open_source(src: Path) -> SourceCheckpoint:
         raise refuse_os_error(exc, src, "reading SRC") from None
 
 
-def _open_source(src: Path) -> SourceCheckpoint:
+def check_source(src: Path) -> None:
+    """SRC is a directory: there but the wrong kind is refused (4), nothing there is a usage error (2). Called before
+    the release is looked for, and again when SRC is opened."""
+    if src.exists() and not src.is_dir():
+        raise RefusedError(f"SRC {src}: a file, not a drafter directory", hint="pass the drafter directory (config.json + weights)")
     if not src.is_dir():
-        raise UsageError(f"SRC {src} is not a directory", hint="pass the drafter directory (config.json + weights)")
+        raise UsageError(f"SRC {src}: no such directory", hint="pass the drafter directory (config.json + weights)")
+
+
+def _open_source(src: Path) -> SourceCheckpoint:
+    check_source(src)
     roots = input_roots(src)
     config_path = src / "config.json"
     try:

@@ -12,6 +12,7 @@ with this shell's environment: compat/verify/engine.py.)
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -42,6 +43,13 @@ class NoSuchInterpreter(InterpreterError):
     """Nothing at the path (a venv directory without bin/python included): a path that names nothing, exit 2."""
 
     exit_code = 2  # EXIT_USAGE (compat/core/errors.py; the exit-code table: "a path ... that names nothing")
+
+
+class NotAnInterpreter(InterpreterError):
+    """Something is at the path, but not a program this system can run (a text file, a folder that is no venv, a
+    binary of another platform): an input that exists but is not what was expected, exit 4."""
+
+    exit_code = 4  # EXIT_REFUSED (the exit-code table: "an input exists but is not what was expected")
 
 
 class InterpreterFailed(InterpreterError):
@@ -156,6 +164,9 @@ class Interpreter:
         except subprocess.TimeoutExpired:
             raise self._failed(what, f"it did not answer within {timeout:.0f} s", reason="timeout") from None
         except OSError as err:
+            if err.errno in (errno.EACCES, errno.ENOEXEC, errno.EISDIR):
+                raise NotAnInterpreter(f"{self.label}: not a program this system can run ({err.strerror})",
+                                       python=self.path) from None
             raise self._failed(what, str(err), reason="cannot start") from None
         stderr = (proc.stderr or "").strip()
         if proc.returncode != 0:

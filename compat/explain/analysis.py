@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.sites import Site, SiteIndex
-from compat.explain.logline import LogLine, read
+from compat.explain.logline import LogLine, read_all
 from compat.explain.text import Line
 from compat.explain.tracebacks import Readers, Traceback, exception_line
 
@@ -70,21 +70,22 @@ class Evidence:
             self.names_release = engines.get(self.engine).version_in_log_pattern
 
 
-def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None) -> Evidence:
-    """`source_line(relpath, n)` gives a release's line n of a file (to check a traceback's shown code)."""
+def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=None, elsewhere=None) -> Evidence:
+    """`source_line(relpath, n)` gives a release's line n of a file (to check a traceback's shown code);
+    `elsewhere` (an Elsewhere) reads the sites of files the index does not cover."""
     evidence = Evidence(engine)
     readers = Readers()
     seen: dict[tuple, Event] = {}
     for raw in lines:
         evidence.lines = raw.number
-        line = read(raw)
-        finished = readers.feed(line)
-        if finished is not None:
-            _traceback(evidence, finished, index, seen, source_line)
-        if not readers.took_line:
-            _line(evidence, line, index, seen)
+        for line in read_all(raw):  # one line, or the lines a JSON record carries
+            finished = readers.feed(line)
+            if finished is not None:
+                _traceback(evidence, finished, index, seen, source_line, elsewhere)
+            if not readers.took_line:
+                _line(evidence, line, index, seen)
     for finished in readers.close():
-        _traceback(evidence, finished, index, seen, source_line)
+        _traceback(evidence, finished, index, seen, source_line, elsewhere)
     evidence.events.sort(key=lambda e: e.line)
     return evidence
 
@@ -148,21 +149,38 @@ def _about_spec(site: Site) -> bool:
     return any(word in text for word in SPEC_WORDS)
 
 
-def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, source_line) -> None:
-    evidence.tracebacks.append(tb)
+def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, source_line, elsewhere=None) -> None:
     package = evidence.engine
+    if tb.chained:
+        _chain(evidence, tb, seen, package)
+    evidence.tracebacks.append(tb)
     if source_line is not None:
         for frame, relpath in tb.engine_frames(package):
             shown = source_line(relpath, frame.line)
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
-    site, located = _site_of(tb, index, package, source_line)
+    site, located = _site_of(tb, index, package, source_line, elsewhere)
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
     record_event(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
                                   process=tb.process))
 
 
-def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None) -> tuple[Site | None, str]:
+def _chain(evidence: Evidence, tb: Traceback, seen: dict, package: str) -> None:
+    """A traceback raised while handling the one before it (or from it): the earlier one is its context. When that
+    one never reached the engine's code (a JSONDecodeError inside transformers, turned into an OSError the engine's
+    caller sees), it is not a finding of its own but said with the later one."""
+    earlier = next((t for t in reversed(evidence.tracebacks) if t.process == tb.process), None)
+    if earlier is None or earlier.last_line > tb.first_line:
+        return
+    tb.context = earlier
+    if not earlier.engine_frames(package):
+        for key, event in list(seen.items()):
+            if event.traceback is earlier:
+                del seen[key]
+                evidence.events.remove(event)
+
+
+def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None, elsewhere=None) -> tuple[Site | None, str]:
     """The raise site of a traceback, and how it was found: the innermost engine frame's raise or assert (when the
     release has the code the frame shows there: read against another release, the line may hold other code); else
     the engine's raise that pydantic reports in its own words; else, for an exception the engine's own code raised
@@ -174,9 +192,11 @@ def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None) ->
         shown = source_line(relpath, frame.line) if source_line is not None and frame.code else None
         if shown is None or shown.strip() == frame.code:
             at = [s for s in index.at(relpath, frame.line) if s.kind != "log"]
+            if not at and elsewhere is not None and not index.has_file(relpath) and tb.frames[-1] is frame:
+                at = [s for s in elsewhere.at(relpath, frame.line) if s.kind != "log"]  # a raise off the probed paths
             if at:
                 return at[0], "traceback"
-    wrapped = _wrapped_site(tb, index)
+    wrapped = _wrapped_site(tb, index, elsewhere)
     if wrapped is not None:
         return wrapped, "pydantic message"
     raised_by_engine = not tb.frames or tb.frames[-1].in_package(package) is not None
@@ -189,7 +209,7 @@ def _site_of(tb: Traceback, index: SiteIndex, package: str, source_line=None) ->
     return None, "traceback"
 
 
-def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
+def _wrapped_site(tb: Traceback, index: SiteIndex, elsewhere=None) -> Site | None:
     """The engine's raise that pydantic reports in its own words: it runs a config's validators in compiled code
     (no frame of theirs is shown) and lists their messages after its own `ValidationError` line (`  Value error,
     Eagle3 is only supported for [...]`). Only pydantic's wrapper is read so (an error raised in torch is torch's,
@@ -201,6 +221,12 @@ def _wrapped_site(tb: Traceback, index: SiteIndex) -> Site | None:
         hits = [s for s, _ in index.match(text) if s.kind != "log" and s.literal_length >= MIN_LITERAL_ALONE]
         if hits:
             return hits[0]
+    if elsewhere is not None:  # a raise outside the probed files (a config loader, the model registry)
+        for text in tb.more:
+            if text.startswith("Value error, "):
+                found = elsewhere.raising(text[len("Value error, "):])
+                if found is not None:
+                    return found
     return None
 
 

@@ -18,17 +18,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from compat.explain.analysis import KERNELS_NOT_LOADED, OUT_OF_MEMORY, Event
-from compat.explain.conditions import check_of, first_passing
 from compat.explain.tracebacks import Traceback
 from compat.fix import AskFix, ConvertFix, FlagFix, Fix, KeyFix, NoFix, PatchFix, ReleaseFix
 from compat.release_ref import ReleaseRef
 
 UNRELATED, ERROR, WARNING = "unrelated", "error", "warning"
 _SHAPE = re.compile(r"shape '\[[^\]]*\]' is invalid|size mismatch|mat1 and mat2 shapes|Attempted to load weight|"
-                    r"must match the size of tensor|cannot be multiplied")
+                    r"must match the size of tensor|cannot be multiplied|Tried to load weights of size")
 # pydantic's words for a key a dataclass does not have (v2 dataclasses: the second; models: the first)
 _PYDANTIC_EXTRA = ("Extra inputs are not permitted", "Unexpected keyword argument")
-MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
 DRAFTER_WORDS = ("eagle", "draft", "spec_decode", "speculat", "medusa", "mtp")
 
 
@@ -58,12 +56,13 @@ def _template(event: Event) -> str:
     return event.site.template.lower() if event.site is not None else ""
 
 
-def _text(event: Event) -> str:
+def event_text(event: Event) -> str:
+    """The event's message with the lines after it that are still its message (pydantic lists the bad key there)."""
     tb = event.traceback
     return event.text + ("\n" + "\n".join(tb.more) if tb is not None and tb.more else "")
 
 
-def _in_drafter(event: Event, release: Release) -> bool:
+def in_drafter(event: Event, release: Release) -> bool:
     """The traceback passes through the drafter's code (its model, the proposer, the speculative config)."""
     tb = event.traceback
     if tb is None:
@@ -126,7 +125,7 @@ def _whitelist(event: Event, release: Release) -> bool:
 
 
 def _whitelist_fix(event: Event, release: Release) -> Fix | None:
-    found = re.search(r"model_type='?([\w.-]+)", _text(event))
+    found = re.search(r"model_type='?([\w.-]+)", event_text(event))
     model_type = found.group(1) if found else None
     why = f"add {model_type or 'the target model_type'} to the whitelist"
     return _first(patch_fix(release, ("vllm-eagle3-whitelist",), why, model_type),
@@ -196,12 +195,12 @@ def _target_layout_cause(event: Event, release: Release) -> str:
 
 
 def _unknown_key(event: Event, release: Release) -> bool:
-    text = _text(event)
+    text = event_text(event)
     return any(words in text for words in _PYDANTIC_EXTRA) and "SpeculativeConfig" in text
 
 
 def _unknown_key_name(event: Event) -> str | None:
-    lines = _text(event).splitlines()
+    lines = event_text(event).splitlines()
     for i, line in enumerate(lines):
         if any(words in line for words in _PYDANTIC_EXTRA) and i > 0:
             return lines[i - 1].strip().split()[0] if lines[i - 1].strip() else None
@@ -219,7 +218,10 @@ def _unknown_key_fix(event: Event, release: Release) -> KeyFix:
 
 
 def _shapes(event: Event, release: Release) -> bool:
-    return bool(_SHAPE.search(_text(event))) and (_in_drafter(event, release) or "fc" in _text(event))
+    """A shape the drafter's tensors do not have: said so by the message, or an assert of a weight loader (which
+    may have no message: `assert loaded_weight.shape[output_dim] == self.org_vocab_size`) on the drafter's load."""
+    loader_assert = event.site is not None and event.site.kind == "assert" and "weight_loader" in (event.site.function or "")
+    return (bool(_SHAPE.search(event_text(event))) or loader_assert) and (in_drafter(event, release) or "fc" in event_text(event))
 
 
 def _no_weights(event: Event, release: Release) -> bool:
@@ -299,13 +301,14 @@ CATALOG: tuple[Cause, ...] = (
                        "its fields reject unknown keys",
           _unknown_key_fix),
     Cause("drafter-shape-mismatch", ERROR, _shapes,
-          lambda e, r: "the drafter's tensors do not have the shapes this release builds from its config: the fc layer's "
-                       "width (aux hidden states x hidden size) does not match the number of layer ids, or the "
-                       "checkpoint is in another layout",
+          lambda e, r: "a tensor of the drafter does not have the shape this release builds from the drafter's config: the "
+                       "fc layer's width (aux hidden states x hidden size) against the number of layer ids, the vocabulary "
+                       "against draft_vocab_size and d2t, the hidden size against the tensors; or the checkpoint is in "
+                       "another layout",
           lambda e, r: convert_fix(r, "write the drafter in this release's layout (ids, fc and names checked together)")),
     Cause("drafter-without-weights", ERROR, _no_weights,
           lambda e, r: ("the drafter directory holds no weights file the loader reads (*.safetensors or *.bin)"
-                        if _in_drafter(e, r) else "the model directory holds no weights file the loader reads "
+                        if in_drafter(e, r) else "the model directory holds no weights file the loader reads "
                         "(*.safetensors or *.bin)"),
           lambda e, r: FlagFix("point \"model\" in --speculative-config at the directory holding the drafter's "
                                "model.safetensors (a training checkpoint: " + convert_fix(r, "convert it").command + ")")),
@@ -320,7 +323,7 @@ CATALOG: tuple[Cause, ...] = (
 
 # -- the methods beyond EAGLE-3 (compat.methods; messages as the releases raise them) ------------------------------
 def _says(*fragments: str) -> Callable[[Event, Release], bool]:
-    return lambda event, release: any(f in _text(event) for f in fragments)
+    return lambda event, release: any(f in event_text(event) for f in fragments)
 
 
 def _method_fix(release: Release, text: str) -> NoFix:
@@ -369,84 +372,3 @@ CATALOG = CATALOG + (
                        "target, or its ids are in another convention",
           lambda e, r: convert_fix(r, "write the ids this release reads for this target")),
 )
-
-
-def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str | None]:
-    """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
-    for entry in CATALOG:
-        if entry.applies(event, release):
-            return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
-    site = event.site
-    if site is None:
-        return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
-    kind = WARNING if site.kind == "log" else ERROR
-    what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
-    check = check_of(site, _text(event))
-    if check is not None:
-        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
-    cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
-    return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
-
-
-def check_finding(event: Event, release: Release) -> dict | None:
-    """What the engine checked at the site, read from the source, and the first later release whose check lets the
-    user's value pass (bisected over the releases after this one)."""
-    check = check_of(event.site, _text(event))
-    if check is None:
-        return None
-    out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
-           "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
-           "raises_here": check.holds(), "passes_from": None, "passes_how": None}
-    if release.index_of is not None and release.later is not None and check.values and check.holds() is True:
-        version, how = first_passing(check, list(release.later()), release.index_of)
-        out["passes_from"], out["passes_how"] = version, how
-    return out
-
-
-def _through_frames(event: Event, release: Release) -> str:
-    """Where the engine was when an error with no raise site of its own happened (an AttributeError on a missing
-    method, a bare assert, an error raised inside torch): its innermost frame, and the code shown there."""
-    tb = event.traceback
-    inner = tb.innermost(release.engine) if tb is not None else None
-    what = event.exception or "an error"
-    if tb is None or inner is None:
-        return f"{what}; compat's catalog has no cause for this message"
-    frame, relpath = inner
-    code = f" (`{frame.code}`)" if frame.code else ""
-    if tb.frames and tb.frames[-1] is frame:
-        by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
-              "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
-              else "raised there by Python, not by a raise statement of the engine's")
-        how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
-    else:
-        last = tb.frames[-1] if tb.frames else None
-        below = f" ({last.path.rpartition('/')[2]}:{last.line} in {last.function})" if last is not None else ""
-        how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
-    cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
-    return f"{how}{cut}; compat's catalog has no cause for this message"
-
-
-def to_finding(event: Event, release: Release) -> dict[str, Any]:
-    kind, cause, fix, cause_id = diagnose(event, release)
-    check = check_finding(event, release) if kind != UNRELATED else None
-    if check is not None and check["passes_from"]:
-        values = ", ".join(repr(v) for v in check["values"].values())
-        cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "
-                  f"({check['passes_how']})")
-    site = event.site.location if event.site is not None else None
-    if site is None and event.traceback is not None and kind != UNRELATED:
-        inner = event.traceback.innermost(release.engine)
-        site = f"{inner[1]}:{inner[0].line}" if inner else None
-    elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
-        site = None
-    more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
-    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix.to_json() if fix is not None else None,
-            "cause_id": cause_id,
-            "exception": event.exception, "function": event.site.function if event.site else None,
-            "template": event.site.template if event.site else None, "located_by": event.located_by,
-            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
-            "process": event.process or None, "traceback": event.traceback is not None,
-            "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
-            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
-            "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
-            "also_fits": [n.to_json() for n in event.nearby], "check": check}

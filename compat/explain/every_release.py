@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from compat import engines
 from compat.core.errors import SourceError
 from compat.explain.analysis import analyse
 from compat.explain.pasted import read_pasted
@@ -23,8 +24,6 @@ from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
 from compat.core.tree import EngineTree
 
-# The releases searched: the ones compat covers (the matrix's range).
-SEARCHED = {"vllm": ">=0.10.0", "sglang": ">=0.4.4"}
 _INDEXES: dict[tuple, SiteIndex] = {}
 
 
@@ -73,7 +72,8 @@ def versions_to_search(engine: str, cache_dir, offline: bool) -> list[str]:
     from compat.sources.cache import cache_root, cached_versions
     from compat.sources.released import list_releases
 
-    spec = SpecifierSet(SEARCHED.get(engine, ""))
+    known = engines.find(engine)
+    spec = SpecifierSet(known.default_releases if known is not None else "")  # the ones compat covers (the matrix's)
     try:
         listed = list_releases(engine, cache_dir=cache_dir, offline=offline)
     except SourceError:

@@ -14,9 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compat.explain.prefixes import PREFIXES, Prefix
-from compat.explain.text import Line
+from compat.explain import structured
+from compat.explain.prefixes import CLASSES, PREFIXES, Prefix
+from compat.explain.text import Line, clean
 
+# Ray's log deduplication (ray/_private/ray_logging/__init__.py, LogDeduplicator): a line other actors also wrote
+# ends ` [repeated 3x across cluster]`, the first such line also `(Ray deduplicates logs by default. ...)`.
+_RAY_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\](?: \(Ray deduplicates logs[^)]*\))?\s*$")
 MAX_PREFIXES = 8  # prefixes removed from one line at most (a hostile line of a thousand `[rank0]: ` is text)
 
 
@@ -44,10 +48,7 @@ def _combined(prefixes: tuple[Prefix, ...]) -> tuple[re.Pattern | None, tuple[Pr
 
 def _by_first_character() -> dict[str, tuple[re.Pattern | None, tuple[Prefix, ...]]]:
     """The prefixes that can start with each kind of character, as one pattern: a line is tried only against those."""
-    starts = {"kubectl": "[", "timestamp": "digit", "journald": "digit upper", "compose": "digit upper lower",
-              "vllm-process": "(", "torch-rank": "[", "vllm-head": "upper", "sglang-head": "[", "python-logging": "upper"}
-    return {key: _combined(tuple(p for p in PREFIXES if key in starts[p.name].split()))
-            for key in ("[", "(", "digit", "upper", "lower")}
+    return {key: _combined(tuple(p for p in PREFIXES if key in p.starts)) for key in CLASSES}
 
 
 _TABLE = _by_first_character()
@@ -68,8 +69,26 @@ def _candidates(ch: str) -> tuple[re.Pattern | None, tuple[Prefix, ...]]:
     return _NONE
 
 
+def read_all(line: Line) -> list[LogLine]:
+    """The log lines one input line holds: itself, or the lines of the JSON record it is (compat/explain/structured.py),
+    each read for its own prefixes, the record's writer and level kept where its lines name none."""
+    record = structured.record_of(line.text) if line.text[:1] == "{" else None
+    texts = structured.lines_of(record) if record is not None else None
+    if record is None or texts is None:
+        return [read(line)]
+    writer, level, key = structured.writer_of(record), structured.level_of(record), f"json:{line.number}"
+    out = []
+    for text in texts:
+        inner = read(Line(line.number, clean(text)))
+        out.append(LogLine(line.number, inner.text, line.text, inner.process or writer, inner.level or level,
+                           inner.place, inner.record or key))
+    return out
+
+
 def read(line: Line) -> LogLine:
     text = line.text
+    if "x across cluster]" in text:
+        text = _RAY_REPEATED.sub("", text)
     pos, who, level, place, record = 0, [], None, None, ""
     for _ in range(MAX_PREFIXES):
         pattern, prefixes = _candidates(text[pos:pos + 1])
@@ -78,15 +97,16 @@ def read(line: Line) -> LogLine:
             break
         key = found.lastgroup or "p0"
         prefix = prefixes[int(key[1:])]
-        if prefix.who:
-            name = found.group(key + "_who").strip()
+        groups = prefix.pattern.groupindex
+        if "who" in groups:
+            name = (found.group(key + "_who") or "").strip()
             if name:
                 who.append(name)
-        if prefix.head:
+        if "head" in groups:
             record = found.group(0)
-            if prefix.name != "sglang-head":
+            if "level" in groups:
                 level = found.group(key + "_level")
-            if prefix.name == "vllm-head":
+            if "file" in groups:
                 place = (found.group(key + "_file"), int(found.group(key + "_line")))
         pos = found.end()
     if not pos:

@@ -167,7 +167,7 @@ class Series:
                                 mean_accepted_length=sum(lengths) / len(lengths) if lengths else None)
 
     def _source(self, intervals: list[Interval]) -> str:
-        what = "SpecDecoding metrics" if self.engine == "vllm" else "accept len"
+        what = VLLM_MARK if self.site.template.startswith(VLLM_MARK) else SGLANG_MARK  # the logger call it was read by
         if not intervals:
             return what
         last = intervals[-1].last_line or intervals[-1].line

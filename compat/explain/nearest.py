@@ -5,8 +5,9 @@ its values. Matched against the release's raise and logger templates by their li
 
 Two kinds of nearness, never presented as more than they are:
 - a fragment: the text's words are a run of one template's literal words, in order (`Model does not support EAGLE3
-  interface` of `Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested`); specific enough
-  (MIN_FRAGMENT_WORDS words, MIN_FRAGMENT_CHARS characters) it names that template's sites;
+  interface` of `Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested`), a few of the
+  template's words perhaps skipped (the fewer, the better the fit: a message it fits whole beats one it skips words
+  of); specific enough (MIN_FRAGMENT_WORDS words, MIN_FRAGMENT_CHARS characters) it names that template's sites;
 - shared words: how much of what the text says is in the template, and how much of the template it says, each word
   weighted by how rare it is among the release's templates (a word every message has says little). A score, shown
   as such; explain lists these as the nearest sites, not as the site.
@@ -68,17 +69,19 @@ class Near:
     shared: tuple[str, ...]  # the text's words the template has
     given: int  # the text's words compared
     others: tuple[Site, ...] = ()  # the other sites that raise or log the same template
+    skipped: int = 0  # a fragment: the message's words it leaves out between its own
 
     def describe(self) -> str:
         if self.how == "fragment":
-            return f"the text is a fragment of this message ({len(self.shared)} words in order)"
+            left = f", {self.skipped} of the message's words left out" if self.skipped else ""
+            return f"the text is a fragment of this message ({len(self.shared)} words in order{left})"
         return f"{len(self.shared)} of the text's {self.given} words are in this message (score {self.score:.2f})"
 
     def to_json(self) -> dict:
         return {"site": self.site.location, "template": self.site.template, "kind": self.site.kind,
                 "exception": self.site.exception, "function": self.site.function, "score": round(self.score, 3),
                 "how": self.how, "shared_words": list(self.shared), "words_given": self.given,
-                "says": self.describe(), "also_at": [o.location for o in self.others]}
+                "words_left_out": self.skipped, "says": self.describe(), "also_at": [o.location for o in self.others]}
 
 
 class WordIndex:
@@ -93,6 +96,7 @@ class WordIndex:
         self._weight = {w: math.log(1 + total / n) for w, n in frequency.items()}
         # a word no template has is likely a value the text holds (a model type, a path): weighed as a common word
         self._unknown = sorted(self._weight.values())[len(self._weight) // 4] if self._weight else 1.0
+        self._totals = [sum(self._weight[w] for w in words_of) for words_of in self._sets]
         self._by_word: dict[str, list[int]] = defaultdict(list)
         for i, words_of in enumerate(self._sets):
             for w in words_of:
@@ -116,29 +120,47 @@ class WordIndex:
             shared = tuple(w for w in given if w in have)
             matched = sum(self.weight(w) for w in shared)
             precision = matched / total_given
-            coverage = matched / max(1e-9, sum(self.weight(w) for w in have))
+            coverage = matched / max(1e-9, self._totals[i])
             score = 1.25 * precision * coverage / (0.25 * precision + coverage) if matched else 0.0
-            if precision >= MIN_FRAGMENT_PRECISION and _is_fragment(sequence, self._runs[i], have):
-                found.append(Near(site, max(score, precision), "fragment", shared, len(given)))
+            skips = _fragment_skips(sequence, self._runs[i], have) if precision >= MIN_FRAGMENT_PRECISION else None
+            if skips is not None:
+                found.append(Near(site, max(score, precision), "fragment", shared, len(given), skipped=skips))
             elif score >= MIN_SCORE:
                 found.append(Near(site, score, "words", shared, len(given)))
-        found.sort(key=lambda n: (n.how != "fragment", -n.score, n.site.location))
+        found.sort(key=lambda n: (n.how != "fragment", n.skipped, -n.score, n.site.location))
         grouped = _one_per_template(found)
-        # messages the text fits equally well are all named (an ambiguous fragment), then the nearest others
-        tied = [n for n in grouped if n.how == "fragment" and n.score >= grouped[0].score - 1e-9][:MAX_TIED]
+        # messages the text fits equally well are all named (an ambiguous fragment), then the nearest others; a
+        # fragment that skips none of a message's words fits it better than one that skips some of another's
+        tied = [n for n in grouped if n.how == "fragment" and n.skipped == grouped[0].skipped
+                and n.score >= grouped[0].score - 1e-9][:MAX_TIED]
         return tied + [n for n in grouped if n not in tied][:max(0, limit - len(tied))]
 
 
-def _is_fragment(sequence: list[str], run: tuple[str, ...], have: set[str]) -> bool:
-    """The text's words that are the template's are a run of its literal words, in order (the holes' values the text
-    may hold aside), specific enough, and at least half of the text."""
+def _fragment_skips(sequence: list[str], run: tuple[str, ...], have: set[str]) -> int | None:
+    """How many of the template's words the text skips where it is a fragment of it (None: it is not one). The text's
+    words that are the template's follow its literal words in order (the holes' values the text may hold aside), a
+    template word skipped here and there (one glued to a value that was left out: `{}to a parameter`), specific
+    enough, and at least half of the text. The fewest skips over every place the fragment can start."""
     kept = [w for w in sequence if w in have]
     if len(kept) < MIN_FRAGMENT_WORDS or len(" ".join(kept)) < MIN_FRAGMENT_CHARS or 2 * len(kept) < len(sequence):
-        return False
-    n = len(kept)
-    first = kept[0]
-    wanted = tuple(kept)
-    return any(run[start:start + n] == wanted for start in range(len(run) - n + 1) if run[start] == first)
+        return None
+    allowed = len(kept) // 4  # template words the text may skip
+    best: int | None = None
+    for start, word in enumerate(run):
+        if word != kept[0]:
+            continue
+        position, skipped = start + 1, 0
+        for wanted in kept[1:]:
+            while position < len(run) and run[position] != wanted and skipped <= allowed:
+                position, skipped = position + 1, skipped + 1
+            if position >= len(run) or skipped > allowed:
+                break
+            position += 1
+        else:
+            best = skipped if best is None else min(best, skipped)
+            if not best:
+                return 0
+    return best
 
 
 def _one_per_template(found: list[Near]) -> list[Near]:
@@ -147,4 +169,4 @@ def _one_per_template(found: list[Near]) -> list[Near]:
     for near in found:
         by_template.setdefault(near.site.template, []).append(near)
     return [Near(group[0].site, group[0].score, group[0].how, group[0].shared, group[0].given,
-                 tuple(n.site for n in group[1:])) for group in by_template.values()]
+                 tuple(n.site for n in group[1:]), group[0].skipped) for group in by_template.values()]

@@ -11,6 +11,7 @@ from compat.explain.sites import SiteIndex
 from compat.explain.tracebacks import exception_line
 
 _WORDS: dict[int, WordIndex] = {}
+MAX_LINES = 40  # distinct lines compared with every template
 
 
 def word_index(index: SiteIndex) -> WordIndex:
@@ -24,7 +25,13 @@ def word_index(index: SiteIndex) -> WordIndex:
 def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
     """Fragments become events (in place); returns the nearest sites of the lines that match no template."""
     short = evidence.lines <= SHORT_INPUT
+    if not short and any(e.site is not None and e.site.kind != "log" for e in evidence.events):
+        return []  # a log whose errors were found: the nearest templates of its other lines would be noise
     lines = [(line, error_like) for line, error_like in evidence.unmatched if short or error_like]
+    distinct: dict[str, tuple] = {}
+    for line, error_like in lines:  # a message repeated (a log's retries, a log pasted twice) is compared once
+        distinct.setdefault(line.text.strip(), (line, error_like))
+    lines = list(distinct.values())[:MAX_LINES]
     if not lines and not (short and any(e.located_by == "message" for e in evidence.events)):
         return []
     words = word_index(index)
@@ -39,6 +46,7 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
         message = _message(line.text)
         found = words.nearest(message)
         fragments = [n for n in found if n.how == "fragment"]
+        fragments = [n for n in fragments if n.skipped == fragments[0].skipped]  # the best fitting (found is sorted)
         if len({n.site.template for n in fragments}) == 1:  # names one message: that is its site
             near = fragments[0]
             exc = exception_line(line.text)

@@ -31,12 +31,16 @@ SGLang
   `Scheduler hit an exception: Traceback (most recent call last):` (scheduler.py:4045) continues bare.
 
 Around them
+- Ray's driver forwards its actors' lines as `(NAME pid=N, ip=ADDRESS) `, its own as `(raylet) `, and ends a line other
+  actors also wrote with ` [repeated 3x across cluster]` (logline.py removes it);
+- JSON records (vLLM's JSON formatter, Docker's json-file driver, `journalctl -o json`): structured.py;
 - `kubectl logs --prefix`: `[pod/NAME/CONTAINER] `; `--timestamps` (and `docker logs -t`): an RFC 3339 time;
 - journald (`journalctl`, short and short-iso): `Dec 05 09:11:52 HOST UNIT[PID]: `;
 - docker compose: `SERVICE-1  | `;
 - Python's default logging format: `LEVEL:logger.name:`.
 
-(The `engines` work gives each engine a unit with a log-prefix field; these patterns move there when it lands.)
+The engines' own forms live in their units (compat/engines/<engine>.py `LOG_PREFIXES`, with these citations);
+this module adds the tools' and builds the list the reader tries.
 """
 
 from __future__ import annotations
@@ -44,33 +48,65 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from compat import engines
+
 LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL", "FATAL")
 _LEVEL = "|".join(LEVELS)
+CLASSES = ("[", "(", "digit", "upper", "lower")
 
 
 @dataclass(frozen=True)
 class Prefix:
     name: str
     pattern: re.Pattern
-    who: bool  # names the process that wrote the line (its lines are read apart from other processes')
-    head: bool = False  # a log record's head (its level, time, place): a record's further lines repeat it
+    starts: tuple[str, ...]  # the kinds of character it can start with (CLASSES)
+
+    @property
+    def who(self) -> bool:
+        """It names the process that wrote the line (its lines are read apart from other processes')."""
+        return "who" in self.pattern.groupindex
+
+    @property
+    def head(self) -> bool:
+        """A log record's head (its level, time, place): a record's further lines repeat it."""
+        return "head" in self.pattern.groupindex
 
 
-def _rx(text: str) -> re.Pattern:
-    return re.compile(text)
+def _starts(pattern: str) -> tuple[str, ...]:
+    """The kinds of character a prefix pattern starts with, read from its text (all, when it cannot be told)."""
+    text = re.sub(r"^(?:\(\?P<\w+>)+", "", pattern)
+    if text.startswith("\\") and len(text) > 1:
+        return {"(": ("(",), "[": ("[",), "d": ("digit",)}.get(text[1], CLASSES)
+    first = text[:1]
+    if first.isupper():
+        return ("upper",)
+    if first.isdigit():
+        return ("digit",)
+    if first.isalpha():
+        return ("lower",)
+    return CLASSES
 
 
-# The order is the order they are tried at each step; the reader strips them until none is left.
-PREFIXES: tuple[Prefix, ...] = (
-    Prefix("kubectl", _rx(r"\[(?P<who>pod/[^\s/\]]+/[^\s\]]+)\] ?"), True),
-    Prefix("timestamp", _rx(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? +(?=\S)"), False),
-    Prefix("journald", _rx(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) "
-                           r"[\w.-]+ (?P<who>[\w.@:/-]+(?:\[\d+\])?): "), True),
-    Prefix("compose", _rx(r"(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) +\| ?"), True),
-    Prefix("vllm-process", _rx(r"\((?P<who>[^()]{0,80}?pid=\d+(?:, ip=[0-9a-fA-F.:]+)?)\) ?"), True),
-    Prefix("torch-rank", _rx(r"\[(?P<who>rank\d+)\]: ?"), True),
-    Prefix("vllm-head", _rx(r"(?P<level>" + _LEVEL + r") \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-                            r"\[(?P<file>[\w./-]+?\.py):(?P<line>\d+)\] ?"), False, True),
-    Prefix("sglang-head", _rx(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?P<who>(?: [A-Z][A-Z_]*\d+)*)\] ?"), True, True),
-    Prefix("python-logging", _rx(r"(?P<level>" + _LEVEL + r"):[\w.]+:"), False, True),
+def _engine_prefixes() -> tuple[Prefix, ...]:
+    """Each engine's LOG_PREFIXES (compat/engines/<engine>.py cites where its source writes them), once each."""
+    seen: dict[str, Prefix] = {}
+    for engine in engines.all_engines():
+        for i, text in enumerate(engine.log_prefixes):
+            seen.setdefault(text, Prefix(f"{engine.name}-{i}", re.compile(text), _starts(text)))
+    return tuple(seen.values())
+
+
+# The tools around the engines: kubectl (`--prefix`, `--timestamps`), journald, docker compose, Python's logging.
+TOOL_PREFIXES: tuple[Prefix, ...] = (
+    Prefix("kubectl", re.compile(r"\[(?P<who>pod/[^\s/\]]+/[^\s\]]+)\] ?"), ("[",)),
+    Prefix("timestamp", re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? "), ("digit",)),
+    Prefix("journald", re.compile(r"(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}) "
+                                  r"[\w.-]+ (?P<who>[\w.@:/-]+(?:\[\d+\])?): "), ("digit", "upper")),
+    Prefix("compose", re.compile(r"(?P<who>[A-Za-z0-9][\w.-]*[-_]\d+) +\| ?"), ("digit", "upper", "lower")),
+    # Ray's driver (ray/_private/worker.py print_worker_logs, 2.60.0: `({prefix_for}{pid}{ip_prefix}) `): an actor's
+    # `(NAME pid=N, ip=A)` is the engines' form; its own processes print `(raylet)`, `(autoscaler +1m2s)`.
+    Prefix("ray", re.compile(r"\((?P<who>raylet|autoscaler \+[\w.]+)(?:, ip=[0-9a-fA-F.:]+)?\) ?"), ("(",)),
+    Prefix("python-logging", re.compile(r"(?P<head>(?P<level>" + _LEVEL + r"):[\w.]+:)"), ("upper",)),
 )
+# The order they are tried in at each step; the reader strips them until none is left.
+PREFIXES: tuple[Prefix, ...] = TOOL_PREFIXES[:1] + _engine_prefixes() + TOOL_PREFIXES[1:]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.core.errors import SourceError, UsageError
+from compat.core.errors import RefusedError, SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
 from compat.release_ref import ReleaseRef
@@ -44,8 +44,13 @@ def _lines(args) -> tuple[Iterator[Line], str]:
     if args.log and args.log != "-":
         try:
             handle = open(args.log, "rb")
+        except FileNotFoundError:  # a path that names nothing: 2; one that is not a readable file: 4
+            raise UsageError(f"--log {args.log}: no such file", hint="give the engine's log file, or - for standard input") from None
+        except IsADirectoryError:
+            raise RefusedError(f"--log {args.log}: a directory, not a log file",
+                               hint=f"give the log file in it (e.g. {os.path.join(args.log, 'server.log')}), or - for standard input") from None
         except OSError as err:
-            raise UsageError(f"cannot read --log {args.log}: {err.strerror}") from None
+            raise RefusedError(f"cannot read --log {args.log}: {err.strerror}") from None
         return from_stream(handle, args.log), args.log
     if args.log == "-" or args.text in ([], ["-"]):
         return from_stream(sys.stdin.buffer, "standard input"), "standard input"
@@ -194,6 +199,8 @@ def render(result: Result, console) -> None:
         for near in f.get("also_fits") or ():
             console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
                           f"{escape(_cut(near['template'], 160))}")
+        if f.get("during"):
+            console.print(f"   [cyan]during[/] {escape(_cut(f['during'], 200))}")
         console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
         if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
             console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")

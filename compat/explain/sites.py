@@ -91,6 +91,19 @@ class SiteIndex:
             self._by_place[(site.file.rpartition("/")[2], site.line)].append(site)
             self._by_file[site.file].append(site)
 
+    @classmethod
+    def of_sites(cls, sites: list[Site]) -> SiteIndex:
+        """An index over sites already read (another index's)."""
+        index = cls([])
+        index.sites = list(sites)
+        frequency = Counter(w for site in sites for w in set(site.words))
+        for site in sites:
+            if site.pattern and site.words:
+                index._by_word[min(site.words, key=lambda w: (frequency[w], -len(w)))].append(site)
+            index._by_place[(site.file.rpartition("/")[2], site.line)].append(site)
+            index._by_file[site.file].append(site)
+        return index
+
     def match(self, text: str) -> list[tuple[Site, re.Match]]:
         """The sites whose pattern is found in `text`, the most specific (most literal text) first."""
         found: dict[int, tuple[Site, re.Match]] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from compat.core.errors import UsageError
 
 MAX_LINE = 8192  # characters kept of one line
+MAX_RECORD_LINE = 1 << 18  # of a line that is a JSON record: it holds a whole traceback (structured.py)
 SNIFF = 8192  # bytes looked at to tell a binary file
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -30,12 +31,17 @@ class Line:
 
 
 def clean(text: str) -> str:
-    """One line as people read it: colours gone, only the last redraw of a `\\r`-redrawn line, cut at MAX_LINE."""
+    """One line as people read it: colours gone, only the last redraw of a `\\r`-redrawn line, cut at MAX_LINE (a
+    JSON record's line at MAX_RECORD_LINE: its fields are lines of their own)."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
         text = text.rstrip("\r").rpartition("\r")[2]
-    return text[:MAX_LINE]
+    return text[:_cap(text)]
+
+
+def _cap(text: str) -> int:
+    return MAX_RECORD_LINE if text[:1] == "{" else MAX_LINE
 
 
 def from_text(text: str) -> Iterator[Line]:
@@ -80,21 +86,23 @@ def _skip_hole(stream) -> None:
 
 
 def _lines(chunks: Iterable[bytes], decoder) -> Iterator[Line]:
-    number, pending, pending_len = 0, [], 0
+    number, pending_len = 0, 0
+    pending: list[str] = []
     for chunk in chunks:
         text = decoder.decode(chunk)
         start = 0
         while True:
             end = text.find("\n", start)
+            cap = _cap(("".join(pending) if pending else "")[:1] or text[start:start + 1])
             if end < 0:
                 piece = text[start:]
-                if pending_len < MAX_LINE + 1:  # beyond the cap a huge line's rest is dropped, not kept
-                    pending.append(piece[: MAX_LINE + 1 - pending_len])
+                if pending_len < cap + 1:  # beyond the cap a huge line's rest is dropped, not kept
+                    pending.append(piece[: cap + 1 - pending_len])
                     pending_len += len(pending[-1])
                 break
             piece = text[start:end]
             number += 1
-            yield Line(number, clean("".join(pending) + piece[: max(0, MAX_LINE + 1 - pending_len)]))
+            yield Line(number, clean("".join(pending) + piece[: max(0, cap + 1 - pending_len)]))
             pending, pending_len = [], 0
             start = end + 1
     tail = "".join(pending) + decoder.decode(b"", final=True)

@@ -12,12 +12,14 @@ engine is named by its path inside the package (`.../site-packages/vllm/v1/worke
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compat.explain.logline import LogLine
 
 _START = "Traceback (most recent call last):"
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+?)\s*$')
+_FRAME_INSIDE = re.compile(r'(?<=\s)File "([^"]+)", line (\d+), in (.+?)\s*$')  # after a prefix compat does not know
+_GROUP = re.compile(r"^(\s*)\+ Exception Group $")  # Python 3.11+: a group's tracebacks are drawn inside `| `
 _EXCEPTION = re.compile(r"^((?:[A-Za-z_][\w.]*)?(?:Error|Exception|Exit|Interrupt|Failure|Warning|Error\w+))"
                         r"(?::\s?(.*))?$")
 MAX_FRAMES = 200  # a recursion's thousand frames say nothing the last ones do not
@@ -57,6 +59,7 @@ class Traceback:
     header: str = ""  # what the line of `Traceback (most recent call last):` said before it ("Scheduler hit ...:")
     cut: str = ""  # "" whole; "head" (began at a frame), "end" (no exception line), "head and end"
     chained: bool = False  # it follows another one in the same block ("The above exception was the direct cause")
+    context: Traceback | None = None  # that other one, the exception being handled when this one was raised
 
     def innermost(self, package: str) -> tuple[Frame, str] | None:
         for frame in reversed(self.frames):
@@ -89,6 +92,7 @@ class Reader:
         self._collecting = False  # after the exception line: message continuation
         self._record = ""  # the log head of the exception line (its record's further lines repeat it)
         self._chain = False  # the last block said the next traceback is chained to the one before
+        self._lead: re.Pattern | None = None  # what the traceback's lines start with that no known prefix is
 
     @property
     def open(self) -> bool:
@@ -97,6 +101,8 @@ class Reader:
 
     def feed(self, line: LogLine) -> Traceback | None:
         """A finished traceback, if this line ended one (the line itself is then not part of it)."""
+        if self.current is not None and self._lead is not None and (lead := self._lead.match(line.text)):
+            line = replace(line, text=line.text[lead.end():])
         text = line.text
         self.took_line = False
         if self.current is None and not self._chain and 'File "' not in text and "Traceback" not in text \
@@ -117,15 +123,19 @@ class Reader:
             done = self._cut_short(done)
             self.current = Traceback(first_line=line.number, process=line.process, header=text[:at].strip(),
                                      chained=self._chain)
+            self._lead = lead_of(text[:at])
             self._chain, self._expect_code, self.took_line = False, False, True
             return done
         if stripped.startswith(_CHAINS):
             self._chain = True
         frame = _FRAME.match(text)
+        if frame is None and self.current is None and 'File "' in text:
+            frame = _FRAME_INSIDE.search(text)  # a cut traceback's first frame behind a prefix compat does not know
         if frame is not None:
             if self.current is None:  # the header was cut off: the traceback starts at its first frame shown
                 self.current = Traceback(first_line=line.number, process=line.process, cut="head", chained=self._chain)
                 self._chain = False
+                self._lead = lead_of(text[:frame.start()]) if frame.re is _FRAME_INSIDE else None
             if len(self.current.frames) >= MAX_FRAMES:
                 del self.current.frames[0]
             self.current.frames.append(Frame(frame.group(1), int(frame.group(2)), frame.group(3), None))
@@ -203,6 +213,22 @@ class Readers:
         if reader is None:
             reader = self.readers[key] = Reader()
         return reader
+
+
+def lead_of(text: str) -> re.Pattern | None:
+    """What the lines of a traceback start with when its header line starts so (`text`, what preceded the header)
+    and no known prefix was it: a prefix of a logger or a tool compat does not know (vLLM's VLLM_LOGGING_PREFIX, a
+    shipper's time stamp), or the `| ` a Python exception group draws its tracebacks in. Its shape is kept (a run of
+    digits is any digits: a time, a pid), with one space after it at most; a message before the header on the same
+    line (SGLang's `Scheduler hit an exception: `) is no line's start, so it never matches."""
+    group = _GROUP.match(text)
+    if group is not None:
+        return re.compile(re.escape(group.group(1)) + r"\| ?")
+    body = text.rstrip()
+    if not body.strip():
+        return None
+    shape = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", body) if part)
+    return re.compile(shape + " ?")
 
 
 _CHAINS = ("During handling of the above exception", "The above exception was the direct cause")

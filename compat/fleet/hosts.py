@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compat.core.errors import UsageError
+from compat.core.errors import RefusedError, UsageError
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,10 @@ def read_hosts_file(path: str) -> list[Host]:
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"--hosts {path}: cannot read it ({getattr(err, 'strerror', None) or err})",
+    except FileNotFoundError:
+        raise UsageError(f"--hosts {path}: no such file, cannot read it", hint="a text file with one [user@]HOST[:PORT] per line") from None
+    except (OSError, UnicodeDecodeError) as err:  # there, but not a text file to read: 4
+        raise RefusedError(f"--hosts {path}: cannot read it ({getattr(err, 'strerror', None) or err})",
                          hint="a text file with one [user@]HOST[:PORT] per line") from None
     hosts = []
     for number, line in enumerate(lines, 1):

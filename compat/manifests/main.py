@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, RefusedError, UsageError
 from compat.manifests import Settings, check_paths
 
 FORMATS = ("text", "json", "sarif", "junit")
@@ -26,6 +26,23 @@ def model_roots(values: list[str]) -> list[tuple[str, Path]]:
     return out
 
 
+def check_given(paths: list[str]) -> None:
+    """Before anything is read: a path that names nothing is a usage error (2); a folder holding no manifest file
+    (a chart whose templates only Helm can render) is refused (4), rather than "0 files" and a pass."""
+    from compat.manifests.scan import SUFFIXES, walk
+
+    for given in paths:
+        path = Path(given)
+        if given == "-" or path.is_file():
+            continue
+        if not path.exists():
+            raise UsageError(f"--manifest {given}: no such file or directory", hint="give a manifest file or a directory of them")
+        if path.is_dir() and not walk(path):
+            raise RefusedError(f"--manifest {given}: no {' or '.join(SUFFIXES)} file in it (templates/, charts/ and "
+                               "hidden folders are not read)",
+                               hint=f"a chart: helm template {given} | compat doctor --manifest - --engine ...")
+
+
 def settings_of(args: Any) -> Settings:
     from compat.sources import parse_engine_spec
 
@@ -42,6 +59,7 @@ def run(args: Any, console: Any) -> int:
     from compat.core.output import exit_code_if_unread, print_json
 
     form = "json" if args.json else (args.format or "text")
+    check_given(args.manifest)
     outcome = check_paths(args.manifest, settings_of(args),
                           progress_bar("doctor") if show_progress(args) and form == "text" else None)
     code = EXIT_CHECK_FAILED if outcome.failed else EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from compat import engines
 from compat.core.errors import CompatError
 from compat.fix import LineFix
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
@@ -93,7 +94,7 @@ def _fetch(engine: str, version: str, settings: Settings) -> Any:
 def _options(line: LaunchLine) -> Any:
     from compat.checks import DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, Options
 
-    raw = [line.spec.get("num_speculative_tokens"), None] if line.engine == "vllm" else [
+    raw = [line.spec.get("num_speculative_tokens"), None] if engines.get(line.engine).spec_in_config else [
         line.spec.get("--speculative-num-steps"), line.spec.get("--speculative-eagle-topk")]
     numbers = [DEFAULT_SPEC_TOKENS, DEFAULT_TOPK]
     for i, value in enumerate(raw):

@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from compat.launch_line import PYTHON, SGLANG_MODULES, VLLM_MODULES
+from compat import engines
+from compat.launch_line import PYTHON
 from compat.manifests import nodes
 from compat.manifests.model import Where, Word
 from compat.manifests.nodes import Doc
@@ -30,10 +31,13 @@ K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 def entry_index(texts: list[str]) -> int | None:
     """Where an engine's entry point starts in these words (`vllm serve`, `python -m vllm.entrypoints...`,
     `python -m sglang.launch_server`), or None."""
+    units = engines.all_engines()
+    commands = [c for unit in units for c in unit.launch_commands]
+    modules = {m for unit in units for m in unit.launch_modules}
     for i, word in enumerate(texts):
-        if word.rsplit("/", 1)[-1] == "vllm" and i + 1 < len(texts) and texts[i + 1] == "serve":
+        if any(word.rsplit("/", 1)[-1] == c[0] and texts[i + 1:i + len(c)] == list(c[1:]) for c in commands):
             return i
-        if PYTHON.match(word) and i + 2 < len(texts) and texts[i + 1] == "-m" and texts[i + 2] in (*VLLM_MODULES, *SGLANG_MODULES):
+        if PYTHON.match(word) and i + 2 < len(texts) and texts[i + 1] == "-m" and texts[i + 2] in modules:
             return i
     return None
 

@@ -12,13 +12,13 @@ import html
 import json
 from typing import Any
 
+from compat import engines
 from compat.matrix.assets import CSS, JS
 from compat.matrix.method_templates import METHOD_KINDS
 from compat.matrix.build import USER, summary
 from compat.matrix.labels import answered, legend, short
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 class _Interner:
@@ -69,7 +69,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
            # the page loads nothing: no script, style, font or image from anywhere but itself
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
            "script-src 'unsafe-inline'; img-src data:\">",
-           f"<title>compat matrix: EAGLE-3 on {_esc(', '.join(ENGINE_NAMES.get(e, e) for e in document['engines']))}</title>",
+           f"<title>compat matrix: EAGLE-3 on {_esc(', '.join(_shown(e) for e in document['engines']))}</title>",
            f"<style>{CSS}</style><style id=\"filter-style\"></style></head><body>"]
     out.append(_header(document, info, command, generated))
     out.append('<main><div class="wrap"><table id="matrix"><thead><tr><th class="rel" scope="col">release</th>')
@@ -80,7 +80,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
                    f'{_esc(column["family"])}{kind}</th>')
     out.append("</tr></thead><tbody>")
     for engine, about in document["engines"].items():
-        out.append(f'<tr class="engine"><th colspan="{len(columns) + 1}">{_esc(ENGINE_NAMES.get(engine, engine))} '
+        out.append(f'<tr class="engine"><th colspan="{len(columns) + 1}">{_esc(_shown(engine))} '
                    f'{_esc(about["releases"])}: {len(about["versions"])} releases</th></tr>')
         for version in about["versions"]:
             out.append(f'<tr data-engine="{_esc(engine)}"><th class="rel" scope="row">{_esc(version)}</th>')
@@ -116,7 +116,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
 
 
 def _header(document: dict[str, Any], info: dict[str, Any], command: str, generated: str) -> str:
-    engines = ", ".join(f"{ENGINE_NAMES.get(e, e)} {document['engines'][e]['releases']} ({n} releases)"
+    engines = ", ".join(f"{_shown(e)} {document['engines'][e]['releases']} ({n} releases)"
                         for e, n in info["engines"].items())
     families = "".join(f'<option value="{_esc(f)}">{_esc(f)}</option>' for f in info["families"] if f != USER)
     kinds = "".join(f'<option value="{_esc(k)}">{_esc(k)}</option>' for k in info["drafter_kinds"] if k != USER)
@@ -164,7 +164,7 @@ def render_markdown(document: dict[str, Any]) -> str:
     by_key = {(r["engine"], r["version"], r["column"]): r for r in document["rows"]}
     lines: list[str] = []
     for engine, about in document["engines"].items():
-        lines += [f"**{ENGINE_NAMES.get(engine, engine)} {about['releases']}**", "",
+        lines += [f"**{_shown(engine)} {about['releases']}**", "",
                   "| releases | " + " | ".join(_md_head(c) for c in columns) + " |",
                   "|---|" + "---|" * len(columns)]
         groups: list[list[Any]] = []
@@ -193,3 +193,9 @@ def _md_cell(row: dict[str, Any] | None) -> str:
     fixes = [f for f in row.get("fixes") or [] if f.startswith("use ")]
     said = answered(row.get("answers") or {})
     return (text + (f" ({fixes[0]})" if fixes and text == "no" else "") + (f" ({said})" if said else "")).replace("|", "\\|")
+
+
+def _shown(engine: str) -> str:
+    """The engine as people write it ("vLLM"); a name compat has no unit for, as the document says it."""
+    unit = engines.find(engine)
+    return unit.display_name if unit is not None else engine

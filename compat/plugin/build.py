@@ -114,8 +114,8 @@ def process_env(tree: EngineTree, relpath: str) -> dict[str, str]:
     (`compilation_config.traced_files`, read back with open() in vllm/compilation/backends.py), so a
     model module patched in memory would share cache entries with the unpatched file, in both
     directions. Where the tree keys its cache that way and has the switch, the plugin turns the
-    compile cache off in the processes that run a patched model module."""
-    if tree.engine != "vllm" or not relpath.startswith("vllm/model_executor/"):
+    compile cache off in the processes that run a patched model module (a vLLM model module: no other tree has one)."""
+    if not relpath.startswith("vllm/model_executor/"):
         return {}
     keyed_by_files = any(b"traced_files" in tree.read_bytes(f) and b"open(" in tree.read_bytes(f)
                          for f in tree.grep("traced_files", under="vllm/compilation"))

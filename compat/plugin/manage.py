@@ -34,7 +34,7 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
     target = None if target is None else Path(target)
     site = dist.site_packages(exe) if target is None else target
     if target is not None:
-        target.mkdir(parents=True, exist_ok=True)
+        _make_target(target)
     with tree_lock(tree, shared=True):  # a compat patch run on this tree is never seen half-way
         planned = build.plan_patches(tree, select, skip, options)
         why = build.refusal(planned, select)
@@ -55,6 +55,23 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
                      "the plugin leaves any other tree alone (point --path at the tree it imports)")
     return {"action": "install", "site_packages": str(site), "replaced": replaced, "files": files, "notes": notes,
             "plan": [p.to_json() for p in planned], **summary(data)}
+
+
+def check_target(target: str | Path | None) -> None:
+    """--target DIR, checked before the engine is looked for: a file there is the wrong kind of path (4)."""
+    if target is not None and Path(target).exists() and not Path(target).is_dir():
+        raise RefusedError(f"--target {target}: a file, not a directory", hint="name a directory (it is made when missing)")
+
+
+def _make_target(target: Path) -> None:
+    """--target DIR, made when missing; a file there is the wrong kind of path (4), with nothing written."""
+    check_target(target)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise RefusedError(f"--target {target}: a file, not a directory", hint="name a directory (it is made when missing)") from None
+    except OSError as err:
+        raise RefusedError(f"--target {target}: cannot create it ({err.strerror})", hint="name a writable directory") from None
 
 
 def imported_from(python: Interpreter | str, engine: str) -> str | None:

@@ -71,6 +71,9 @@ def find_installed(python: Interpreter | str | None = None) -> list[InstalledEng
 
 def open_path(directory: str | Path, engine: str | None = None) -> EngineTree:
     directory = Path(directory).expanduser()
+    if directory.exists() and not directory.is_dir():  # not a tree (3), as a folder holding no engine is
+        raise SourceError(f"--path {directory}: a file, not a source tree",
+                          hint="point --path at a source tree: the folder that holds vllm/ or sglang/")
     if not directory.is_dir():
         from compat.core.errors import UsageError  # a path that names nothing: exit 2, as the exit-code table says
 

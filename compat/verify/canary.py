@@ -82,6 +82,7 @@ def measure_canary(*, python: Interpreter | str | None = None, families: list[st
     unknown = [f for f in chosen if f not in FAMILIES]
     if unknown:
         raise UsageError(f"--family {unknown[0]}: no oracle for it", hint=f"known: {', '.join(FAMILIES)}")
+    log = new_log_path("canary", log_dir)  # a --log-dir that cannot be one is said before the engine is looked for
     engine = installed_vllm(python)
     tree = engine.tree()
     report = build_report(tree)
@@ -89,7 +90,6 @@ def measure_canary(*, python: Interpreter | str | None = None, families: list[st
            "families": [{"family": family, "seed": 0, "dtype": FAMILY_DTYPE[family],
                          "cases": [{"name": c.name, "where": c.where, "ids": list(c.ids) if c.ids else None,
                                     "num_aux": aux_count(report, c)} for c in CASES]} for family in chosen]}
-    log = new_log_path("canary", log_dir)
     with tempfile.TemporaryDirectory(prefix="compat-canary-") as work:
         job["work_dir"] = work
         run = run_script(engine.interpreter, "canary_run.py", job, work=Path(work), log=log, timeout=timeout,
@@ -124,7 +124,7 @@ def judge_canary(measurement: dict, report: dict | None = None) -> dict:
         if row["status"] == CANNOT_RUN:
             row["needs_patch"] = patches_for_error(measurement["tree"], row["error"] or "", engine.python) or None
         rows.append(row)
-    return {"engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
+    return {"engine": engine.engine, "version": engine.version, "distribution": engine.distribution, "python": engine.python,
             "platform": run.platform, "families": measurement["families"], "canary": rows, "agrees": overall(rows),
             "could_not_run": could_not_run(rows),
             "log": str(run.log), "seconds": run.seconds,

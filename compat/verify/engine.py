@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.core.errors import EXIT_CHECK_FAILED, CompatError
+from compat import engines
+from compat.core.errors import EXIT_CHECK_FAILED, CompatError, RefusedError
 from compat.core.interpreter import Interpreter
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def installed_vllm(python: Interpreter | str | None) -> InstalledEngine:
     from compat.core.errors import SourceError
     from compat.sources.installed import find_installed
 
-    found = [e for e in find_installed(python) if e.engine == "vllm"]
+    found = [e for e in find_installed(python) if engines.get(e.engine).runs_verify]  # the engine verify starts
     if not found:
         where = Interpreter.of(python).path if python is not None else "this interpreter"
         raise SourceError(f"vLLM is not installed in {where}",
@@ -90,9 +91,11 @@ def new_log_path(kind: str, log_dir: str | Path | None = None) -> Path:
     directory = Path(log_dir).expanduser() if log_dir else default_log_dir()
     try:
         directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file is there: the wrong kind of path (4), before the engine runs
+        raise RefusedError(f"--log-dir {directory}: a file, not a folder", hint="pass a directory with --log-dir") from None
     except OSError as err:
-        raise EngineRunError(f"--log-dir {directory}: cannot create it ({err.strerror})",
-                             hint="pass a writable directory with --log-dir") from None
+        raise RefusedError(f"--log-dir {directory}: cannot create it ({err.strerror})",
+                           hint="pass a writable directory with --log-dir") from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return directory / f"{kind}-{stamp}-{os.getpid()}.log"
 
@@ -142,13 +145,19 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
     return run
 
 
-def explain_command(log: Path, python: str) -> str:
-    """The `compat explain` line that reads an engine run's log against the engine that wrote it."""
+def verify_engine() -> str:
+    """The engine verify starts (commands/verify.py refuses any other --engine): the unit declaring RUNS_VERIFY."""
+    return next(e.name for e in engines.all_engines() if e.runs_verify)
+
+
+def explain_command(log: Path, python: str, engine: str | None = None) -> str:
+    """The `compat explain` line that reads an engine run's log against the engine that wrote it (verify's)."""
     import shlex
 
     from compat.release_ref import ReleaseRef
 
-    return shlex.join(["compat", "explain", "--log", str(log), *ReleaseRef.installed("vllm", python).args("explain")])
+    ref = ReleaseRef.installed(engine or verify_engine(), python)
+    return shlex.join(["compat", "explain", "--log", str(log), *ref.args("explain")])
 
 
 def _deliver(on_event: Callable[[dict[str, Any]], None] | None, event: dict[str, Any]) -> None:

@@ -63,6 +63,9 @@ def read_model_dir(path: str | Path, role: str) -> ModelDir:
     directory = Path(path).expanduser()
     if directory.name == "config.json" and directory.is_file():
         directory = directory.parent
+    if directory.exists() and not directory.is_dir():  # there, but the wrong kind: 4; nothing there: 2
+        raise ModelReadError(f"{role} {path}: a file, not a model directory",
+                             hint=f"give the {role} model directory (config.json + weights)")
     if not directory.is_dir():
         raise UsageError(f"{role} {path}: no such directory", hint=f"give the {role} model directory (config.json + weights)")
     config_path = directory / "config.json"
@@ -193,10 +196,16 @@ def read_prompts_file(path: str | Path, count: int) -> PromptPlan:
     """`--prompts FILE`: one prompt a line, as vLLM's offline API takes it: {"prompt": "text"} or
     {"prompt_token_ids": [ids]} (one kind per file; blank lines and # comments skipped); the first `count`."""
     file = Path(path).expanduser()
-    try:
+    try:  # nothing there: 2; there but not a file of prompts: 4 (as --server's --prompts)
         lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"--prompts {path}: cannot read it ({err})") from None
+    except FileNotFoundError:
+        raise UsageError(f"--prompts {path}: no such file") from None
+    except IsADirectoryError:
+        raise RefusedError(f"--prompts {path}: a directory, not a JSONL file") from None
+    except UnicodeDecodeError:
+        raise RefusedError(f"--prompts {path}: not UTF-8 text") from None
+    except OSError as err:
+        raise RefusedError(f"--prompts {path}: cannot read it ({err.strerror})") from None
     prompts: list = []
     for number, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -204,7 +213,7 @@ def read_prompts_file(path: str | Path, count: int) -> PromptPlan:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as err:
-            raise UsageError(f"--prompts {path}: line {number} is not JSON ({err.msg})") from None
+            raise RefusedError(f"--prompts {path}: line {number} is not JSON ({err.msg})") from None
         ids = item.get("prompt_token_ids") if isinstance(item, dict) else None
         text = item.get("prompt") if isinstance(item, dict) else None
         if isinstance(ids, list) and ids and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
@@ -212,11 +221,11 @@ def read_prompts_file(path: str | Path, count: int) -> PromptPlan:
         elif isinstance(text, str) and text:
             prompts.append(text)
         else:
-            raise UsageError(f"--prompts {path}: line {number} has neither a \"prompt\" text nor \"prompt_token_ids\"",
+            raise RefusedError(f"--prompts {path}: line {number} has neither a \"prompt\" text nor \"prompt_token_ids\"",
                              hint='one prompt a line: {"prompt": "..."} or {"prompt_token_ids": [1, 2, 3]}')
     if not prompts:
-        raise UsageError(f"--prompts {path}: no prompts in it")
+        raise RefusedError(f"--prompts {path}: no prompts in it")
     if len({isinstance(p, str) for p in prompts}) > 1:
-        raise UsageError(f"--prompts {path}: mixes texts and token ids; one kind per file")
+        raise RefusedError(f"--prompts {path}: mixes texts and token ids; one kind per file")
     chosen = [prompts[i % len(prompts)] for i in range(count)]
     return PromptPlan("text" if isinstance(chosen[0], str) else "token-ids", chosen, f"read from {file}")

@@ -26,7 +26,13 @@ if TYPE_CHECKING:
 DEFAULT_METHOD = "eagle3"
 # vLLM's n-gram proposer matches the last 2..4 tokens of the context (its own defaults are set only with one bound).
 NGRAM_LOOKUP = {"prompt_lookup_min": 2, "prompt_lookup_max": 4}
-ENGINE = "vllm"  # verify runs vLLM only (commands/verify.py refuses any other --engine)
+
+
+
+def _engine() -> str:
+    from compat.verify.engine import verify_engine
+
+    return verify_engine()
 
 
 class MethodRefused(CompatError):
@@ -58,7 +64,7 @@ def families() -> list[str]:
     """The families `--method` takes: every method unit with a vLLM name."""
     from compat.methods import all_methods
 
-    return [m.family for m in all_methods() if m.engine_names(ENGINE)]
+    return [m.family for m in all_methods() if m.engine_names(_engine())]
 
 
 def resolve(family: str, version: str | None) -> VerifyMethod:
@@ -69,7 +75,7 @@ def resolve(family: str, version: str | None) -> VerifyMethod:
         method = get_method(family)
     except KeyError:
         raise UsageError(f"--method {family}: no such method", hint=f"one of: {', '.join(families())}") from None
-    names = [n for n in method.engine_names(ENGINE) if not n.shared]
+    names = [n for n in method.engine_names(_engine()) if not n.shared]
     if not names:
         raise UsageError(f"--method {family}: vLLM has no {method.title} method", hint=f"one of: {', '.join(families())}")
     accepted = [n for n in names if version is None or n.accepted_in(version) is not False]

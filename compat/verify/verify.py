@@ -54,31 +54,33 @@ def run_verify(target: str | Path, drafter: str | Path | None, *, python: Interp
     """
     from compat.verify import methods
 
-    engine = installed_vllm(python)
+    # what the user gave is read first: a path naming nothing (2) or the wrong kind (4) is said before the engine
     target_dir = read_model_dir(target, "target")
     drafter_dir = read_model_dir(drafter, "drafter") if drafter is not None else None
     recognised = methods.recognised_family(drafter_dir) if drafter_dir and not method else None
     family = method or recognised or methods.DEFAULT_METHOD
-    run_of = methods.resolve(family, engine.version)
-    methods.check_inputs(run_of, target_dir, drafter_dir)
-    methods.check_venv(run_of, engine.python)
+    any_release = methods.resolve(family, None)  # the method's needs that no release changes, checked now
+    methods.check_inputs(any_release, target_dir, drafter_dir)
     if prompts_file is not None:
         plan = read_prompts_file(prompts_file, num_prompts)
     else:
         plan = plan_prompts(target_dir, drafter_dir, texts=prompts, prompt_ids=prompt_ids, count=num_prompts,
-                            repeating=run_of.repeating_prompts)
+                            repeating=any_release.repeating_prompts)
+    log = new_log_path("verify", log_dir)
+    engine = installed_vllm(python)  # only now: looking for vLLM (a subprocess in the serving venv)
+    run_of = methods.resolve(family, engine.version)
+    methods.check_venv(run_of, engine.python)
     spec = run_of.speculative_config(drafter_dir.path if drafter_dir else None, num_speculative_tokens)
     common = {"model": str(target_dir.path), "prompts": plan.prompts, "max_tokens": max_tokens,
               "max_model_len": max_model_len(target_dir, plan.prompts, max_tokens), "dtype": dtype, "warmup": True}
     job = {"runs": [{"label": PLAIN, "speculative_config": None, **common},
                     {"label": SPECULATIVE, "speculative_config": spec, **common}]}
-    log = new_log_path("verify", log_dir)
     with tempfile.TemporaryDirectory(prefix="compat-verify-") as work:
         run = run_script(engine.interpreter, "vllm_run.py", job, work=Path(work), log=log, timeout=timeout,
                          on_event=_progress(progress))
     plain, speculative = (_succeeded(run, label, engine, log) for label in (PLAIN, SPECULATIVE))
     document = {
-        "engine": "vllm", "version": engine.version, "distribution": engine.distribution, "python": engine.python,
+        "engine": engine.engine, "version": engine.version, "distribution": engine.distribution, "python": engine.python,
         "platform": run.platform,
         "method": {"family": run_of.family, "title": run_of.title, "name": run_of.name,
                    "chosen_by": "asked" if method else ("the drafter" if recognised else "default")},
@@ -101,7 +103,7 @@ def _succeeded(run: EngineRun, label: str, engine: InstalledEngine, log: Path) -
     if result is None or not result.get("ok"):
         error = (result or {}).get("error") or "no result"
         raise EngineRunError(f"vLLM {engine.version} failed in the {label}: {error}; its log: {log}",
-                             hint=f"{explain_command(log, engine.python)} maps the engine's error to its source and a "
+                             hint=f"{explain_command(log, engine.python, engine.engine)} maps the engine's error to its source and a "
                                   "fix; for the speculative run, `compat doctor` says whether this release can load "
                                   "the drafter")
     return result

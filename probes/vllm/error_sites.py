@@ -6,7 +6,8 @@ home (`vllm/config/speculative.py`, or the single `vllm/config.py` of older rele
 check it (`vllm/config/vllm.py`, `model.py`), argument parsing (`vllm/engine/arg_utils.py`), every file of
 the speculative-decoding and worker packages (`vllm/v1/spec_decode/`, `vllm/spec_decode/` before v1, the
 model runners under `vllm/v1/worker/`), the model loaders (`vllm/model_executor/model_loader/`), the
-drafter configs (`vllm/transformers_utils/configs/`), the model interfaces and registry, and the drafter
+drafter configs (`vllm/transformers_utils/configs/`), the config reader and the layers a drafter's weights load
+into (their weight loaders assert the shapes), the model interfaces and registry, and the drafter
 models (model files whose name says eagle, medusa or mtp, in the classic folder or the per-model packages
 of 0.24+). See probes/_error_sites.py for what a site holds.
 """
@@ -30,12 +31,16 @@ WORKER_NEEDLES = (b"speculative", b"spec_decode", b"eagle", b"drafter", b"block_
 MODEL_FILES = ("interfaces.py", "registry.py")
 DRAFTER_WORDS = ("eagle", "medusa", "mtp", "draft")
 DRAFTER_CONFIGS = ("vllm/transformers_utils/configs/eagle.py", "vllm/transformers_utils/configs/medusa.py")
+# Where a drafter's config is read and its weights land: the config reader, the model utilities' weight loader, the
+# layers whose weight_loader asserts the shapes (a drafter's tensors of the wrong shape fail there).
+LOADING = ("vllm/transformers_utils/config.py", "vllm/model_executor/models/utils.py",
+           "vllm/model_executor/layers/linear.py", "vllm/model_executor/layers/vocab_parallel_embedding.py")
 
 
 def spec_decode_files(tree: EngineTree) -> list[str]:
     """The files on the speculative-decoding code paths of this release, in a stable order."""
     found: dict[str, None] = {}
-    for relpath in (*SPEC_CONFIG_HOMES, *CONFIG_FILES, ARG_UTILS_HOME, *DRAFTER_CONFIGS):
+    for relpath in (*SPEC_CONFIG_HOMES, *CONFIG_FILES, ARG_UTILS_HOME, *DRAFTER_CONFIGS, *LOADING):
         if tree.exists(relpath):
             found[relpath] = None
     for package in PACKAGES:

@@ -69,6 +69,7 @@ def test_sglang_declares_what_the_release_maps_back(capture_before, version, fam
         assert sglang.engine_capture(got, Version(version) if version else None, family) == capture_before
 
 
+@pytest.mark.network
 def test_sglang_mla_needs_release_or_refuses(tmp_path, capsys):
     src = write_drafter(tmp_path / "src", "mla")
     target = write_target(tmp_path / "tgt", family="deepseek")
@@ -84,6 +85,7 @@ def test_sglang_mla_needs_release_or_refuses(tmp_path, capsys):
     assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == TRAINED_ON  # first id 3 != 1: used as is
 
 
+@pytest.mark.network
 def test_sglang_before_0_5_12_gets_midlayer_names_and_one_layer(tmp_path, capsys):
     from ckpt_builders import canonical_tensors, eagle_config
 
@@ -104,6 +106,7 @@ def test_sglang_before_0_5_12_gets_midlayer_names_and_one_layer(tmp_path, capsys
     assert "midlayer.self_attn.q_proj.weight" in names and "layers.1.self_attn.q_proj.weight" in names
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version, ok", [("0.16.0", False), ("0.18.0", True), ("0.33.0", True)])
 def test_vllm_mla_drafter_gate(tmp_path, version, ok):
     src = write_drafter(tmp_path / "src", "mla")
@@ -111,6 +114,7 @@ def test_vllm_mla_drafter_gate(tmp_path, version, ok):
     assert run(src, tmp_path / "out", "--to", "vllm", "--engine-version", version, "--target", target) == (0 if ok else 4)
 
 
+@pytest.mark.network
 def test_vllm_before_0_11_1_ignores_ids(tmp_path, capsys):
     from ckpt_builders import eagle_config
 
@@ -124,6 +128,7 @@ def test_vllm_before_0_11_1_ignores_ids(tmp_path, capsys):
     assert run(src, tmp_path / "b", "--to", "vllm", "--engine-version", "0.11.0", "--target", target) == 0
 
 
+@pytest.mark.network
 def test_vllm_four_aux_layers_need_0_22(tmp_path, capsys):
     from ckpt_builders import canonical_tensors, vllm_config
     import numpy as np
@@ -173,6 +178,7 @@ def test_sglang_source_without_record_read_by_from_flag(tmp_path, capsys):
                "--layer-ids", "3", "5", "6") == 0
 
 
+@pytest.mark.network
 def test_kimi_specforge_template_ids_per_engine(tmp_path, capsys):
     """checkpoint-formats.md 4.4: a SpecForge Kimi template declares [2, 30, 58] (output-of), so the
     drafter saw capture-before [3, 31, 59]; each engine release must be told what feeds those."""

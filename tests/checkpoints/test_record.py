@@ -33,6 +33,7 @@ def kimi_k25(tmp_path):
     return target
 
 
+@pytest.mark.network
 def test_the_layout_of_the_record(tmp_path, drafter, llama_target):
     assert run(drafter("eagle"), tmp_path / "out", "--to", "vllm", "--target", llama_target, "--engine-version", "0.20.0") == 0
     rec = record(tmp_path / "out")
@@ -86,6 +87,7 @@ def test_undeclared_ids(tmp_path, with_target):
         assert ids["basis"] == "undeclared" and ids["capture_before"] is None and ids["declared"] is None
 
 
+@pytest.mark.network
 def test_the_seed_case_through_sglang_and_back(tmp_path):
     """SpecForge drafter for Kimi-K2.5 ([2, 30, 58] nested, output-of): written for SGLang 0.5.16 it declares
     [3, 31, 59] (used as capture-before there); converting that output again reads its record, not a guess."""

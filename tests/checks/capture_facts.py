@@ -12,6 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/pinned.py: the pinned releases
+
 FACTS_DIR = Path(__file__).resolve().parent / "facts"
 KEYS = {"vllm": ("drafter_loader", "drafter_architecture_rename", "method_autodetection"),
         "sglang": ("drafter_loader", "drafter_architecture_rename")}
@@ -20,10 +22,10 @@ RELEASES = [("vllm", "0.10.1"), ("vllm", "0.10.2"), ("vllm", "0.11.0"), ("vllm",
 
 
 def facts(engine: str, version: str) -> dict:
+    import pinned
     from compat.report import build_report
-    from compat.sources.released import fetch_release
 
-    report = build_report(fetch_release(engine, f"=={version}", progress=False))
+    report = build_report(pinned.fetch(engine, version))
     return {key: report[key] for key in KEYS[engine]}
 
 

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/pinned.py: the pinned releases
+
 FACTS_DIR = Path(__file__).resolve().parent / "method_facts"
 KEYS = {"vllm": ("methods", "aux_layer_ids", "eagle3_targets", "drafter_architecture_rename", "speculative_config",
                  "cli_flags", "version"),
@@ -25,10 +27,10 @@ RELEASES = [("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm",
 
 
 def facts(engine: str, version: str) -> dict:
+    import pinned
     from compat.report import build_report
-    from compat.sources.released import fetch_release
 
-    report = build_report(fetch_release(engine, f"=={version}", progress=False))
+    report = build_report(pinned.fetch(engine, version))
     return {"engine": engine, **{key: report[key] for key in KEYS[engine]}}
 
 

@@ -4,7 +4,6 @@ config) and KV-cache dtype, from the line, on real SGLang 0.5.8 / vLLM 0.32.0 fa
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -16,22 +15,21 @@ SGLANG = ("python -m sglang.launch_server --model-path /m/t --speculative-algori
           "--speculative-draft-model-path /m/d ")
 
 
-def facts(engine, version, keys):
+def facts(release, engine, version, keys):
     from compat.report import build_report
-    from compat.sources.released import fetch_release
 
-    report = build_report(fetch_release(engine, f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1"))
+    report = build_report(release(engine, version))
     return {k: report[k] for k in keys}
 
 
 @pytest.fixture(scope="module")
-def sglang_facts():
-    return facts("sglang", "0.5.8", ("cli_arguments", "draft_quantization"))
+def sglang_facts(pinned_release):
+    return facts(pinned_release, "sglang", "0.5.8", ("cli_arguments", "draft_quantization"))
 
 
 @pytest.fixture(scope="module")
-def vllm_facts():
-    return facts("vllm", "0.32.0", ("cli_arguments", "speculative_config"))
+def vllm_facts(pinned_release):
+    return facts(pinned_release, "vllm", "0.32.0", ("cli_arguments", "speculative_config"))
 
 
 def run_line(ctx, run, engine, version, report, text, draft=None):

@@ -4,7 +4,6 @@ the line; SGLang runs the draft at the target's TP."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -13,11 +12,10 @@ from compat.launch_line import read_line
 
 
 @pytest.fixture(scope="module")
-def facts():
+def facts(pinned_release):
     from compat.report import build_report
-    from compat.sources.released import fetch_release
 
-    report = build_report(fetch_release("vllm", "==0.32.0", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1"))
+    report = build_report(pinned_release("vllm", "0.32.0"))
     return {k: report[k] for k in ("draft_parallel_rules", "cli_arguments", "speculative_config")}
 
 

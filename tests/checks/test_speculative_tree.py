@@ -4,7 +4,6 @@ modelled) and on hand-written ones."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -17,11 +16,10 @@ LINE = ("python -m sglang.launch_server --model-path /m/t --speculative-algorith
 
 
 @pytest.fixture(scope="module")
-def real_facts():
+def real_facts(pinned_release):
     from compat.report import build_report
-    from compat.sources.released import fetch_release
 
-    report = build_report(fetch_release("sglang", "==0.5.8", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1"))
+    report = build_report(pinned_release("sglang", "0.5.8"))
     return {k: report[k] for k in ("speculative_tree_rules", "cli_arguments", "cli_flags")}
 
 

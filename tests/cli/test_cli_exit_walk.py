@@ -1,7 +1,7 @@
 """Issue 33, item 5: every command follows the exit-code table (compat/core/output.py) on the same four mistakes: a
 path that names nothing (2), an interpreter that is not there (2), a release that does not exist (3), and an input
-that exists but is the wrong kind of directory (4; 3 for a --path that holds no engine: "not a tree"). One line,
-a fix, no traceback. The unknown releases are asked of the package index (marker network)."""
+that exists but is the wrong kind (4: a folder without config.json, a file where a folder goes or the reverse, a
+--python that is no program; 3 for a --path that holds no engine: "not a tree"). One line, a fix, no traceback. The unknown releases are asked of the package index (marker network)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ WALK = [  # (command words, expected exit code); `S/` is the samples folder, `EM
     (["probe", "--engine", UNKNOWN], 3), (["probe", "--path", "EMPTY"], 3),
     (["patch", "--path", MISSING], 2), (["patch", "--engine", "vllm", "--python", BAD_PYTHON], 2),
     (["patch", "--engine", UNKNOWN], 3), (["patch", "--path", "EMPTY"], 3),
+    (["probe", "--engine", "vllm", "--python", "S/Kimi-K2.5/config.json"], 4),  # there, but not a program
     (["plugin", "install", "--engine", "vllm", "--python", BAD_PYTHON], 2),
+    (["plugin", "install", "--engine", "vllm", "--path", MISSING], 2), (["plugin", "install", "--engine", "vllm", "--path", "EMPTY"], 3),
+    (["plugin", "install", "--engine", "vllm", "--target", "S/Kimi-K2.5/config.json"], 4),
+    (["plugin", "status", "--engine", "vllm", "--python", BAD_PYTHON], 2),
     (["convert", "ckpt", MISSING, "out", "--to", "vllm"], 2),
     (["convert", "ckpt", "S/kimi-k2-eagle3", "out", "--to", "vllm", "--engine", "vllm", "--python", BAD_PYTHON], 2),
     (["convert", "ckpt", "S/kimi-k2-eagle3", "out", "--to", "vllm", "--engine", UNKNOWN], 3),
@@ -25,6 +29,7 @@ WALK = [  # (command words, expected exit code); `S/` is the samples folder, `EM
     (["explain", "--log", MISSING, "--engine", "vllm", "--python", "SERVING"], 2),
     (["explain", "x", "--engine", "vllm", "--python", BAD_PYTHON], 2),
     (["explain", "x", "--engine", UNKNOWN], 3), (["explain", "x", "--path", "EMPTY"], 3),
+    (["explain", "--log", "EMPTY", "--engine", "vllm", "--python", "SERVING"], 4),
     (["doctor", "S/Kimi-K2.5", MISSING, "--path", "SERVING_TREE"], 2),
     (["doctor", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--engine", "vllm", "--python", BAD_PYTHON], 2),
     (["doctor", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--engine", UNKNOWN], 3),
@@ -33,8 +38,11 @@ WALK = [  # (command words, expected exit code); `S/` is the samples folder, `EM
     (["matrix", "--engine", "vllm", "--releases", "vllm:==99.0", "--format", "md"], 3),
     (["matrix", "--engine", "vllm", "--target", "EMPTY", "--drafter", "S/kimi-k2-eagle3", "--format", "md"], 4),
     (["verify", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--engine", "vllm", "--python", BAD_PYTHON], 2),
+    (["verify", MISSING, "S/kimi-k25-eagle3-ft", "--engine", "vllm", "--python", "SERVING"], 2),
+    (["verify", "S/Kimi-K2.5", "EMPTY", "--engine", "vllm", "--python", "SERVING"], 4),
+    (["verify", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--engine", "vllm", "--python", "SERVING", "--prompts", "EMPTY"], 4),
     (["cache", "list", "--cache-dir", "S/Kimi-K2.5/config.json"], 4),
-    (["env", "--python", BAD_PYTHON], 2),
+    (["env", "--python", BAD_PYTHON], 2), (["env", "--python", "S/Kimi-K2.5/config.json"], 4),
     (["samples", "S/Kimi-K2.5/config.json"], 4),
 ]
 
@@ -59,7 +67,7 @@ def test_every_command_gives_the_documented_exit_code(work, words, code):
     run = compat(*argv, cwd=root)
     assert run.code == code, (run.code, run.err)
     assert "Traceback" not in run.err and "Traceback" not in run.out
-    if code != 2 or words[0] != "env":  # env prints its report, and says the failed interpreter in it
+    if words[0] != "env" or "--python" not in words:  # env prints its report, and says the failed interpreter in it
         assert run.err.count("error:") == 1, run.err  # said once
 
 
@@ -74,3 +82,16 @@ def test_swapped_models_are_named(work):
     assert "compat convert ckpt S/kimi-k25-eagle3-ft out --to vllm --target S/Kimi-K2.5" in convert.err
     alone = compat("convert", "ckpt", "S/Kimi-K2.5", "out", "--to", "vllm", cwd=root)
     assert alone.code == 2 and "is a target model" in alone.err and not (root / "out").exists()
+
+
+def test_a_model_of_the_wrong_kind_is_named(work):
+    """The swap's siblings: the same folder given twice, a drafter as TARGET, a target's config as DRAFTER."""
+    root, _, tree = work
+    twice = compat("doctor", "S/Kimi-K2.5", "S/Kimi-K2.5", "--path", str(tree), cwd=root)
+    assert twice.code == 2 and "DRAFTER S/Kimi-K2.5 (the same folder as TARGET) is a target model" in twice.err, twice.err
+    assert "fix: the drafter second: compat doctor S/Kimi-K2.5 DRAFTER" in twice.err and twice.err.count("error:") == 1
+    drafters = compat("doctor", "S/kimi-k25-eagle3-ft", "S/kimi-k2-eagle3", "--path", str(tree), cwd=root)
+    assert drafters.code == 2 and "TARGET S/kimi-k25-eagle3-ft is a drafter" in drafters.err, drafters.err
+    assert "compat doctor TARGET S/kimi-k2-eagle3" in drafters.err
+    right = compat("doctor", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--path", str(tree), cwd=root)
+    assert "is a drafter" not in right.err and "is a target model" not in right.err, right.err

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import COMPAT, compat
 
-pytestmark = [pytest.mark.strace, pytest.mark.network]  # the releases come from the package index (cached)
+pytestmark = [pytest.mark.strace, pytest.mark.network]  # pinned releases (tests/releases.json), cached
 
 
 def _under_strace(argv: list[str], syscalls: str, n: int, cwd: Path) -> subprocess.CompletedProcess:
@@ -60,10 +60,8 @@ def test_convert_terminated_at_its_fsync_leaves_no_output(tmp_path):
                                                            "kimi-k25-eagle3-ft"]  # no DST, no staging folder
 
 
-def test_patch_terminated_between_its_renames_leaves_the_tree_as_it_was(tmp_path):
-    from compat.sources.released import fetch_release
-
-    shutil.copytree(fetch_release("vllm", "==0.17.1", progress=False).root / "vllm", tmp_path / "tree" / "vllm")
+def test_patch_terminated_between_its_renames_leaves_the_tree_as_it_was(tmp_path, pinned_release):
+    shutil.copytree(pinned_release("vllm", "0.17.1").root / "vllm", tmp_path / "tree" / "vllm")
     before = _digest(tmp_path / "tree")
     run = _under_strace(["patch", "--path", "tree"], "rename,renameat2", 2, tmp_path)
     _interrupted(run.returncode, run.stderr)

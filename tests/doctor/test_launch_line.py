@@ -1,4 +1,4 @@
-"""doctor --launch on real releases: the user's line read with that release's own arguments (vLLM 0.11.0, 0.16.0,
+"""doctor --launch on real (pinned) releases: the user's line read with that release's own arguments (vLLM 0.11.0, 0.16.0,
 0.18.0, 0.32.0; SGLang 0.5.8, 0.5.23), what it refuses or degrades, and the line printed back with the fixes.
 
 SGLang cannot run here: its arguments are read from its source (server_args.py and, from 0.5.20, the msgspec
@@ -36,6 +36,7 @@ def check(data, name):
     return next(c for c in data["checks"] if c["check"] == name)
 
 
+@pytest.mark.network
 def test_a_line_that_works_is_printed_back_unchanged(kimi, doctor_cli):
     line = vllm_line(extra="--max-model-len 32k --no-enable-prefix-caching")
     code, data = doctor_json(doctor_cli, kimi, "vllm==0.18.0", "--launch", line)
@@ -44,6 +45,7 @@ def test_a_line_that_works_is_printed_back_unchanged(kimi, doctor_cli):
     assert check(data, "launch-arguments")["verdict"] == "pass"
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version, rejects", [("0.11.0", False), ("0.16.0", True), ("0.32.0", True)])
 def test_a_spec_key_without_a_field_is_ignored_before_0_16_and_refused_after(kimi, doctor_cli, version, rejects):
     code, data = doctor_json(doctor_cli, kimi, f"vllm=={version}", "--launch", vllm_line({**SPEC, "draft_topk": 4}))
@@ -54,6 +56,7 @@ def test_a_spec_key_without_a_field_is_ignored_before_0_16_and_refused_after(kim
     assert "draft_topk" not in printed[printed.index("--speculative-config") + 1] and code == 1
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version, known", [("0.11.0", False), ("0.32.0", True)])
 def test_the_sc_alias_exists_only_where_the_release_declares_it(kimi, doctor_cli, version, known):
     _, data = doctor_json(doctor_cli, kimi, f"vllm=={version}", "--launch", vllm_line(option="-sc"))
@@ -64,6 +67,7 @@ def test_the_sc_alias_exists_only_where_the_release_declares_it(kimi, doctor_cli
         assert "--speculative-config" in data["launch"]["argv"] and "-sc" not in data["launch"]["argv"]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version", ["0.11.0", "0.16.0", "0.32.0"])
 def test_unknown_options_and_bad_values_in_the_engines_words(kimi, doctor_cli, version):
     line = vllm_line(option="--speculative_config", extra="--speculative-model /models/old --kv-cache-dtype fp9 "
@@ -79,6 +83,7 @@ def test_unknown_options_and_bad_values_in_the_engines_words(kimi, doctor_cli, v
     assert argv[argv.index("--port") + 1] == "8000" and argv.index("--port") > argv.index("--kv-cache-dtype")  # order kept
 
 
+@pytest.mark.network
 def test_a_vllm_line_running_eagle_is_fixed_in_the_printed_line(kimi, doctor_cli):
     code, data = doctor_json(doctor_cli, kimi, "vllm==0.18.0", "--launch", vllm_line({**SPEC, "method": "eagle"}))
     assert code == 1 and check(data, "method")["verdict"] == "fail" and check(data, "method")["fix"]["kind"] == "line"
@@ -89,6 +94,7 @@ def test_a_vllm_line_running_eagle_is_fixed_in_the_printed_line(kimi, doctor_cli
                                           "--speculative-config"]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("version", ["0.5.8", "0.5.23"])
 def test_an_sglang_line_running_eagle(kimi, doctor_cli, version):
     code, data = doctor_json(doctor_cli, kimi, f"sglang=={version}", "--launch", sglang_line(algorithm="EAGLE"))
@@ -98,12 +104,14 @@ def test_an_sglang_line_running_eagle(kimi, doctor_cli, version):
     assert check(data, "launch-arguments")["verdict"] == "pass"  # --tp: argparse takes the unique prefix of --tp-size
 
 
+@pytest.mark.network
 def test_sglang_0_5_8_choices_are_compared_as_typed(kimi, doctor_cli):
     _, data = doctor_json(doctor_cli, kimi, "sglang==0.5.8", "--launch", sglang_line("--speculative-eagle-topk x --bogus"))
     detail = check(data, "launch-arguments")["detail"]
     assert "argument --speculative-eagle-topk: invalid int value: 'x'" in detail and "unrecognized arguments: --bogus" in detail
 
 
+@pytest.mark.network
 def test_target_and_drafter_come_from_the_line_when_not_given(kimi, doctor_cli):
     line = vllm_line(spec={**SPEC, "model": str(kimi.drafter)}, target=str(kimi.target))
     code, out, err = doctor_cli("--engine", "vllm==0.18.0", "--json", "--", *shlex.split(line))
@@ -113,6 +121,7 @@ def test_target_and_drafter_come_from_the_line_when_not_given(kimi, doctor_cli):
     assert data["launch"]["argv"] == shlex.split(line)
 
 
+@pytest.mark.network
 def test_human_output_names_the_changes(kimi, doctor_cli):
     code, out, _ = doctor_cli(str(kimi.target), str(kimi.drafter), "--engine", "vllm==0.18.0", "--launch",
                               vllm_line({**SPEC, "method": "eagle"}, extra="--frobnicate"))
@@ -147,6 +156,7 @@ def test_a_huge_value_is_not_echoed_whole(kimi, doctor_cli):
     assert code == 2 and "(90001 characters)" in json.loads(out)["error"] and len(out + err) < 3000
 
 
+@pytest.mark.network
 def test_an_infinite_num_speculative_tokens_is_judged_not_a_traceback(kimi, doctor_cli):
     """json.loads takes Infinity, as vLLM's own parser does; int() of it raised OverflowError (hostile campaign)."""
     spec = {**SPEC, "model": str(kimi.drafter), "num_speculative_tokens": float("inf")}

@@ -205,11 +205,10 @@ def test_d2t_zeroed_drafter_metrics_collapse(compat_cli, engine_python, server_l
     assert all(i["verdict"] == "collapsed" for i in finding["over_time"])
 
 
-def test_release_unknown_is_guessed_from_the_text_and_said_to_fit(compat_cli, broken_logs):
+def test_release_unknown_is_guessed_from_the_text_and_said_to_fit(compat_cli, broken_logs, pinned_release):
     """--engine vllm with no vLLM in compat's own interpreter: the log names v0.32.0, which is tried and fits."""
+    pinned_release("vllm", "0.32.0")  # in the cache, which --offline searches
     proc = compat_cli("explain", "--log", str(broken_logs["no-weights"]), "--engine", "vllm", "--offline", "--json")
-    if proc.returncode == 3:
-        pytest.skip("vLLM 0.32.0 is not in the release cache")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["release_guessed"] is True and doc["version"] == "0.32.0"
     (searched,) = doc["releases_searched"]

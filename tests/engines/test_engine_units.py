@@ -112,7 +112,9 @@ def _unit(name: str, **changes: object) -> str:
     fields = dict(NAME=name, DISPLAY_NAME=name.upper(), IMPORT_NAME=name, DISTRIBUTIONS=(name,), INDEX_NAME=name,
                   VERSION_FILES=(f"{name}/version.py",), REPOSITORY=f"https://example.invalid/{name}",
                   VERSION_IN_LOG=r"v(\d+\.\d+\.\d+)", SERVER_OWNED_BY=name, METRICS_PREFIX=f"{name}:",
-                  DEFAULT_RELEASES=">=1.0")
+                  DEFAULT_RELEASES=">=1.0", LAUNCH_COMMANDS=((f"{name}-serve",),), SPEC_FORM="config",
+                  LAYER_IDS_FED_BY="runners", SERVER_ACCEPTANCE="counters", DRAFT_SETTINGS_FROM="draft",
+                  DRAFT_SHAPE="chain", TARGET_GATE="interface")
     fields.update(changes)
     return "\n".join(f"{k} = {v!r}" for k, v in fields.items() if v is not None) + "\n"
 
@@ -127,9 +129,100 @@ def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (_unit("trtllm", DISTRIBUTIONS=None), "DISTRIBUTIONS"),
     (_unit("trtllm", DEFAULT_RELEASES=1), "DEFAULT_RELEASES"),
     (_unit("othername"), "NAME"),
-    (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME")])
+    (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME"),
+    (_unit("trtllm", SPEC_FORM=None), "SPEC_FORM"),
+    (_unit("trtllm", SPEC_FORM="yaml"), "SPEC_FORM"),
+    (_unit("trtllm", SERVER_ACCEPTANCE="logs"), "SERVER_ACCEPTANCE")])
 def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
     with pytest.raises(ContractError) as err:
         engines.all_engines()
     assert err.value.owner == "compat.engines.trtllm" and err.value.field == field
+
+
+def _product_files() -> dict[str, str]:
+    """Every file of the package's folders, by path: its sha256."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for folder in ("compat", "checks", "probes", "patches", "checkpoints", "methods")
+            for p in sorted((root / folder).rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _compat(*argv: str) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from compat import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as exc:  # --help
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_third_engine_is_one_unit_and_no_other_file(extra_folder, tmp_path):
+    """TensorRT-LLM as a unit in a temporary folder: probe's and doctor's --engine and --path take it and their
+    --help names it; probe reads its tree; a release of it is looked for in the cache, not refused as unknown.
+    No file of compat changed for it."""
+    before = _product_files()
+    (extra_folder / "trtllm.py").write_text(_unit("trtllm", DISPLAY_NAME="TensorRT-LLM", ORDER=30,
+                                                  VERSION_FILES=("trtllm/version.py",)))
+    for command in ("probe", "doctor"):
+        code, out, _ = _compat(command, "--help")
+        assert code == 0 and "vllm, sglang or trtllm" in out and "trtllm/" in out, out
+    tree = tmp_path / "tree" / "trtllm"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "version.py").write_text("__version__ = '1.2.0'\n")
+    code, out, _ = _compat("probe", "--path", str(tree.parent), "--json")
+    import json
+
+    report = json.loads(out)
+    assert code == 0 and (report["engine"], report["version"]) == ("trtllm", "1.2.0") and report["probe_errors"] == []
+    code, _, err = _compat("probe", "--engine", "trtllm==1.2.0", "--offline", "--cache-dir", str(tmp_path / "cache"))
+    assert code == 3 and "offline and trtllm==1.2.0 is not in the cache" in err  # an engine: its release is looked for
+    code, _, err = _compat("probe", "--engine", "tensorrt==1.2.0", "--offline")
+    assert code == 2 and "--engine 'tensorrt==1.2.0': expected vllm, sglang or trtllm" in err
+    assert _product_files() == before
+
+
+def test_what_the_engines_differ_in_is_declared():
+    """The fields the code branches on instead of an engine's name, as each engine really works."""
+    vllm, sglang = engines.get("vllm"), engines.get("sglang")
+    assert vllm.spec_in_config and not sglang.spec_in_config  # --speculative-config JSON / --speculative-* flags
+    assert (vllm.launch_entry(), sglang.launch_entry()) == (("vllm", "serve"), ("python", "-m", "sglang.launch_server"))
+    assert (vllm.model_option, sglang.model_option) == ("", "--model-path")
+    assert (vllm.layer_ids_fed_by, sglang.layer_ids_fed_by) == ("runners", "target_hook")
+    assert (vllm.server_acceptance, sglang.server_acceptance) == ("counters", "server_info")
+    assert vllm.runs_verify and not sglang.runs_verify
+    assert not vllm.draft_inherits and sglang.draft_inherits  # the draft worker built from the target's ServerArgs
+    assert (vllm.draft_shape, sglang.draft_shape) == ("chain", "tree")
+    assert (vllm.target_gate, sglang.target_gate) == ("interface", "capture_hook")
+
+
+def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
+    """A flags engine with a command of its own: the launch line verify prints and the manifest reader's entry
+    point follow its unit, as they do for SGLang and vLLM."""
+    from compat.manifests.words import entry_index
+    from compat.verify.server.detect import Identity, Speculation
+    from compat.verify.server.summary import launch_line
+
+    (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30, LAUNCH_COMMANDS=(("trtllm-serve", "serve"),),
+                                                  SPEC_FORM="flags", MODEL_OPTION="--model"))
+    speculation = Speculation(speculating=True, method="EAGLE3", draft_model="/d", num_speculative_tokens=3)
+    line = launch_line(Identity("http://x", "trtllm", "1.0", "/t", ["/t"]), speculation)
+    assert line.startswith("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 ")
+    assert entry_index(["sh", "-c", "/usr/bin/trtllm-serve", "serve", "--model", "/t"]) == 2
+    from compat.launch_line import read_line
+
+    read = read_line("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 --speculative-num-steps 3")
+    assert (read.engine, read.entry, read.method) == ("trtllm", ("trtllm-serve", "serve"), "EAGLE3")
+    assert read.spec == {"--speculative-algorithm": "EAGLE3", "--speculative-num-steps": "3"}
+    code, _, err = _compat("verify", "t", "d", "--engine", "trtllm")  # it does not declare RUNS_VERIFY
+    assert code == 2 and "--engine trtllm: verify runs vLLM only" in err and "use --engine vllm" in err

@@ -7,6 +7,7 @@ release_text.py) produced, and writes them the way that process, logger or tool 
 
 from __future__ import annotations
 
+import json
 import random
 
 TIME = "12-05 09:11:52"  # vLLM's `%m-%d %H:%M:%S`
@@ -84,3 +85,53 @@ def cut_head(lines: list[str], keep: int) -> list[str]:
 def cut_end(lines: list[str], drop: int) -> list[str]:
     """A paste that stopped before the traceback's end."""
     return lines[:-drop]
+
+
+def vllm_json(lines: list[str], name: str = "EngineCore_DP0", pid: int = 4242) -> list[str]:
+    """vLLM >= 0.32 with its JSON formatter (vllm/logger.py: pythonjsonlogger's JsonFormatter on JSON_FORMAT,
+    vllm/logging_utils/formatter.py:7-9): `logger.exception(...)` is one line, the traceback inside `exc_info`."""
+    record = {"asctime": "2026-12-05 09:11:52,123", "levelname": "ERROR", "name": "vllm.v1.engine.core",
+              "processName": name, "process": pid, "message": "EngineCore failed to start.", "exc_info": "\n".join(lines)}
+    return [json.dumps(record)]
+
+
+def docker_json(lines: list[str]) -> list[str]:
+    """Docker's json-file driver (`/var/lib/docker/containers/ID/ID-json.log`): a record per line as written."""
+    return [json.dumps({"log": line + "\n", "stream": "stderr", "time": "2026-12-05T09:11:52.123456789Z"})
+            for line in lines]
+
+
+def journald_json(lines: list[str], unit: str = "vllm", pid: int = 777) -> list[str]:
+    """`journalctl -o json`: a record per line, the text in MESSAGE."""
+    return [json.dumps({"MESSAGE": line, "_PID": str(pid), "SYSLOG_IDENTIFIER": unit, "PRIORITY": "3"}) for line in lines]
+
+
+def unknown_prefix(lines: list[str], prefix: str = "[gpu-node-3] ") -> list[str]:
+    """A prefix compat has no pattern for, the same on every line: vLLM's VLLM_LOGGING_PREFIX (vllm/logger.py
+    `_FORMAT` starts with it), a wrapper script's tag."""
+    return [prefix + line for line in lines]
+
+
+def shipper_time(lines: list[str]) -> list[str]:
+    """A time stamp compat has no pattern for, changing from line to line (moreutils' `ts "%b %d %H:%M:%.S"`)."""
+    return [f"Dec 05 09:11:{52 + i // 7:02d}.{(i * 137_911) % 1_000_000:06d} {line}" for i, line in enumerate(lines)]
+
+
+def exception_group(lines: list[str]) -> list[str]:
+    """Python 3.11+: a traceback inside an exception group (an asyncio TaskGroup's, as the API server's), drawn inside
+    `| ` (traceback.TracebackException.format, `_ctx.indent()`)."""
+    outer = ["  + Exception Group Traceback (most recent call last):",
+             '  |   File "/usr/lib/python3.12/asyncio/taskgroups.py", line 145, in __aexit__',
+             "  |     raise me from None",
+             "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+             "  +-+---------------- 1 ----------------"]
+    return outer + [f"    | {line}".rstrip() for line in lines] + ["    +------------------------------------"]
+
+
+def ray_repeated(lines: list[str]) -> list[str]:
+    """Ray's log deduplication: the line other actors also wrote ends ` [repeated 3x across cluster]` (the first time
+    with Ray's note; ray/_private/ray_logging/__init__.py, 2.60.0)."""
+    note = (" (Ray deduplicates logs by default. Set RAY_DEDUP_LOGS=0 to disable log deduplication, or see "
+            "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication "
+            "for more options.)")
+    return [*lines[:-1], lines[-1] + " [repeated 3x across cluster]" + note]

@@ -12,8 +12,9 @@ templates. The forms are the transforms of tests/explain/log_forms.py, each citi
 from __future__ import annotations
 
 import pytest
-from log_forms import (compose, cut_end, cut_head, interleave, journald, kubectl, ray_actor, sglang_record,
-                       torch_rank, vllm_record, vllm_wrapped)
+from log_forms import (compose, cut_end, cut_head, docker_json, exception_group, interleave, journald, journald_json,
+                       kubectl, ray_actor, ray_repeated, sglang_record, shipper_time, torch_rank, unknown_prefix,
+                       vllm_json, vllm_record, vllm_wrapped)
 from release_text import line_of, render, site_of, traceback
 
 from compat.explain import explain, sites_of
@@ -62,6 +63,15 @@ FORMS = {
     "kubectl --prefix --timestamps": lambda lines: kubectl(vllm_record(lines, "EngineCore_DP0")),
     "journald": lambda lines: journald(torch_rank(lines)),
     "docker compose": lambda lines: compose(vllm_wrapped(lines, "EngineCore_DP0")),
+    "vLLM 0.32 JSON formatter": lambda lines: vllm_json(lines),
+    "docker json-file": lambda lines: docker_json(vllm_record(lines, "EngineCore_DP0")),
+    "docker json-file, coloured": lambda lines: docker_json(vllm_record(lines, "Worker_TP0", colour=True)),
+    "journalctl -o json": lambda lines: journald_json(torch_rank(lines)),
+    "VLLM_LOGGING_PREFIX": lambda lines: unknown_prefix(vllm_record(lines, "EngineCore_DP0")),
+    "a tag and a rank": lambda lines: unknown_prefix(torch_rank(lines), "node-3 | worker-7 >> "),
+    "a shipper's time stamp": lambda lines: shipper_time(vllm_wrapped(lines, "Worker_TP1")),
+    "exception group": lambda lines: exception_group(lines),
+    "Ray dedup": lambda lines: ray_repeated(ray_actor(torch_rank(lines), "RayWorkerWrapper", 12)),
 }
 
 
@@ -109,6 +119,15 @@ def test_a_traceback_whose_head_was_cut(vllm_032, no_weights, keep):
     assert first["traceback_cut"] == "head"
 
 
+def test_a_cut_traceback_behind_a_prefix_compat_does_not_know(vllm_032, no_weights):
+    """No header to learn the prefix from: the first frame shown, found inside the line, gives it."""
+    site, lines = no_weights
+    found = explain(from_text("\n".join(shipper_time(cut_head(lines, 6)))), vllm_032)
+    first = found.findings[0]
+    assert first["site"] == site.location and first["located_by"] == "traceback"
+    assert first["traceback_cut"] == "head" and found.frames_fitting == found.frames_checked == 2
+
+
 def test_a_traceback_whose_end_was_cut(vllm_032, no_weights):
     """No exception line: the innermost frame is the loader's raise, which names the cause."""
     site, lines = no_weights
@@ -148,20 +167,27 @@ SGLANG_START = [(SCHEDULER, "scheduler = Scheduler("), (SCHEDULER, "self.init_mo
                 (RUNNER, "self.model.set_eagle3_layers_to_capture(")]
 
 
-@pytest.mark.parametrize("ranks", ["", " TP0", " DP1 TP3 EP3", " PP1 TP1"])
-def test_sglang_scheduler_traceback_is_read_from_its_frames(sglang_0512, ranks):
+# The rank tags SGLang's scheduler puts in its log head (scheduler.py `run_scheduler_process`: 0.4.4 ` TP0`, ` DP0 TP0`;
+# 0.5.23 DP, PP, ATTN_CP, MOE_DP, TP, EP), the encoder server's (` encode_dp_worker[0]`), and the processes that log
+# a traceback after `<process> hit an exception: ` (scheduler, data parallel controller, detokenizer, tokenizer
+# manager, the multi-tokenizer routers: 0.5.23).
+@pytest.mark.parametrize("ranks,header", [("", "Scheduler"), (" TP0", "Scheduler"), (" DP1 TP3 EP3", "Scheduler"),
+                                          (" PP1 TP1", "Scheduler"), (" DP0 PP1 ATTN_CP1 MOE_DP0 TP3 EP3", "Scheduler"),
+                                          (" encode_dp_worker[1]", "Scheduler"), ("", "DataParallelController"),
+                                          (" DP0 TP0", "TokenizerManager")])
+def test_sglang_scheduler_traceback_is_read_from_its_frames(sglang_0512, ranks, header):
     """A target class without `set_eagle3_layers_to_capture`: Python raises AttributeError at the call, a message
     that is not the engine's. The traceback follows `... Scheduler hit an exception: ` on its first line (SGLang
     logs it so, scheduler.py `run_scheduler_process`) and its other lines are bare; it is found through its frames.
     Modelled from SGLang 0.5.12's source: SGLang cannot run here."""
     lines = traceback(sglang_0512, SGLANG_START, None,
                       "AttributeError: 'GemmaForCausalLM' object has no attribute 'set_eagle3_layers_to_capture'")
-    text = ["[2026-12-05 09:11:40] server_args=ServerArgs(...)", *sglang_record(lines, ranks),
+    text = ["[2026-12-05 09:11:40] server_args=ServerArgs(...)", *sglang_record(lines, ranks, f"{header} hit an exception: "),
             "[2026-12-05 09:11:53] Received sigquit from a child process. It usually means the child failed."]
     found = explain(from_text("\n".join(text)), sglang_0512)
     first = found.findings[0]
     runner_line = line_of(sglang_0512, RUNNER, "self.model.set_eagle3_layers_to_capture(")
     assert first["site"] == f"{RUNNER}:{runner_line}" and first["located_by"] == "traceback"
     assert first["cause_id"] == "no-eagle3-interface"
-    assert first["header"] == "Scheduler hit an exception:" and first["process"] == (ranks.strip() or None)
+    assert first["header"] == f"{header} hit an exception:" and first["process"] == (ranks.strip() or None)
     assert found.frames_checked == len(SGLANG_START) and found.frames_fitting == found.frames_checked

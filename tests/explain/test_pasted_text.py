@@ -84,6 +84,31 @@ def test_fragments_of_every_specific_message_name_their_site(vllm_032):
     assert not missed, missed
 
 
+def test_a_message_pasted_without_its_values_may_skip_a_word_glued_to_one(vllm_032):
+    """vLLM 0.32.0's registry says "... supported in vLLM until v{}, ...": pasted without its values, the `v` glued
+    to the version is gone too; the text still names that site, said to leave a word of the message out."""
+    _, index = sites_of(vllm_032)
+    site = site_of(index, "was supported in vLLM until v", "raise")
+    without = " ".join(w for w in render(site, "EagleForCausalLM", "0.10.0").split()[:12]
+                       if not any(ch.isdigit() for ch in w) and w != "EagleForCausalLM")
+    assert "until and" in without  # `v0.10.0,` went with its value
+    (finding,) = _explain(vllm_032, without).findings
+    assert finding["site"] == site.location and finding["located_by"] == "message fragment"
+    assert finding["match"]["words_left_out"] == 1 and "1 of the message's words left out" in finding["match"]["says"]
+
+
+def test_a_fragment_a_message_holds_whole_beats_one_that_skips_words(vllm_032):
+    """"Cannot find any model weights with" is the default loader's message whole and the Run:ai loader's ("Cannot
+    find any safetensors model weights with") with a word skipped: the default loader's site is the one named."""
+    _, index = sites_of(vllm_032)
+    whole = site_of(index, "Cannot find any model weights with", "raise")
+    skipping = site_of(index, "Cannot find any safetensors model weights with", "raise")
+    assert whole.location != skipping.location
+    (finding,) = _explain(vllm_032, "Cannot find any model weights with").findings
+    assert finding["site"] == whole.location and finding["match"]["words_left_out"] == 0
+    assert _explain(vllm_032, "Cannot find any model weights with").nearest == []
+
+
 def test_other_words_get_the_nearest_sites_with_scores_not_a_match(vllm_032):
     """The runner V1 message in the user's own words, and the model types' message on a release without it."""
     found = _explain(vllm_032, "the model doesn't support the eagle3 interface, it was asked for aux hidden states")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compat.cli import main
-from compat.core.errors import UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.fleet import python_given, remote_words
 from compat.fleet.hosts import parse_host, read_hosts_file
 
@@ -43,8 +43,10 @@ def test_hosts_file(tmp_path):
     listing = tmp_path / "hosts"
     listing.write_text("# nodes\nalpha\n  beta:2200  # second\n\n")
     assert [str(h) for h in read_hosts_file(str(listing))] == ["alpha", "beta:2200"]
-    with pytest.raises(UsageError, match="cannot read it"):
+    with pytest.raises(UsageError, match="no such file"):  # nothing there: 2
         read_hosts_file(str(tmp_path / "missing"))
+    with pytest.raises(RefusedError, match="cannot read it"):  # there, but not a text file: 4
+        read_hosts_file(str(tmp_path))
 
 
 def test_help_teaches_the_fleet_options(capsys):

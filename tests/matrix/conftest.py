@@ -1,26 +1,22 @@
-"""Real releases for the matrix: listed from the package index, fetched once into the user cache.
+"""Real releases for the matrix: the pinned ones (tests/releases.json, read by tests/pinned.py), fetched once into
+the user cache and checked against their pinned sha256.
 
-The lists are taken from the index at collection time (or from the cached listing when
-offline), so a new engine release joins the matrix without editing anything.
+Collection reads only the pinned list: no network, no cache. A release published upstream joins the matrix when a
+maintainer pins it (python tools/releases.py newer --matrix, then pin).
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from packaging.version import Version
 
+import pinned
 from compat.report import build_report
 
 FIRST = {"vllm": "0.10.0", "sglang": "0.4.4"}
 
 
 def releases(engine: str) -> list[str]:
-    from compat.sources.released import list_releases
-
-    offline = os.environ.get("COMPAT_OFFLINE") == "1"
-    return [v for v in list_releases(engine, offline=offline) if Version(v) >= Version(FIRST[engine])]
+    return pinned.versions(engine, FIRST[engine])
 
 
 _reports: dict[tuple[str, str], dict] = {}
@@ -30,10 +26,7 @@ def release_report(engine: str, version: str) -> dict:
     """The probe report of a real release (fetched and probed once per test session)."""
     key = (engine, version)
     if key not in _reports:
-        from compat.sources.released import fetch_release
-
-        tree = fetch_release(engine, f"=={version}", progress=False)
-        _reports[key] = build_report(tree)
+        _reports[key] = build_report(pinned.fetch(engine, version))
     return _reports[key]
 
 

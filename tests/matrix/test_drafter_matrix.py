@@ -49,9 +49,9 @@ _trees: dict = {}
 
 def _tree(engine, version):
     if (engine, version) not in _trees:
-        from compat.sources.released import fetch_release
+        import pinned
 
-        _trees[(engine, version)] = fetch_release(engine, f"=={version}", progress=False)
+        _trees[(engine, version)] = pinned.fetch(engine, version)
     return _trees[(engine, version)]
 
 

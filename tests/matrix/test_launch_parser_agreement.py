@@ -28,7 +28,7 @@ from packaging.version import Version
 from compat.checks._launch_args import read_words, served_model, settings
 from compat.core.errors import UsageError
 from compat.launch_line import read_line
-from compat.sources.released import fetch_release
+import pinned
 
 pytestmark = [pytest.mark.matrix, pytest.mark.network]
 
@@ -233,7 +233,7 @@ def _start(engine: str, version: str, report: dict) -> Future:
         cases = vllm_cases(fact) if engine == "vllm" else sglang_cases(fact)
         location = fact.get("location") or ""
         cli_module = location[:-3].replace("/", ".") if engine == "vllm" and location.endswith(".py") else None
-        root = fetch_release(engine, f"=={version}", progress=False).root
+        root = pinned.fetch(engine, version).root
         _answers[(engine, version)] = POOL.submit(run_release_parser, engine, version, root, cli_module, cases)
     return _answers[(engine, version)]
 

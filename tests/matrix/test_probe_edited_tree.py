@@ -10,10 +10,8 @@ import pytest
 pytestmark = [pytest.mark.matrix, pytest.mark.network]
 
 
-def test_edited_whitelist_is_reported(tmp_path):
-    from compat.sources.released import fetch_release
-
-    release = fetch_release("vllm", "==0.11.0", progress=False)
+def test_edited_whitelist_is_reported(tmp_path, pinned_release):
+    release = pinned_release("vllm", "0.11.0")
     copy = tmp_path / "vllm-0.11.0-edited"
     shutil.copytree(release.root / "vllm", copy / "vllm")
     spec = copy / "vllm" / "config" / "speculative.py"

@@ -22,7 +22,7 @@ from packaging.version import Version
 from compat.checks import Ctx, Drafter, Options, get_check
 from compat.doctor.inputs import recognise
 from compat.doctor.releases import ReleaseFinder
-from compat.sources.released import fetch_release
+import pinned
 from compat.target import Target
 
 pytestmark = [pytest.mark.matrix, pytest.mark.network]
@@ -52,7 +52,7 @@ def speculators_config(**keys) -> dict:
 
 def carries(version: str, key: str) -> bool:
     """The release's algos.py copies `key` (its text, read apart from the probe)."""
-    tree = fetch_release("vllm", f"=={version}", progress=False)
+    tree = pinned.fetch("vllm", version)
     if not tree.exists(ALGOS):
         return False
     text = tree.read_bytes(ALGOS).decode()
@@ -115,7 +115,7 @@ def head(extra: dict) -> dict:
 def loads(version: str, switch: str) -> bool:
     """The release loads the switch's weights (read from its text, apart from the probes): it carries the switch, and
     its drafter class builds the module."""
-    tree = fetch_release("vllm", f"=={version}", progress=False)
+    tree = pinned.fetch("vllm", version)
     built = switch != "fc_norm" or "self.fc_norm = nn.ModuleList" in tree.read_bytes(LLAMA_EAGLE3).decode()
     return carries(version, switch) and built
 

@@ -15,8 +15,8 @@ from patch_trees import release_source, write_mini_vllm
 
 
 @pytest.fixture
-def release_tree(tmp_path):
-    """release_tree(version, engine="vllm") -> a private copy of the release (a dir holding vllm/)."""
+def release_tree(tmp_path, pinned_release):
+    """release_tree(version, engine="vllm") -> a private copy of the release (a pinned one; a dir holding vllm/)."""
 
     def copy(version: str, engine: str = "vllm") -> Path:
         source = release_source(engine, version)

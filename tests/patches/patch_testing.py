@@ -7,11 +7,15 @@ and numbers-for-tensors stubs to run a patched forward without torch or vLLM.
 
         def test_adds_the_type(self):
             self.assert_patch(BEFORE, AFTER)
+
+On whole files of a real release (taken as they are, not dedented): `assert_patched(patch, role, before, after)`,
+or a module's own with its patch bound: `assert_patched = patched_by(patch, options={})`.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 from itertools import islice
 from types import ModuleType, SimpleNamespace
@@ -26,6 +30,23 @@ def code(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
+def assert_patched(patch: ModuleType, role: str, before: str, after: str, options=None, *, filename: str | None = None) -> None:
+    """The exact code after, from the code before; the result compiles, is recognised as fixed, and a second run
+    changes nothing (compat patch's idempotence). `options` default to the patch's OPTIONS."""
+    options = dict(patch.OPTIONS) if options is None else options
+    assert not patch.has_fix(role, before, options), "the code before already counts as fixed"
+    out = patch.transform(role, before, options)
+    assert out == after, "\n" + out
+    compile(out, filename or role, "exec")
+    assert patch.has_fix(role, out, options)
+    assert patch.transform(role, out, options) == out
+
+
+def patched_by(patch: ModuleType, *roles: str, **defaults):
+    """`assert_patched` with the patch (and a role, and options or a filename) bound: a test module's own."""
+    return functools.partial(assert_patched, patch, *roles, **defaults)
+
+
 class PatchTest:
     PATCH: ModuleType
     ROLE: str = ""
@@ -36,14 +57,7 @@ class PatchTest:
     def assert_patch(self, before: str, after: str, *, role: str | None = None, options=None) -> None:
         """The exact code after, from the code before; the result compiles, is recognised as fixed, and a
         second run changes nothing (compat patch's idempotence)."""
-        role, options = role or self.ROLE, self.options(options)
-        before, after = code(before), code(after)
-        assert not self.PATCH.has_fix(role, before, options), "the code before already counts as fixed"
-        out = self.PATCH.transform(role, before, options)
-        assert out == after, "\n" + out
-        compile(out, role, "exec")
-        assert self.PATCH.has_fix(role, out, options)
-        assert self.PATCH.transform(role, out, options) == out
+        assert_patched(self.PATCH, role or self.ROLE, code(before), code(after), self.options(options))
 
     def assert_fixed(self, source: str, *, role: str | None = None, options=None) -> None:
         """A file that already has the fix (upstream or an earlier run): recognised, and left byte for byte."""

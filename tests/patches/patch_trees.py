@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import textwrap
 from pathlib import Path
 
 def release_source(engine: str, version: str) -> Path:
     """A directory holding `<engine>/` of the real release, from the user cache (never modified)."""
-    from compat.sources.released import fetch_release
+    import pinned
 
-    offline = os.environ.get("COMPAT_OFFLINE") == "1"
-    return fetch_release(engine, f"=={version}", progress=False, offline=offline).root
+    return pinned.fetch(engine, version).root
 
 
 def available_releases(engine: str = "vllm") -> list[str]:
-    """The releases the matrix runs over: the package index's list from vLLM 0.10.0 on."""
-    from packaging.version import Version
+    """The releases the matrix runs over: the pinned ones (tests/releases.json) from vLLM 0.10.0 on."""
+    import pinned
 
-    from compat.sources.released import list_releases
-
-    offline = os.environ.get("COMPAT_OFFLINE") == "1"
-    return [v for v in list_releases(engine, offline=offline) if Version(v) >= Version("0.10.0")]
+    return pinned.versions(engine, "0.10.0")
 
 
 def snapshot(root: Path) -> dict[str, str]:

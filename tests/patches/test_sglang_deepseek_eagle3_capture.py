@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from compat.patches import FileNotAsExpected
 from compat.patches.sglang import deepseek_eagle3_capture as patch
+from patch_testing import patched_by
 from patch_trees import release_source
 
 pytestmark = pytest.mark.network
@@ -35,13 +36,7 @@ def replace_once(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def assert_patched(role: str, before: str, after: str) -> None:
-    assert not patch.has_fix(role, before, {})
-    out = patch.transform(role, before, {})
-    assert out == after
-    compile(out, RELPATH, "exec")
-    assert patch.has_fix(role, out, {})
-    assert patch.transform(role, out, {}) == out
+assert_patched = patched_by(patch, options={}, filename=RELPATH)
 
 
 # -- the exact code after, on real files -----------------------------------------------------------

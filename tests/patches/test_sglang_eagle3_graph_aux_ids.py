@@ -10,6 +10,7 @@ import pytest
 
 from compat.patches import FileNotAsExpected
 from compat.patches.sglang import eagle3_graph_aux_ids as patch
+from patch_testing import patched_by
 from patch_trees import release_source
 
 pytestmark = pytest.mark.network
@@ -23,13 +24,7 @@ def text(version: str, relpath: str) -> str:
     return (release_source("sglang", version) / relpath).read_text()
 
 
-def assert_patched(role: str, before: str, after: str) -> None:
-    assert not patch.has_fix(role, before, {})
-    out = patch.transform(role, before, {})
-    assert out == after
-    compile(out, role, "exec")
-    assert patch.has_fix(role, out, {})
-    assert patch.transform(role, out, {}) == out
+assert_patched = patched_by(patch, options={})
 
 
 def move(source: str, block: str, before: str, note: str) -> str:

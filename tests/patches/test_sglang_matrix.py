@@ -13,7 +13,6 @@ probe is the test; the patched code is run on numbers in the per-patch test file
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
@@ -36,10 +35,9 @@ RANGES = {
 
 
 def releases() -> list[str]:
-    from compat.sources.released import list_releases
+    import pinned
 
-    offline = os.environ.get("COMPAT_OFFLINE") == "1"
-    return [v for v in list_releases("sglang", offline=offline) if Version(v) >= Version(FIRST)]
+    return pinned.versions("sglang", FIRST)
 
 
 def expected_states(version: str) -> dict[str, str]:
@@ -77,10 +75,9 @@ _upstream: dict[str, dict] = {}
 
 def upstream_targets(version: str) -> dict[str, dict]:
     if version not in _upstream:
-        from compat.sources.released import fetch_release
+        import pinned
 
-        _upstream[version] = targets(build_report(fetch_release("sglang", f"=={version}", progress=False,
-                                                                offline=os.environ.get("COMPAT_OFFLINE") == "1")))
+        _upstream[version] = targets(build_report(pinned.fetch("sglang", version)))
     return _upstream[version]
 
 
@@ -146,9 +143,9 @@ def _check_release(version: str, root, expected: dict, capsys) -> None:
 def test_the_first_releases_with_each_fix_upstream_need_no_patch(version):
     """Their code has what the patches add: the checks recognise it (the patches are not offered there anyway)."""
     from compat.patches import all_patches
-    from compat.sources.released import fetch_release
+    import pinned
 
-    tree = fetch_release("sglang", f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1")
+    tree = pinned.fetch("sglang", version)
     fixed_upstream = {"0.5.4.post2": CAPTURE, "0.5.10": KIMI, "0.5.11": GRAPHS}[version]
     patch = next(p for p in all_patches("sglang") if p.id == fixed_upstream)
     files = patch.find_files(tree)

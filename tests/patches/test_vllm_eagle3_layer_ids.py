@@ -12,6 +12,7 @@ import pytest
 
 from compat.patches import FileNotAsExpected
 from compat.patches.vllm import eagle3_layer_ids as patch
+from patch_testing import patched_by
 from patch_trees import release_source
 
 pytestmark = pytest.mark.network
@@ -40,13 +41,7 @@ def nested(indent: str, options=OUTPUT_OF) -> str:
     return textwrap.indent(block, indent)
 
 
-def assert_patched(role: str, before: str, after: str, options=OUTPUT_OF) -> None:
-    assert not patch.has_fix(role, before, options)
-    out = patch.transform(role, before, options)
-    assert out == after
-    compile(out, role, "exec")
-    assert patch.has_fix(role, out, options)
-    assert patch.transform(role, out, options) == out
+assert_patched = patched_by(patch, options=OUTPUT_OF)  # the drafter's convention (output-of ids) unless given
 
 
 def replace_once(source: str, old: str, new: str) -> str:
@@ -100,7 +95,7 @@ def test_0_16_0_reads_the_top_level_key_with_getattr_then_the_nested_one(options
         if layer_ids and isinstance(layer_ids, (list, tuple)):
             return tuple(layer_ids)
 """)
-    assert_patched("v1", before, after, options)
+    assert_patched("v1", before, after, options=options)
 
 
 def test_0_20_0_keeps_its_dflash_reading_and_adds_the_nested_one_after_it():

@@ -10,7 +10,7 @@ import pytest
 from compat.patches import FileNotAsExpected
 from compat.patches.vllm import glm4_moe_eagle3 as patch
 from patch_trees import release_source
-from patch_testing import PP_LAST, FakeDecoder, patched_forward, run_forward
+from patch_testing import PP_LAST, FakeDecoder, patched_by, patched_forward, run_forward
 
 pytestmark = pytest.mark.network
 
@@ -42,13 +42,7 @@ def replace_once(source: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
-def assert_patched(before: str, after: str) -> None:
-    assert not patch.has_fix("model", before, {})
-    out = patch.transform("model", before, {})
-    assert out == after
-    compile(out, RELPATH, "exec")
-    assert patch.has_fix("model", out, {})
-    assert patch.transform("model", out, {}) == out
+assert_patched = patched_by(patch, "model", options={}, filename=RELPATH)
 
 
 def _common_tail(after: str, pp_return_end: str) -> str:

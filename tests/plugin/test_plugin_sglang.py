@@ -1,6 +1,6 @@
 """The plugin's import hook on a real SGLang release tree (no SGLang engine runs here).
 
-The released tree, fetched by compat into the user cache, is put on a new venv's path by a `.pth`
+The released tree (a pinned one), fetched by compat into the user cache, is put on a new venv's path by a `.pth`
 (as a checkout would be); the plugin is installed for it with `--path` and a test-only patch
 (tests/plugin/sglang_patches/nextn_alias.py: compat ships no SGLang patch on this branch). The
 venv's python imports the real `sglang.srt.speculative.spec_info` (the third-party modules
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 from compat.cli import main
-from patch_trees import release_source
 import plugin_env
 
 VERSION = "0.5.9"
@@ -56,8 +55,8 @@ def _check(python) -> tuple[dict, str]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def test_import_hook_patches_a_real_sglang_release(tmp_path, capsys, test_sglang_patch):
-    root = release_source("sglang", VERSION)
+def test_import_hook_patches_a_real_sglang_release(tmp_path, capsys, test_sglang_patch, pinned_release):
+    root = pinned_release("sglang", VERSION).root
     python = plugin_env.make_venv(tmp_path / "venv")
     site = plugin_env.site_packages(python)
     (site / "sglang-release.pth").write_text(f"{root}\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -12,11 +11,9 @@ import pytest
     ("sglang", "0.5.8", "sglang/srt/configs/model_config.py:252"),
     ("sglang", "0.5.23", "sglang/srt/configs/model_config.py:965"),
 ])
-def test_real_releases(engine, version, where):
+def test_real_releases(engine, version, where, pinned_release):
     import importlib
 
-    from compat.sources.released import fetch_release
-
     probe = importlib.import_module(f"compat.probes.{engine}.draft_dtype").draft_dtype
-    tree = fetch_release(engine, f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1")
+    tree = pinned_release(engine, version)
     assert probe(tree) == {"present": True, "from_target": True, "location": where}

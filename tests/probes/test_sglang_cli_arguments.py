@@ -3,7 +3,6 @@ ways releases declare them (explicit add_argument, annotated dataclass fields, m
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -55,9 +54,6 @@ def test_the_releases_own_actions(release):
 
 
 @pytest.fixture
-def release():
-    """release(engine, version) -> the real release (package index, then the user cache)."""
-    from compat.sources.released import fetch_release
-
-    return lambda engine, version: fetch_release(engine, f"=={version}", progress=False,
-                                                 offline=os.environ.get("COMPAT_OFFLINE") == "1")
+def release(pinned_release):
+    """release(engine, version) -> the real release (a pinned one, fetched once into the user cache)."""
+    return pinned_release

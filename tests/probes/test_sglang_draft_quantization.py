@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -13,10 +12,8 @@ from compat.probes.sglang.draft_quantization import draft_quantization
     ("0.5.8", "sglang/srt/server_args.py:851", "sglang/srt/server_args.py:852"),
     ("0.5.23", "sglang/srt/arg_groups/serving_hook.py:689", "sglang/srt/arg_groups/serving_hook.py:704"),
 ])
-def test_real_releases(version, inherits, unquant):
-    from compat.sources.released import fetch_release
-
-    tree = fetch_release("sglang", f"=={version}", progress=False, offline=os.environ.get("COMPAT_OFFLINE") == "1")
+def test_real_releases(version, inherits, unquant, pinned_release):
+    tree = pinned_release("sglang", version)
     assert draft_quantization(tree) == {"inherits_target": True, "inherits_location": inherits, "unquant_location": unquant}
 
 

@@ -1,5 +1,4 @@
-"""The SGLang `error_sites` probe on a real SGLang release's source (0.5.9 from the release cache; skipped when it
-is not cached). SGLang cannot run here, so its messages are not rendered by SGLang itself: the test checks that the
+"""The SGLang `error_sites` probe on a real SGLang release's source (0.5.9, pinned: tests/releases.json). SGLang cannot run here, so its messages are not rendered by SGLang itself: the test checks that the
 sites compat explain relies on are found where that release has them (the `accept len` piece of the decode log
 line, the drafter's layer check) and that each pattern matches its own template with the holes filled in (a
 stand-in for what SGLang would print)."""
@@ -10,17 +9,12 @@ import re
 
 import pytest
 
-from compat.core.errors import SourceError
 from compat.probes.sglang.error_sites import error_sites
-from compat.sources import open_tree
 
 
 @pytest.fixture(scope="module")
-def sites():
-    try:
-        tree = open_tree("sglang==0.5.9", offline=True, progress=False)
-    except SourceError:
-        pytest.skip("SGLang 0.5.9 is not in the release cache")
+def sites(pinned_release):
+    tree = pinned_release("sglang", "0.5.9")
     value = error_sites(tree)
     assert value["present"] and value["unparsed"] == []
     return tree, value

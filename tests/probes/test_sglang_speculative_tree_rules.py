@@ -3,7 +3,6 @@ states them, on a tree the test writes and on real releases (0.5.8: ServerArgs; 
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -32,11 +31,9 @@ class Envs:
 
 
 @pytest.fixture
-def release():
-    from compat.sources.released import fetch_release
-
-    return lambda engine, version: fetch_release(engine, f"=={version}", progress=False,
-                                                 offline=os.environ.get("COMPAT_OFFLINE") == "1")
+def release(pinned_release):
+    """release(engine, version) -> the real release (a pinned one, fetched once into the user cache)."""
+    return pinned_release
 
 
 def test_rules_with_their_surrounding_conditions(tmp_path):

@@ -3,7 +3,6 @@ the frontend dataclass and EngineArgs.add_cli_args, with the value each takes.""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -103,12 +102,9 @@ def test_real_release_matches_the_engines_own_parser(release):
 
 
 @pytest.fixture
-def release():
-    """release(engine, version) -> the real release (package index, then the user cache)."""
-    from compat.sources.released import fetch_release
-
-    return lambda engine, version: fetch_release(engine, f"=={version}", progress=False,
-                                                 offline=os.environ.get("COMPAT_OFFLINE") == "1")
+def release(pinned_release):
+    """release(engine, version) -> the real release (a pinned one, fetched once into the user cache)."""
+    return pinned_release
 
 
 GET_KWARGS = {

@@ -51,3 +51,26 @@ def test_progress_line_on_a_non_terminal(index, cache, capsys):
     assert re.search(r"fetching vllm 0\.9\.0 \(\d+ B sdist\) from file://\S+/files/vllm-0\.9\.0\.tar\.gz\n", err)
     fetch_release("vllm", "==0.10.0", cache_dir=cache, index_url=index.file_url, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_long_fetch_into_a_log_says_how_far_it_is_every_few_seconds(capsys):
+    """Into a pipe or a file (a CI log) a slow download is not one line and then silence: a line every `every`
+    seconds while bytes arrive, with how much of how much; none in between, none with progress off."""
+    from compat.sources.progress import Progress
+
+    now = [100.0]
+    progress = Progress(True, terminal=False, every=5.0, clock=lambda: now[0])
+    progress.start("vllm 0.16.0 (29.2 MB sdist)", 29_200_000, "https://files.pythonhosted.org")
+    for _ in range(12):  # 1 MB a second for 12 s
+        now[0] += 1.0
+        progress.advance(1_000_000)
+    progress.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["fetching vllm 0.16.0 (29.2 MB sdist) from https://files.pythonhosted.org",
+                     "fetching vllm 0.16.0 (29.2 MB sdist): 5.0 MB of 29.2 MB, 5 s",
+                     "fetching vllm 0.16.0 (29.2 MB sdist): 10.0 MB of 29.2 MB, 10 s"]
+    quiet = Progress(False, terminal=False, every=5.0, clock=lambda: now[0])
+    quiet.start("vllm 0.16.0", 10, "x")
+    now[0] += 60.0
+    quiet.advance(10)
+    assert capsys.readouterr().err == ""

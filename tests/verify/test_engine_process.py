@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from compat.core.errors import RefusedError
 from compat.verify import engine
 from compat.verify.engine import EngineRunError, describe, new_log_path, run_script
 
@@ -105,8 +106,10 @@ def test_log_paths_are_new_files_in_the_given_directory(tmp_path):
     assert path.parent == tmp_path / "logs" and path.name.startswith("verify-") and path.suffix == ".log"
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(EngineRunError, match="--log-dir"):
+    with pytest.raises(RefusedError, match="--log-dir .*cannot create it"):  # there, but not a folder: 4
         new_log_path("verify", blocker / "sub")
+    with pytest.raises(RefusedError, match="--log-dir .*: a file, not a folder"):
+        new_log_path("verify", blocker)
 
 
 def test_progress_lines_say_what_the_engine_does():

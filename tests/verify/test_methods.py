@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from compat.cli import main
-from compat.core.errors import UsageError
+from compat.core.errors import RefusedError, UsageError
 from compat.verify import methods
 from compat.verify.inputs import plan_prompts, read_model_dir, read_prompts_file
 
@@ -93,8 +93,12 @@ def test_prompts_file_takes_vllm_offline_prompts(tmp_path):
     for body, message in (('{"prompt": "a"}\n{"prompt_token_ids": [1]}\n', "mixes texts and token ids"),
                           ('{"messages": []}\n', 'line 1 has neither'), ("nope\n", "line 1 is not JSON"), ("", "no prompts")):
         texts.write_text(body)
-        with pytest.raises(UsageError, match=message):
+        with pytest.raises(RefusedError, match=message):  # there, but not a file of prompts: 4
             read_prompts_file(texts, 1)
+    with pytest.raises(RefusedError, match="a directory, not a JSONL file"):
+        read_prompts_file(tmp_path, 1)
+    with pytest.raises(UsageError, match="no such file"):  # nothing there: 2
+        read_prompts_file(tmp_path / "missing.jsonl", 1)
 
 
 @pytest.mark.parametrize("extra, message", [

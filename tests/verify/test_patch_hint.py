@@ -37,13 +37,11 @@ def test_patch_command_is_doctors():
 
 
 @pytest.mark.network
-def test_a_real_release_is_offered_the_block_patch_for_that_error():
-    from compat.sources.released import fetch_release
-
-    tree = fetch_release("vllm", "==0.32.0", progress=False)
+def test_a_real_release_is_offered_the_block_patch_for_that_error(pinned_release):
+    tree = pinned_release("vllm", "0.32.0")
     found = patches_for_error(tree, BLOCK_ERROR, "/venv/bin/python")
     assert [p["id"] for p in found] == ["vllm-cpu-attn-block16"]
     assert found[0]["command"] == "compat patch --engine vllm --python /venv/bin/python --select vllm-cpu-attn-block16"
     assert patches_for_error(tree, "RuntimeError: something else entirely", None) == []
-    older = fetch_release("vllm", "==0.28.0", progress=False)  # before the clash: the patch is not offered
+    older = pinned_release("vllm", "0.28.0")  # before the clash: the patch is not offered
     assert patches_for_error(older, BLOCK_ERROR, None) == []

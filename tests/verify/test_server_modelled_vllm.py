@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from compat.report import build_report
-from compat.sources import open_tree
 from compat.verify.server import ServerRun, builtin, verify_server
 from modelled_engine import Behaviour, ModelledEngine
 from server_fakes import FakeServer
@@ -28,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, dict]:
-    return {v: build_report(open_tree(f"vllm=={v}", progress=False)) for v in ("0.32.0", "0.10.0")}
+def reports(pinned_release) -> dict[str, dict]:
+    return {v: build_report(pinned_release("vllm", v)) for v in ("0.32.0", "0.10.0")}
 
 
 def run(modelled: ModelledEngine, n: int = 5, **options) -> dict:

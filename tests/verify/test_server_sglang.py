@@ -13,7 +13,6 @@ from __future__ import annotations
 import pytest
 
 from compat.report import build_report
-from compat.sources import open_tree
 from compat.verify.server import ServerRun, builtin, verify_server
 from modelled_engine import Behaviour, ModelledEngine
 
@@ -23,8 +22,8 @@ WITH_VERIFY_COUNTER, LIST_STATES, MERGED_STATES = "0.5.23", "0.5.2", "0.4.4"
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, dict]:
-    return {v: build_report(open_tree(f"sglang=={v}", progress=False)) for v in (WITH_VERIFY_COUNTER, LIST_STATES, MERGED_STATES)}
+def reports(pinned_release) -> dict[str, dict]:
+    return {v: build_report(pinned_release("sglang", v)) for v in (WITH_VERIFY_COUNTER, LIST_STATES, MERGED_STATES)}
 
 
 def run(engine: ModelledEngine, **options) -> dict:

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from compat.report import build_report
-from compat.sources import open_tree
 from compat.verify.server import ServerRun, builtin, verify_server
 from modelled_engine import Behaviour, ModelledEngine
 
@@ -24,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
-    return build_report(open_tree("vllm==0.32.0", progress=False))
+def report(pinned_release) -> dict:
+    return build_report(pinned_release("vllm", "0.32.0"))
 
 
 def test_a_terminal_gets_a_progress_bar(report):

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from compat.report import build_report
-from compat.sources import open_tree
 from modelled_engine import Behaviour, ModelledEngine
 
 pytestmark = pytest.mark.network
@@ -38,8 +37,8 @@ def plain_pace(n: int) -> float:  # a plain decode step has room in the batch
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
-    return build_report(open_tree("vllm==0.32.0", progress=False))
+def report(pinned_release) -> dict:
+    return build_report(pinned_release("vllm", "0.32.0"))
 
 
 def speculative(report, **changes) -> ModelledEngine:

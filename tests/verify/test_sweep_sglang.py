@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from compat.report import build_report
-from compat.sources import open_tree
 from modelled_engine import Behaviour, ModelledEngine
 
 pytestmark = pytest.mark.network
@@ -28,8 +27,8 @@ RELEASE = "0.5.23"
 
 
 @pytest.fixture(scope="module")
-def report() -> dict:
-    return build_report(open_tree(f"sglang=={RELEASE}", progress=False))
+def report(pinned_release) -> dict:
+    return build_report(pinned_release("sglang", RELEASE))
 
 
 def sweep(*args: str) -> tuple[int, dict, str]:

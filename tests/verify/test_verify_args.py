@@ -20,7 +20,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def pair(tmp_path):
     for name in ("target", "drafter"):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+        (tmp_path / name / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "vocab_size": 64}))
     return str(tmp_path / "target"), str(tmp_path / "drafter")
 
 

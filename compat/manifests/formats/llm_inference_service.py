@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from compat import engines
 from compat.manifests import nodes, words
 from compat.manifests.formats import _pods
 from compat.manifests.model import Serving, Word
@@ -22,6 +23,7 @@ DOCS = ("https://kserve.github.io/website/docs/model-serving/generative-inferenc
         "https://github.com/kserve/kserve/blob/master/docs/samples/llmisvc/opt-125m-cpu/llm-inference-service-sglang-opt-125m-cpu.yaml")
 KINDS = ("LLMInferenceService",)
 ORDER = 35
+RUNTIME_DEFAULT = "vllm"  # the engine of a resource whose spec.runtime names no other (KServe's default config)
 
 
 def read(doc):
@@ -29,19 +31,22 @@ def read(doc):
     spec = nodes.get(doc, doc.root, "spec")
     uri_node = nodes.get(doc, spec, "model", "uri")
     model = _pods.model_from_uri(nodes.scalar(uri_node) or "", "/mnt/models")
-    sglang = "sglang" in (nodes.text(doc, spec, "runtime") or "")
+    runtime = nodes.text(doc, spec, "runtime") or ""
+    named = [e for e in engines.all_engines() if e.name in runtime and e.name != RUNTIME_DEFAULT]
+    engine = named[0] if named else engines.get(RUNTIME_DEFAULT)
     out = []
     for pool, path in (("decode", ("spec",)), ("prefill", ("spec", "prefill"))):
         block = nodes.get(doc, doc.root, *path)
         if block is None or (pool == "prefill" and nodes.get(doc, block, "template") is None):
             continue
-        out.append(_pool(doc, block, path, resource + ("" if pool == "decode" else " prefill"), model, uri_node, sglang))
+        out.append(_pool(doc, block, path, resource + ("" if pool == "decode" else " prefill"), model, uri_node, engine))
     return out
 
 
-def _pool(doc, block, path, resource, model, uri_node, sglang):
+def _pool(doc, block, path, resource, model, uri_node, engine):
     at = doc.where(uri_node if uri_node is not None else block)
-    entry = (["python3", "-m", "sglang.launch_server", "--model-path", model] if sglang else ["vllm", "serve", model])
+    entry = list(engine.launch_commands[0]) if engine.launch_commands else ["python3", "-m", engine.launch_modules[0]]
+    entry += [engine.model_option, model] if engine.model_option else [model]
     line = [Word(w, at, ("spec", "model", "uri") if w == model else (), "entry") for w in entry]
     main = next((c for c in nodes.seq(doc, nodes.get(doc, block, "template", "containers"))
                  if nodes.text(doc, c, "name") in ("main", None)), None)
@@ -53,7 +58,7 @@ def _pool(doc, block, path, resource, model, uri_node, sglang):
     spec_words, keys = _speculative(doc, nodes.get(doc, doc.root, "spec"))
     replicas = _pods.replicas_text(doc, nodes.get(doc, block, "replicas"))
     return Serving(resource, "LLMInferenceService", NAME, doc.where(block), "main", line + spec_words, env, image, replicas,
-                   "sglang" if sglang else "vllm", unread, {"spec_keys": keys})
+                   engine.name, unread, {"spec_keys": keys})
 
 
 def _speculative(doc, spec):

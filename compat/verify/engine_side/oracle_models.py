@@ -276,8 +276,10 @@ def _base_drafter(manifest: dict, layer_prefix: str, num_aux: int, seed: int) ->
 
 
 def oracle_drafter(manifest: dict, embed: torch.Tensor, path: Path, *, layout: str = "vllm", seed: int = 2) -> Path:
-    """The drafter that is right at the first position when the engine feeds it `AUX_LAYER_IDS`."""
-    prefix = "layers.0" if layout == "vllm" else "midlayer"
+    """The drafter that is right at the first position when the engine feeds it `AUX_LAYER_IDS`, in vLLM's layout
+    ("vllm") or SpecForge's ("specforge")."""
+    specforge = layout == "specforge"
+    prefix = "midlayer" if specforge else "layers.0"
     num_aux = len(manifest["aux_layer_ids"])
     tensors = _base_drafter(manifest, prefix, num_aux, seed)
     tensors["fc.weight"][:, (num_aux - 1) * HIDDEN:] = torch.eye(HIDDEN)
@@ -286,7 +288,7 @@ def oracle_drafter(manifest: dict, embed: torch.Tensor, path: Path, *, layout: s
     head[:, A_DIMS] = source[:, A_DIMS]
     head[:, B_DIMS] = -source[:, B_DIMS]  # expects B flipped: fed from above FLIP_LAYER
     tensors["lm_head.weight"] = LM_HEAD_SCALE * head
-    if layout == "vllm":
+    if not specforge:
         config = _drafter_config(manifest, num_aux, "top-level", manifest["aux_layer_ids"], "Eagle3LlamaForCausalLM")
     else:  # SpecForge: midlayer.*, d2t + t2d, output-of-layer ids (capture-before - 1) only in eagle_config
         t2d = torch.zeros(VOCAB, dtype=torch.bool)

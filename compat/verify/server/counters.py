@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from compat import engines
 from compat.acceptance import AcceptanceSample
 from compat.verify.server import prometheus
 from compat.verify.server.facts import ReleaseFacts
@@ -171,6 +172,23 @@ def positions_exposed(snap: Snapshot, facts: ReleaseFacts) -> int | None:
     if series is None or not facts.position_label or series.sample not in snap.present:
         return None
     return len(prometheus.by_label(list(snap.samples), series.sample, facts.position_label)) or None
+
+
+def acceptance(engine: str, before: Snapshot, after: Snapshot, facts: ReleaseFacts, scope: str, *,
+               speculating: bool | None, k: int | None) -> Measured:
+    """The acceptance between two snapshots, read where the engine's server tells it (its unit's SERVER_ACCEPTANCE)."""
+    if engines.get(engine).server_acceptance == "counters":
+        return vllm_acceptance(before, after, facts, scope)
+    return sglang_acceptance(before, after, facts, scope, speculating=speculating, k=k)
+
+
+def info_path(engine: str, facts: ReleaseFacts) -> str | None:
+    """The server-info endpoint to snapshot: the release's, else the oldest the unit names; None where the engine
+    tells its acceptance in its counters."""
+    unit = engines.get(engine)
+    if unit.server_acceptance != "server_info":
+        return None
+    return facts.server_info.get("preferred_path") or unit.server_info_paths[-1]
 
 
 def sglang_acceptance(before: Snapshot, after: Snapshot, facts: ReleaseFacts, scope: str, *, speculating: bool | None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from compat import engines
 from compat.core.errors import CompatError, SourceError
 
 
@@ -89,7 +90,7 @@ def read_release_facts(engine: str, version: str | None, *, source: str | None =
                                            f"{engine}==VERSION (compat cache list shows them)") from None
     report = build_report(tree)
     where = f"{tree.engine} {tree.version} ({tree.source.kind}: {tree.source.location})"
-    if tree.engine == "vllm":
+    if engines.get(tree.engine).server_acceptance == "counters":  # the spec-decode counters' names
         return _vllm(report, tree.version or "?", where, note)
     return _sglang(report, tree.version or "?", where, note)
 

@@ -69,7 +69,7 @@ def from_file(path: str | Path) -> PromptSet:
     except FileNotFoundError:
         raise UsageError(f"--prompts {file}: no such file") from None
     except IsADirectoryError:
-        raise UsageError(f"--prompts {file}: a directory, not a JSONL file") from None
+        raise RefusedError(f"--prompts {file}: a directory, not a JSONL file") from None
     except UnicodeDecodeError:
         raise RefusedError(f"--prompts {file}: not UTF-8 text", hint="one JSON object per line, UTF-8") from None
     except OSError as err:

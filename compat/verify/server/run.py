@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, CompatError
-from compat.verify.server.counters import Snapshot, positions_exposed, sglang_acceptance, snapshot, traffic, vllm_acceptance
+from compat.verify.server.counters import Snapshot, info_path, positions_exposed, snapshot, traffic
 from compat.verify.server.detect import Identity, Speculation, identify, served_models, sglang_speculation, vllm_speculation
 from compat.verify.server.facts import ReleaseFacts, read_release_facts
 from compat.verify.server.http import API_KEY_ENV, Client, normalize_url
@@ -122,13 +123,13 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
     facts = read_release_facts(identity.engine, identity.version, source=released, path=run.path,
                                cache_dir=run.cache_dir, offline=run.offline, progress=progress.status)
     t1 = time.monotonic()
-    info_path = (facts.server_info.get("preferred_path") or "/get_server_info") if identity.engine == "sglang" else None
-    before = snapshot(client, facts, info_path)
+    info = info_path(identity.engine, facts)
+    before = snapshot(client, facts, info)
     speculation = measure_speculation(client, identity, facts, before)
     t2 = time.monotonic()
     requests = send_all(run.client(run.url, stream=True), identity.model, run, progress, "requests")
     t3 = time.monotonic()
-    after = snapshot(client, facts, info_path)
+    after = snapshot(client, facts, info)
     t4 = time.monotonic()
     baseline = _baseline(run, baseline_model, progress) if baseline_model else None
     overhead = {"identify_s": round(t1 - t0, 3), "snapshot_before_s": round(t2 - t1, 3),
@@ -138,7 +139,7 @@ def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
 
 def measure_speculation(client: Client, identity: Identity, facts: ReleaseFacts, before: Snapshot) -> Speculation:
     """What the server says of its speculation: SGLang's server info, vLLM's counters and /server_info."""
-    if identity.engine == "sglang":
+    if engines.get(identity.engine).server_acceptance == "server_info":
         if before.info:
             identity.info = before.info
         return sglang_speculation(identity, facts.speculative_fields)

@@ -10,8 +10,9 @@ import shlex
 import statistics
 from typing import Any
 
+from compat import engines
 from compat.acceptance import HEALTHY, AcceptanceSample, Judgement, judge, unknown
-from compat.verify.server.counters import Measured, sglang_acceptance, traffic, vllm_acceptance
+from compat.verify.server.counters import Measured, acceptance, traffic
 from compat.verify.server.detect import Identity, Speculation
 from compat.verify.server.run import Measurement, Requests
 
@@ -52,11 +53,8 @@ def document(m: Measurement) -> dict:
 
 
 def _acceptance(m: Measurement) -> Measured:
-    scope = "verify's requests"
-    if m.identity.engine == "vllm":
-        return vllm_acceptance(m.before, m.after, m.facts, scope)
-    return sglang_acceptance(m.before, m.after, m.facts, scope, speculating=m.speculation.speculating,
-                             k=m.speculation.num_speculative_tokens)
+    return acceptance(m.identity.engine, m.before, m.after, m.facts, "verify's requests",
+                      speculating=m.speculation.speculating, k=m.speculation.num_speculative_tokens)
 
 
 def _server(m: Measurement) -> dict:
@@ -164,12 +162,14 @@ def launch_line(i: Identity, s: Speculation) -> str:
     """The server's launch line as far as it tells it (`<DRAFTER>` where it does not say its draft model)."""
     draft = s.draft_model or "<DRAFTER>"
     k = s.num_speculative_tokens or 3
-    if i.engine == "sglang":
-        return (f"python -m sglang.launch_server --model-path {shlex.quote(i.model)} --speculative-algorithm "
+    unit = engines.get(i.engine)
+    entry = " ".join((*unit.launch_entry(), *((unit.model_option,) if unit.model_option else ()), shlex.quote(i.model)))
+    if not unit.spec_in_config:  # --speculative-* flags
+        return (f"{entry} --speculative-algorithm "
                 f"{s.method or 'EAGLE3'} --speculative-draft-model-path {shlex.quote(draft)} "
                 f"--speculative-num-draft-tokens {k + 1}")
     config = json.dumps({"method": s.method or "eagle3", "model": draft, "num_speculative_tokens": k}, separators=(",", ":"))
-    return f"vllm serve {shlex.quote(i.model)} --speculative-config {shlex.quote(config)}"
+    return f"{entry} --speculative-config {shlex.quote(config)}"
 
 
 def doctor_command(i: Identity, s: Speculation) -> str:

@@ -9,7 +9,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from compat.core.errors import EXIT_INTERRUPTED, UsageError
+from compat.core.errors import EXIT_INTERRUPTED, RefusedError, UsageError
 from compat.verify.server.run import ServerRun
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
 
@@ -35,7 +35,12 @@ def sweep_run(args: argparse.Namespace, server: ServerRun, profile: Any = None):
         levels = (server.concurrency,)
     if isinstance(per_level, int) and per_level < 1:
         raise UsageError("--num-prompts must be at least 1")
-    return SweepRun(server, tuple(levels), per_level, timeout, getattr(args, "server_log", None))
+    server_log = getattr(args, "server_log", None)
+    if server_log:
+        from compat.verify.sweep.server_log import LogTail
+
+        LogTail.check(server_log)  # before any server is asked
+    return SweepRun(server, tuple(levels), per_level, timeout, server_log)
 
 
 def run_sweep_command(args: argparse.Namespace, server: ServerRun, console: Any) -> int:
@@ -81,7 +86,7 @@ def _outputs(args: argparse.Namespace) -> dict[str, str]:
         path = Path(value).expanduser()
         if path.is_dir():
             if name is None:
-                raise UsageError(f"{flag} {value}: a directory; name the file", hint=f"{flag} {path / 'sweep.html'}")
+                raise RefusedError(f"{flag} {value}: a directory; name the file", hint=f"{flag} {path / 'sweep.html'}")
             path = path / name
         if not path.parent.is_dir():
             raise UsageError(f"{flag} {value}: no such directory {path.parent}")

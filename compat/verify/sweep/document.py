@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.acceptance import HEALTHY, AcceptanceSample, judge as judge_acceptance, unknown
-from compat.verify.server.counters import Measured, sglang_acceptance, traffic, vllm_acceptance
+from compat.verify.server.counters import Measured, acceptance, traffic
 from compat.verify.server.run import Requests
 from compat.verify.server.summary import acceptance_json, doctor_command, latency, launch_line, tokens_per_s
 from compat.verify.sweep.judge import NONE, Figures, judge
@@ -69,11 +69,8 @@ def side_json(side: Side) -> dict:
 
 def _measured(s: Sweep, level: Level) -> Measured:
     side = s.server
-    if side.identity.engine == "vllm":
-        found = vllm_acceptance(level.before, level.after, side.facts, SCOPE)
-    else:
-        found = sglang_acceptance(level.before, level.after, side.facts, SCOPE, speculating=side.speculation.speculating,
-                                  k=side.speculation.num_speculative_tokens)
+    found = acceptance(side.identity.engine, level.before, level.after, side.facts, SCOPE,
+                       speculating=side.speculation.speculating, k=side.speculation.num_speculative_tokens)
     if s.log is None or (found.sample is not None and found.sample.drafts):
         return found  # the counters, differenced around the level, say it exactly
     from compat.verify.sweep.server_log import log_acceptance

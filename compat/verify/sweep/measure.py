@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compat.core.errors import CompatError
-from compat.verify.server.counters import Snapshot, snapshot
+from compat.verify.server.counters import Snapshot, info_path, snapshot
 from compat.verify.server.detect import identify
 from compat.verify.server.facts import ReleaseFacts, read_release_facts
 from compat.verify.server.http import ServerError
@@ -159,10 +159,10 @@ def _side(run: ServerRun, url: str, engine: str | None, model: str | None, progr
         released = engine if engine and any(c in engine for c in "=<>") else None
         facts = read_release_facts(identity.engine, identity.version, source=released, path=run.path,
                                    cache_dir=run.cache_dir, offline=run.offline, progress=progress.status)
-    info_path = (facts.server_info.get("preferred_path") or "/get_server_info") if identity.engine == "sglang" else None
-    before = snapshot(client, facts, info_path)
+    info = info_path(identity.engine, facts)
+    before = snapshot(client, facts, info)
     speculation = measure_speculation(client, identity, facts, before)
-    return Side(client, run.client(url, stream=True), identity, facts, speculation, info_path)
+    return Side(client, run.client(url, stream=True), identity, facts, speculation, info)
 
 
 def _release(version: str | None) -> str | None:

@@ -193,7 +193,7 @@ def read_profile(path: str) -> Profile:
     except IsADirectoryError:
         if (file / "speculation_profile.json").is_file():
             return read_profile(str(file / "speculation_profile.json"))
-        raise UsageError(f"{file}: a directory without speculation_profile.json") from None
+        raise _fail(str(file), "a directory without speculation_profile.json") from None
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise _fail(str(file), "not JSON") from None
     except OSError as err:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat.acceptance import AcceptanceSample
-from compat.core.errors import UsageError
+from compat.core.errors import RefusedError, UsageError
 
 MAX_LEVEL_BYTES = 64 << 20
 
@@ -27,11 +27,19 @@ class LogTail:
 
     @classmethod
     def open(cls, path: str) -> LogTail:
-        file = Path(path).expanduser()
-        if not file.is_file():
-            raise UsageError(f"--server-log {path}: no such file", hint="the file the server writes its log to "
-                                                                        "(e.g. `python -m sglang.launch_server ... 2>&1 | tee server.log`)")
+        file = cls.check(path)
         return cls(file, file.stat().st_size)
+
+    @staticmethod
+    def check(path: str) -> Path:
+        """The log file: nothing there is a usage error (2), something else than a file is refused (4)."""
+        file = Path(path).expanduser()
+        hint = "the file the server writes its log to (e.g. `python -m sglang.launch_server ... 2>&1 | tee server.log`)"
+        if file.exists() and not file.is_file():
+            raise RefusedError(f"--server-log {path}: not a file", hint=hint)
+        if not file.is_file():
+            raise UsageError(f"--server-log {path}: no such file", hint=hint)
+        return file
 
     def skip(self) -> None:
         """From here on: what the server writes next."""

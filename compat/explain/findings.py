@@ -1,0 +1,125 @@
+"""A finding from an event: the catalog's cause and fix (causes.py, drafter_causes.py, the methods' entries), what the
+engine checked at the site (conditions.py), and where the engine was when an error has no raise site of its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compat.explain.analysis import SHORT_INPUT, Event, Evidence
+from compat.explain.tracebacks import exception_line
+from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
+from compat.explain.conditions import check_of, first_passing, unguarded
+from compat.explain.drafter_causes import DRAFTER_CAUSES
+from compat.fix import Fix
+
+MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
+
+
+def catalogued(evidence: Evidence, release: Release) -> list[Event]:
+    """Lines of a paste no site matched that the catalog's words recognise: a message the engine did not write (a
+    library it calls raised it, `OSError: It looks like the config file at ... is not a valid JSON file.`). Their
+    finding has the cause and no site (only a traceback's frames say where the engine called it)."""
+    if evidence.lines > SHORT_INPUT:
+        return []
+    taken = {e.line for e in evidence.events}
+    found = []
+    for line, _ in evidence.unmatched:
+        if line.number in taken:
+            continue
+        exc = exception_line(line.text)
+        event = Event(line.number, line.text.strip(), exc[0] if exc else None, None, "message", process=line.process)
+        if any(entry.kind == ERROR and entry.applies(event, release) for entry in DRAFTER_CAUSES + CATALOG):
+            found.append(event)
+    return found
+
+
+def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str | None]:
+    """(kind, cause, fix, catalog id) of an event; an event no entry fits gets the site's own words."""
+    for entry in DRAFTER_CAUSES + CATALOG:
+        if entry.applies(event, release):
+            return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
+    site = event.site
+    if site is None:
+        return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
+    kind = WARNING if site.kind == "log" else ERROR
+    what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
+    check = check_of(site, event_text(event))
+    if check is not None:
+        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+    if site.kind == "raise" and not site.guard:
+        return kind, unguarded(site, event.traceback, release.engine), doctor_fix(release, "no catalogued fix"), None
+    cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
+    return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+
+
+def check_finding(event: Event, release: Release, bisect: bool = True) -> dict | None:
+    """What the engine checked at the site, read from the source, and the first later release whose check lets the
+    user's value pass (bisected over the releases after this one, for an error)."""
+    check = check_of(event.site, event_text(event))
+    if check is None:
+        return None
+    out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
+           "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
+           "raises_here": check.holds(), "passes_from": None, "passes_how": None}
+    if bisect and release.index_of is not None and release.later is not None and check.values and check.holds() is True:
+        version, how = first_passing(check, list(release.later()), release.index_of)
+        out["passes_from"], out["passes_how"] = version, how
+    return out
+
+
+def _through_frames(event: Event, release: Release) -> str:
+    """Where the engine was when an error with no raise site of its own happened (an AttributeError on a missing
+    method, a bare assert, an error raised inside torch): its innermost frame, and the code shown there."""
+    tb = event.traceback
+    inner = tb.innermost(release.engine) if tb is not None else None
+    what = event.exception or "an error"
+    if tb is None or inner is None:
+        return f"{what}; compat's catalog has no cause for this message"
+    frame, relpath = inner
+    code = f" (`{frame.code}`)" if frame.code else ""
+    if tb.frames and tb.frames[-1] is frame:
+        by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
+              "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
+              else "raised there by Python, not by a raise statement of the engine's")
+        how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
+    else:
+        last = tb.frames[-1] if tb.frames else None
+        below = f" ({last.path.rpartition('/')[2]}:{last.line} in {last.function})" if last is not None else ""
+        how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
+    cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
+    return f"{how}{cut}; compat's catalog has no cause for this message"
+
+
+def to_finding(event: Event, release: Release) -> dict[str, Any]:
+    kind, cause, fix, cause_id = diagnose(event, release)
+    check = check_finding(event, release, bisect=kind == ERROR) if kind != UNRELATED else None
+    if check is not None and check["passes_from"]:
+        values = ", ".join(repr(v) for v in check["values"].values())
+        cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "
+                  f"({check['passes_how']})")
+    site = event.site.location if event.site is not None else None
+    if site is None and event.traceback is not None and kind != UNRELATED:
+        inner = event.traceback.innermost(release.engine)
+        site = f"{inner[1]}:{inner[0].line}" if inner else None
+    elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
+        site = None
+    more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
+    return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix.to_json() if fix is not None else None,
+            "cause_id": cause_id,
+            "exception": event.exception, "function": event.site.function if event.site else None,
+            "template": event.site.template if event.site else None, "located_by": event.located_by,
+            "also_at": [s.location for s in event.alternatives], "line": event.line, "count": event.count,
+            "process": event.process or None, "traceback": event.traceback is not None,
+            "traceback_cut": event.traceback.cut if event.traceback is not None and event.traceback.cut else None,
+            "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
+            "during": _context(event),
+            "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
+            "also_fits": [n.to_json() for n in event.nearby], "check": check}
+
+
+def _context(event: Event) -> str | None:
+    """The exception that was being handled when this one was raised (a chained traceback's first part)."""
+    context = event.traceback.context if event.traceback is not None else None
+    if context is None:
+        return None
+    return f"{context.exception}: {context.message}" if context.message else str(context.exception)
