@@ -54,3 +54,20 @@ def looks_like_target(path: str | Path) -> bool:
 def swapped(target: str | Path | None, drafter: str | Path | None) -> bool:
     """True when what was given as the target is a drafter and what was given as the drafter a target."""
     return bool(target and drafter and looks_like_drafter(target) and looks_like_target(drafter))
+
+
+def holds_weights(path: str | Path) -> bool:
+    folder = Path(path)
+    return folder.is_dir() and any((folder / name).exists() for name in WEIGHTS)
+
+
+def wrong_kind(target: str | Path | None, drafter: str | Path | None) -> str | None:
+    """What is wrong with the pair when one model is plainly the other kind (the swap aside): "TARGET" when the
+    target is a drafter, "DRAFTER" when the drafter is a target model's config with no weights at all (a draft
+    model, a whole small LM, holds weights and is left to the readers); None otherwise."""
+    if target and looks_like_drafter(target):
+        return "TARGET"
+    if drafter and looks_like_target(drafter) and not holds_weights(drafter):
+        return "DRAFTER"
+    return None
+

@@ -14,7 +14,7 @@ A site:
      "template": "Eagle3 is only supported for {} models. Got {}", "pattern": "regex" | None,
      "words": ["supported", ...], "function": "SpeculativeConfig._verify_args", "location": "file:line",
      "end_line": N}
-A raise or assert also has "guard" (what it checks, probes/_guards.py: the condition, when it raises, the literal
+A raise, an assert or a logger call under an `if` also has "guard" (what it checks, probes/_guards.py: the condition, when it raises, the literal
 values of the names compared) when one is read, and "holes" (each hole's expression, for an f-string message).
 `pattern` is the template's first line that has a word of at least MIN_WORD letters (None when none
 has: such a message says too little to be recognised by its text, though a traceback frame still finds
@@ -172,7 +172,9 @@ class _Walker(ast.NodeVisitor):
             if len(node.args) > 1:  # logging applies %-formatting only when given arguments
                 parts = _percent(parts)
             level = func.attr.replace("_once", "").replace("warn", "warning").replace("warninging", "warning")
-            self._add(node, "log", None, level, parts)
+            # what the engine checked before logging it (a warning's `if`), read as a raise's guard
+            self._add(node, "log", None, level, parts, self._guard(None, True) if self.ifs else None,
+                      hole_exprs(node.args[0]) if len(node.args) == 1 else None)
         elif isinstance(func, ast.Name) and func.id in LOG_FUNCTIONS and node.args:
             parts = self._template(node.args[0], node)
             self._add(node, "log", None, "info", _percent(parts) if len(node.args) > 1 else parts)

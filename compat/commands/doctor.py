@@ -264,6 +264,18 @@ def _dropped_keys(diagnosis: dict) -> list[str]:
             if key not in ("method", "model", "num_speculative_tokens")]
 
 
+def _check_kinds(wrong: str | None, target_name, drafter_name) -> None:
+    """A drafter given as TARGET, or a target model's config as DRAFTER (the same folder twice, say): named, with the
+    order doctor takes, before either is read as what it is not."""
+    if wrong == "TARGET":
+        raise UsageError(f"TARGET {target_name} is a drafter (weights and a speculative head), not the model it drafts for",
+                         hint=f"the target model first: compat doctor TARGET {drafter_name or target_name} ...")
+    if wrong == "DRAFTER":
+        said = " (the same folder as TARGET)" if drafter_name == target_name else ""
+        raise UsageError(f"DRAFTER {drafter_name}{said} is a target model (a deep model's config, no drafter weights)",
+                         hint=f"the drafter second: compat doctor {target_name} DRAFTER ...")
+
+
 def run(args, console) -> int:
     if args.manifest:
         from compat.manifests.main import run as run_manifest
@@ -292,11 +304,12 @@ def run(args, console) -> int:
         profile = read_profile(args.profile)  # a bad profile fails before any work
     target_dir = resolve_model(target_name, what="target")
     drafter_dir = resolve_model(drafter_name, what="drafter") if drafter_name is not None else None
-    from compat.model_kind import swapped
+    from compat.model_kind import swapped, wrong_kind
 
     if swapped(target_dir, drafter_dir):
         raise UsageError(f"TARGET and DRAFTER look swapped: {target_name} is a drafter (weights and a speculative head), "
                          f"{drafter_name} a target model", hint=f"the target first: compat doctor {drafter_name} {target_name} ...")
+    _check_kinds(wrong_kind(target_dir, drafter_dir), target_name, drafter_name)
     target = read_target(target_dir)
     drafter = read_drafter(drafter_dir, target, args.layer_ids_convention,
                            layer_ids_arg(args.layer_ids)) if drafter_dir is not None else no_drafter(target)

@@ -50,14 +50,15 @@ class Check:
 
     def describe(self) -> str:
         when = "when" if self.raises_when else "unless"
+        verb = "logs it" if self.site.kind == "log" else "raises"
         guard = self.site.guard or {}
         line = guard.get("line", self.site.line)
         caught = guard.get("caught")
         if caught and self.test == "True":
-            out = f"{self.site.function or self.site.file} raises it in `{caught['clause']}:` ({self.site.file}:" \
+            out = f"{self.site.function or self.site.file} {verb} in `{caught['clause']}:` ({self.site.file}:" \
                   f"{caught['line']}): what it tried failed"
         else:
-            out = f"{self.site.function or self.site.file} raises {when} `{self.test}` ({self.site.file}:{line})"
+            out = f"{self.site.function or self.site.file} {verb} {when} `{self.test}` ({self.site.file}:{line})"
             if caught:
                 out += f", in `{caught['clause']}:` ({self.site.file}:{caught['line']}): what it tried failed"
         for name, entry in self.names.items():
@@ -65,6 +66,31 @@ class Check:
         for expr, value in self.values.items():
             out += f"; here {expr} = {value!r} (from the message)"
         return out
+
+
+def unguarded(site: Site, tb=None, engine: str = "") -> str:
+    """What the source says of a raise no `if` or `except` of its function guards: it raises whenever the function
+    reaches it, so the decision was the caller's (a traceback's frame above it names the call); a bare
+    NotImplementedError so raised is a method the class the engine used does not provide."""
+    function = site.function or site.file
+    if site.exception == "NotImplementedError" and site.literal_length < 16:  # a base method's bare raise
+        owner, _, method = function.rpartition(".")
+        out = (f"{function} is not implemented{f' by {owner}' if owner else ''} ({site.location}, no `if` around the "
+               f"raise): the class the engine used for this does not provide {method or function}")
+    else:
+        out = f"{function} raises it whenever it runs to {site.location} (no `if` or `except` around the raise)"
+    caller = _caller(site, tb, engine) if tb is not None else None
+    return out + (f"; the call that decided it: {caller}" if caller else "; what called it decided")
+
+
+def _caller(site: Site, tb, engine: str) -> str | None:
+    """The engine frame above the raise's in a traceback: `file:line in function (`code`)`."""
+    frames = tb.engine_frames(engine)
+    for (frame, relpath), (above, above_rel) in zip(frames[1:][::-1], frames[:-1][::-1]):
+        if relpath == site.file and site.covers(relpath, frame.line):
+            code = f" (`{above.code}`)" if above.code else ""
+            return f"{above_rel}:{above.line} in {above.function}{code}"
+    return None
 
 
 def check_of(site: Site | None, message: str) -> Check | None:
@@ -201,12 +227,13 @@ _COMPARE: dict[type, Callable] = {
 
 # -- across releases --------------------------------------------------------------------------------------------
 def same_check(check: Check, index: SiteIndex) -> Site | None:
-    """The site of another release that makes this check: raised by the same function, of the same exception, its
-    guard comparing the expression the user's value came from (the message may have changed)."""
+    """The site of another release that makes this check: raised (or logged) by the same function, of the same
+    exception, its guard comparing the expression the user's value came from (the message may have changed)."""
     function = check.site.function
     wanted = set(check.values)
     for site in index.sites:
-        if site.function != function or site.exception != check.site.exception or not site.guard:
+        if site.function != function or site.exception != check.site.exception or not site.guard \
+                or (site.kind == "log") != (check.site.kind == "log"):
             continue
         if not wanted or any(expr in site.guard["test"] for expr in wanted):
             return site

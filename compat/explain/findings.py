@@ -8,7 +8,7 @@ from typing import Any
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence
 from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
-from compat.explain.conditions import check_of, first_passing
+from compat.explain.conditions import check_of, first_passing, unguarded
 from compat.explain.drafter_causes import DRAFTER_CAUSES
 from compat.fix import Fix
 
@@ -46,20 +46,22 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
     check = check_of(site, event_text(event))
     if check is not None:
         return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+    if site.kind == "raise" and not site.guard:
+        return kind, unguarded(site, event.traceback, release.engine), doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
     return kind, cause, None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
 
 
-def check_finding(event: Event, release: Release) -> dict | None:
+def check_finding(event: Event, release: Release, bisect: bool = True) -> dict | None:
     """What the engine checked at the site, read from the source, and the first later release whose check lets the
-    user's value pass (bisected over the releases after this one)."""
+    user's value pass (bisected over the releases after this one, for an error)."""
     check = check_of(event.site, event_text(event))
     if check is None:
         return None
     out = {"test": check.test, "raises_when": check.raises_when, "names": check.names, "values": check.values,
            "at": f"{check.site.file}:{(check.site.guard or {}).get('line')}", "says": check.describe(),
            "raises_here": check.holds(), "passes_from": None, "passes_how": None}
-    if release.index_of is not None and release.later is not None and check.values and check.holds() is True:
+    if bisect and release.index_of is not None and release.later is not None and check.values and check.holds() is True:
         version, how = first_passing(check, list(release.later()), release.index_of)
         out["passes_from"], out["passes_how"] = version, how
     return out
@@ -90,7 +92,7 @@ def _through_frames(event: Event, release: Release) -> str:
 
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
     kind, cause, fix, cause_id = diagnose(event, release)
-    check = check_finding(event, release) if kind != UNRELATED else None
+    check = check_finding(event, release, bisect=kind == ERROR) if kind != UNRELATED else None
     if check is not None and check["passes_from"]:
         values = ", ".join(repr(v) for v in check["values"].values())
         cause += (f"; the first release after {release.version} that lets {values} pass: {check['passes_from']} "

@@ -82,3 +82,16 @@ def test_swapped_models_are_named(work):
     assert "compat convert ckpt S/kimi-k25-eagle3-ft out --to vllm --target S/Kimi-K2.5" in convert.err
     alone = compat("convert", "ckpt", "S/Kimi-K2.5", "out", "--to", "vllm", cwd=root)
     assert alone.code == 2 and "is a target model" in alone.err and not (root / "out").exists()
+
+
+def test_a_model_of_the_wrong_kind_is_named(work):
+    """The swap's siblings: the same folder given twice, a drafter as TARGET, a target's config as DRAFTER."""
+    root, _, tree = work
+    twice = compat("doctor", "S/Kimi-K2.5", "S/Kimi-K2.5", "--path", str(tree), cwd=root)
+    assert twice.code == 2 and "DRAFTER S/Kimi-K2.5 (the same folder as TARGET) is a target model" in twice.err, twice.err
+    assert "fix: the drafter second: compat doctor S/Kimi-K2.5 DRAFTER" in twice.err and twice.err.count("error:") == 1
+    drafters = compat("doctor", "S/kimi-k25-eagle3-ft", "S/kimi-k2-eagle3", "--path", str(tree), cwd=root)
+    assert drafters.code == 2 and "TARGET S/kimi-k25-eagle3-ft is a drafter" in drafters.err, drafters.err
+    assert "compat doctor TARGET S/kimi-k2-eagle3" in drafters.err
+    right = compat("doctor", "S/Kimi-K2.5", "S/kimi-k25-eagle3-ft", "--path", str(tree), cwd=root)
+    assert "is a drafter" not in right.err and "is a target model" not in right.err, right.err

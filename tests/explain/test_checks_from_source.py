@@ -77,3 +77,40 @@ def test_an_uncatalogued_site_gets_the_code_s_words_not_an_empty_cause(vllm_032)
         assert "catalog has no cause" not in finding["cause"]
         name = next(iter(site.guard["names"]))
         assert name in finding["cause"]
+
+
+def test_a_warning_says_what_the_engine_checked_before_logging_it(vllm_032):
+    """A logger call under an `if` has its guard read as a raise's is: vLLM 0.32.0 warns about the scheduled tokens
+    only when a speculative config is set (vllm/config/vllm.py)."""
+    _, index = sites_of(vllm_032)
+    site = site_of(index, "based on the speculative decoding settings", "log")
+    assert site.guard is not None and "self.speculative_config is not None" in site.guard["test"]
+    found = explain(from_text("WARNING 12-05 09:11:52 [vllm.py:1] " + render(site, "2048")), vllm_032)
+    warning = next(f for f in found.findings if f["site"] == site.location)
+    assert warning["kind"] == "warning" and "logs it when `self.speculative_config is not None" in warning["check"]["says"]
+    assert warning["check"]["passes_from"] is None  # a warning is not bisected over the later releases
+
+
+UTILS = "vllm/v1/worker/gpu/spec_decode/utils.py"
+DFLASH = "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py"
+
+
+def test_a_raise_no_condition_guards_names_the_call_that_decided(vllm_032):
+    """`get_parallel_drafting_token_id` raises at its end when no key it tries is in the drafter's config: no `if` is
+    around that raise, so the cause says so and names the caller the traceback shows (the DFlash speculator).
+    Modelled from vLLM 0.32.0's source (tests/explain/release_text.py): frames of its real files and lines."""
+    from release_text import line_of, traceback
+
+    _, index = sites_of(vllm_032)
+    site = site_of(index, "Model config must specify `dflash_config.mask_token_id`", "raise")
+    assert site.file == UTILS and not site.guard
+    lines = traceback(vllm_032, [(DFLASH, "self.parallel_drafting_token_id = get_parallel_drafting_token_id(")],
+                      (site.file, site.line), f"{site.exception}: {render(site)}")
+    found = explain(from_text("\n".join(lines)), vllm_032)
+    first = found.findings[0]
+    assert first["site"] == site.location and first["located_by"] == "traceback"
+    assert first["cause_id"] is None  # no catalogued cause: the code's own words
+    caller = line_of(vllm_032, DFLASH, "self.parallel_drafting_token_id = get_parallel_drafting_token_id(")
+    assert "no `if` or `except` around the raise" in first["cause"]
+    assert f"the call that decided it: {DFLASH}:{caller}" in first["cause"]
+    assert "catalog has no cause" not in first["cause"]
