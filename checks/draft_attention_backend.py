@@ -13,7 +13,6 @@ from compat.checks._draft_settings import argument, draft_setting, line
 from compat.launch_line import LineEdit
 
 SPARSE_MLA = ("nsa", "dsa", "dsv4", "qsa")
-MHA_CHOICE = {"sglang": ("flashinfer", "fa3", "triton"), "vllm": ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")}
 
 
 def mla_only(backend: object) -> bool:
@@ -61,10 +60,11 @@ def draft_attention_backend(ctx: Ctx) -> Result:
 def _fix(ctx: Ctx, setting) -> LineEdit | None:
     if setting.own_option is None:
         return None
-    mha = MHA_CHOICE.get(ctx.engine)
+    unit = engines.get(ctx.engine)
+    mha = unit.mha_attention_backends  # the engine unit's MHA backends, preferred first
     if not mha:
         return None
-    if engines.get(ctx.engine).spec_in_config:
+    if unit.spec_in_config:
         return LineEdit("spec", "an MHA backend for the MHA drafter", key="attention_backend", value=mha[0])
     choices = (argument(ctx, "--attention-backend") or {}).get("choices") or []
     pick = next((c for c in mha if c in choices), mha[-1])

@@ -53,6 +53,8 @@ CONTRACT = Contract("engine", (
           '(its class defines set_eagle3_layers_to_capture: SGLang)'),
     Field("LAYER_IDS_FED_BY", str, doc='who reads the drafter\'s layer ids: "runners" (each model runner reads them '
           'from the drafter config and tells the target: vLLM) or "target_hook" (the target\'s capture hook: SGLang)'),
+    Field("MHA_ATTENTION_BACKENDS", tuple, default=(), doc="the attention backends an MHA drafter runs on, as its "
+          "options spell them, preferred first (the line compat prints for an MHA drafter behind an MLA target)"),
     Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line (named "
           "groups, read by compat/explain: `who` the process, `head` a log record's head, `level`, `file`, `line`)"),
     Field("VERSION_IN_LOG", str, doc="regex: how a log names the release (group 1: the version)"),
@@ -124,6 +126,7 @@ class Engine:
     draft_shape: str
     target_gate: str
     layer_ids_fed_by: str
+    mha_attention_backends: tuple[str, ...]
     log_prefixes: tuple[str, ...]
     version_in_log: str
     server_owned_by: str

@@ -20,6 +20,7 @@ SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, 
 DRAFT_SETTINGS_FROM = "target"  # the draft worker is built from the target's ServerArgs (sglang#23490)
 DRAFT_SHAPE = "tree"  # --speculative-num-steps x --speculative-eagle-topk, --speculative-num-draft-tokens verified
 TARGET_GATE = "capture_hook"  # set_eagle3_layers_to_capture, else AttributeError (no model-type whitelist)
+MHA_ATTENTION_BACKENDS = ("flashinfer", "fa3", "triton")  # --attention-backend choices an MHA drafter runs on
 LAYER_IDS_FED_BY = "target_hook"  # the target's set_eagle3_layers_to_capture (ids + 1: the output of layer k - 1)
 # What its processes write before a line (groups as in vllm.py): the log head `[YYYY-MM-DD HH:MM:SS(.mmm) DP1 PP0 TP3
 # EP3] ` (sglang/srt/utils/common.py:1265 `configure_logger`, 0.5.12; :1169 in 0.5.8) with the scheduler's ranks

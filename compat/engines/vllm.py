@@ -21,6 +21,7 @@ DRAFT_SETTINGS_FROM = "draft"  # the draft's ModelConfig: its checkpoint's quant
 DRAFT_SHAPE = "chain"
 TARGET_GATE = "interface"  # SupportsEagle3 at model load; until 0.21, also SpeculativeConfig's model-type whitelist
 LAYER_IDS_FED_BY = "runners"  # each model runner reads the drafter config's ids and sets them on the target
+MHA_ATTENTION_BACKENDS = ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN")  # AttentionBackendEnum names (attention_backend)
 # What its processes write before a line (compat/explain reads them apart: group `who` names the process, `head`
 # marks a log record's head, `level`/`file`/`line` its level and logger call):
 # - the process prefix on every line a process writes: `_add_prefix` (vllm/utils/__init__.py:3463 in 0.11.0,

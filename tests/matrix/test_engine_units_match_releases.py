@@ -52,6 +52,11 @@ def _declared(engine: str, report: dict, version: str) -> None:
     else:
         assert any(a.get("value") == "positional" for a in arguments), f"{where}: MODEL_OPTION '' but no positional"
 
+    # MHA_ATTENTION_BACKENDS: where the parser lists the backends it takes, one an MHA drafter runs on is among them
+    backend = next((a for a in arguments if a["name"] == "--attention-backend"), None)
+    if backend is not None and backend.get("choices") and unit.mha_attention_backends:
+        assert set(unit.mha_attention_backends) & set(backend["choices"]), f"{where}: MHA_ATTENTION_BACKENDS"
+
     # SERVER_ACCEPTANCE and METRICS_PREFIX: where the server tells acceptance, under which metric names
     metrics = report.get("spec_decode_metrics") or {}
     series = {**(metrics.get("counters") or {}), **(metrics.get("series") or {})}
