@@ -132,12 +132,12 @@ def resolve_choices(tree: EngineTree, relpath: str, node: ast.AST | None):
     if node is None:
         return None
     value = constant(node)
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(node, ast.Name) and not isinstance(value, (list, tuple, set, frozenset)):
+        value = _module_constant(tree, relpath, node.id)
+    if isinstance(value, (set, frozenset)):  # a set has no order: sorted, so a fact reads the same in every process
+        return sorted(value, key=str)
+    if isinstance(value, (list, tuple)):
         return list(value)
-    if isinstance(node, ast.Name):
-        resolved = _module_constant(tree, relpath, node.id)
-        if isinstance(resolved, (list, tuple, set, frozenset)):
-            return list(resolved)
     return ast.unparse(node)
 
 

@@ -174,8 +174,8 @@ def _set_choices(arg: Argument, node: ast.AST) -> None:
     """Literal choices are listed; computed ones (a registry's keys, get_args(Alias), the platform's device) are
     kept as their expression: doctor does not judge a value against choices it cannot list."""
     value = literal(node)
-    if isinstance(value, (list, tuple, set)):
-        arg.choices, arg.choices_from = list(value), None
+    if isinstance(value, (list, tuple, set)):  # a set has no order: sorted, so the fact is the same in every process
+        arg.choices, arg.choices_from = (sorted(value, key=str) if isinstance(value, set) else list(value)), None
     else:
         arg.choices, arg.choices_from = None, unparse(node)
 
