@@ -65,6 +65,10 @@ def run(args, console) -> int:
     if not args.text and not args.log and sys.stdin.isatty():
         raise UsageError("nothing to explain: give the error text, --log FILE, or - to read standard input",
                          hint='compat explain "the error message" --engine vllm==0.32.0')
+    if args.text and args.text != ["-"] and not " ".join(args.text).strip():
+        # an empty quote (a shell variable that was never set) would otherwise be searched and come back "not recognised"
+        raise UsageError("the text to explain is empty", hint='paste the error message (compat explain "ValueError: ..."), '
+                         "give the log (compat explain server.log), or pipe it in with -")
     result = explain_input(args, open_source, progress=not args.json)
     if args.json:
         print_json(result.to_json(), "explain")

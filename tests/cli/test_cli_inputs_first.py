@@ -51,6 +51,8 @@ CASES = [  # (command words, exit code, words the one error line says, words the
     (["explain", "--log", "a-folder", *SPY], 4, "--log a-folder: a directory, not a log file",
      os.path.join("a-folder", "server.log")),
     (["explain", "--log", "no-such.log", *SPY], 2, "--log no-such.log: no such file", "the engine's log file"),
+    (["explain", "", *SPY], 2, "the text to explain is empty", "compat explain server.log"),
+    (["explain", " ", "\n", *SPY], 2, "the text to explain is empty", "pipe it in with -"),
     (["verify", *PAIR, *SPY, "--prompts", "a-folder"], 4, "--prompts a-folder: a directory, not a JSONL file", None),
     (["verify", *PAIR, *SPY, "--prompts", "bad.jsonl"], 4, "--prompts bad.jsonl: line 1 is not JSON", None),
     (["verify", *PAIR, *SPY, "--prompts", "no-such.jsonl"], 2, "--prompts no-such.jsonl: no such file", None),
