@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from compat import engines
 from compat.explain.metrics import Series, is_metrics_site, read_interval
+from compat.explain.pydantic_asserts import bare_assert_candidates
 from compat.explain.sites import Site, SiteIndex
 from compat.explain.logline import LogLine, read_all
 from compat.explain.text import Line
@@ -46,6 +47,7 @@ class Event:
     process: str = ""  # the process that wrote it, as the lines' prefixes say ("EngineCore_DP0 pid=42", "TP0")
     match: object = None  # how the text fits the site when it is not the whole message (a nearest.Near)
     nearby: list = field(default_factory=list)  # other templates the text also fits (nearest.Near), for a paste
+    candidates: list[Site] = field(default_factory=list)  # sites it may be, none of them said to be it (pydantic_asserts)
 
     @property
     def count(self) -> int:
@@ -160,9 +162,12 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
     site, located = _site_of(tb, index, package, source_line, elsewhere)
+    candidates = bare_assert_candidates(tb, index) if site is None else []
+    if len(candidates) == 1:  # the model's only assert without a message: the one pydantic reports
+        site, located, candidates = candidates[0], "pydantic message", []
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
     record_event(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
-                                  process=tb.process))
+                                  process=tb.process, candidates=candidates))
 
 
 def _chain(evidence: Evidence, tb: Traceback, seen: dict, package: str) -> None:

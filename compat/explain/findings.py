@@ -10,6 +10,7 @@ from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
 from compat.explain.conditions import check_of, first_passing, unguarded
 from compat.explain.drafter_causes import DRAFTER_CAUSES
+from compat.explain.pydantic_asserts import model_of
 from compat.fix import Fix
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
@@ -39,6 +40,8 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
         if entry.applies(event, release):
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     site = event.site
+    if site is None and event.candidates and event.traceback is not None:
+        return ERROR, _unnamed_assert(event), doctor_fix(release, "no catalogued fix"), None
     if site is None:
         return ERROR, _through_frames(event, release), doctor_fix(release, "no catalogued fix"), None
     kind = WARNING if site.kind == "log" else ERROR
@@ -80,6 +83,8 @@ def _through_frames(event: Event, release: Release) -> str:
     if tb.frames and tb.frames[-1] is frame:
         by = ("re-raised there" if (frame.code or "").startswith("raise ") and "(" not in (frame.code or "") else
               "raised there, in a file off the speculative-decoding paths compat reads" if (frame.code or "").startswith(("raise", "assert"))
+              else f"pydantic's validation of {model_of(tb)} failed there (its validators' frames are not shown)"
+              if (event.exception or "").endswith("ValidationError") and model_of(tb)
               else "raised there by Python, not by a raise statement of the engine's")
         how = f"{what} at {relpath}:{frame.line} in {frame.function}{code}: {by}"
     else:
@@ -88,6 +93,19 @@ def _through_frames(event: Event, release: Release) -> str:
         how = f"{what} raised below {release.engine}'s code{below}, called from {relpath}:{frame.line} in {frame.function}{code}"
     cut = f"; the traceback was cut short ({tb.cut})" if tb.cut else ""
     return f"{how}{cut}; compat's catalog has no cause for this message"
+
+
+def _unnamed_assert(event: Event) -> str:
+    model = model_of(event.traceback) if event.traceback is not None else None
+    count = len(event.candidates)
+    return (f"pydantic's validation of {model} failed an assert that has no message: pydantic shows neither its text "
+            f"nor its frame, so which of {model}'s {count} asserts without a message failed cannot be read from the "
+            "text (each is listed below with what it checks; the config pydantic was given is in its input_value)")
+
+
+def _candidate(site) -> dict[str, Any]:
+    check = check_of(site, "")
+    return {"site": site.location, "function": site.function, "checks": check.describe() if check is not None else None}
 
 
 def to_finding(event: Event, release: Release) -> dict[str, Any]:
@@ -114,7 +132,8 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
             "header": event.traceback.header if event.traceback is not None and event.traceback.header else None,
             "during": _context(event),
             "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
-            "also_fits": [n.to_json() for n in event.nearby], "check": check}
+            "also_fits": [n.to_json() for n in event.nearby], "check": check,
+            "could_be": [_candidate(site) for site in event.candidates]}
 
 
 def _context(event: Event) -> str | None:

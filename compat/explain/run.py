@@ -196,6 +196,8 @@ def render(result: Result, console) -> None:
                           + (f" ({escape(sites)})" if len(f["raised_in"]["sites"]) > 1 else ""))
         if f.get("match"):
             console.print(f"   [cyan]match[/]  {escape(f['match']['says'])}: {escape(_cut(f['match']['template'], 160))}")
+        for maybe in f.get("could_be") or ():
+            console.print(f"   [cyan]could be[/] {escape(maybe['site'])}: {escape(_cut(maybe['checks'] or '', 200))}")
         for near in f.get("also_fits") or ():
             console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
                           f"{escape(_cut(near['template'], 160))}")
