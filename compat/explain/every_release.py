@@ -4,7 +4,7 @@ which releases raise each message.
 The text is read once per release against that release's sites (its error_sites fact, kept in the facts cache),
 which says for each error which releases raise or log that message, and where; a traceback's frames say which
 releases have that code at those lines. The text is then explained against the release that fits best (every
-frame its code, then the most errors found, then the newest), and each finding says the releases that raise it.
+frame its code, then the most errors found, then the most of the text its messages say, then the newest), and each finding says the releases that raise it.
 When the text names releases (a log's `vLLM API server version 0.32.0`), those are searched instead.
 """
 
@@ -36,6 +36,8 @@ class Reading:
     errors: int
     fits: bool | None  # every traceback frame shows this release's code (None: no frame)
     tree: EngineTree
+    literal: int = 0  # literal characters of the messages the text holds whole (a fragment's count for nothing)
+    fragments: dict[int, str] | None = None  # line of the text -> the site of the message it is a fragment of
 
 
 def release_index(tree: EngineTree) -> SiteIndex:
@@ -96,28 +98,39 @@ def read_release(tree: EngineTree, replay: Callable[[], Iterator[Line]]) -> Read
         return text[number - 1] if text is not None and 0 < number <= len(text) else None
 
     evidence = analyse(replay(), tree.engine, index, source_line)
-    read_pasted(evidence, index)
+    unplaced = read_pasted(evidence, index)
     templates = {e.site.template: e.site.location for e in evidence.events if e.site is not None}
     errors = sum(1 for e in evidence.events if e.site is not None and e.site.kind != "log")
     checked = [c for c in evidence.frame_checks if c[3] is not None]
     fits = None if not checked else all(c[3] for c in checked)
-    return Reading(tree.version or "?", templates, errors, fits, tree)
+    literal = sum(e.site.literal_length for e in evidence.events if e.site is not None and e.match is None)  # whole
+    fragments = {e.line: e.site.location for e in evidence.events if e.site is not None and e.match is not None}
+    for near in unplaced:  # a fragment of several of this release's messages: it raises the text too
+        if near.get("ambiguous_fragment"):
+            fragments.setdefault(near["line"], near["sites"][0]["site"])
+    return Reading(tree.version or "?", templates, errors, fits, tree, literal, fragments)
 
 
 def best(readings: list[Reading]) -> Reading:
-    """Every frame this release's code, then the most errors found, then the newest."""
-    return max(readings, key=lambda r: (r.fits is True, r.fits is not False, r.errors, len(r.templates),
+    """Every frame this release's code, then the most errors found, then the most of the text said by messages the
+    text holds whole (a release that raises only the head of the text's message, `Model does not support EAGLE3
+    interface`, did not write `... interface but aux_hidden_state_outputs was requested`; one whose message the text
+    is only a fragment of did not write the text), then the newest."""
+    return max(readings, key=lambda r: (r.fits is True, r.fits is not False, r.errors, len(r.templates), r.literal,
                                         Version(r.version)))
 
 
-def raised_in(template: str | None, readings: list[Reading]) -> dict | None:
-    """The releases whose text reading found this message, and where each raises it."""
+def raised_in(finding: dict, readings: list[Reading]) -> dict | None:
+    """The releases whose text reading found this message, and where each raises it. A fragment (the finding's
+    `match`) is raised by every release with a message it is a fragment of, whatever the rest of that message."""
+    template, line = finding.get("template"), int(finding.get("line") or 0)
     if not template:
         return None
     where: dict[str, list[str]] = {}
     for reading in readings:
-        if template in reading.templates:
-            where.setdefault(reading.templates[template], []).append(reading.version)
+        site = (reading.fragments or {}).get(line) if finding.get("match") else reading.templates.get(template)
+        if site is not None:
+            where.setdefault(site, []).append(reading.version)
     versions = sorted((v for vs in where.values() for v in vs), key=Version)
     searched = sorted((r.version for r in readings), key=Version)
     return {"versions": versions, "ranges": ranges(versions, searched),

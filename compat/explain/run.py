@@ -148,7 +148,7 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
         chosen = best(readings)
         found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree))
     for finding in found.findings:
-        finding["raised_in"] = raised_in(finding.get("template"), readings)
+        finding["raised_in"] = raised_in(finding, readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))
 
 
@@ -191,7 +191,7 @@ def render(result: Result, console) -> None:
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
             console.print(f"   [cyan]site[/]   {escape(f['site'])}{escape(function)} (located by the {f['located_by']}{also})")
         if f.get("raised_in"):
-            sites = "; ".join(f"{site} in {_ranges(vs, result)}" for site, vs in f["raised_in"]["sites"].items())
+            sites = _raised_where(f["raised_in"]["sites"], result)
             console.print(f"   [cyan]raised by[/] {found.engine} {escape(f['raised_in']['ranges'])}"
                           + (f" ({escape(sites)})" if len(f["raised_in"]["sites"]) > 1 else ""))
         if f.get("match"):
@@ -221,6 +221,18 @@ def _render_nearest(nearest: list[dict], console) -> None:
         console.print(f"\nline {entry['line']} is no message of this release as a whole; nearest (not a match):")
         for near in entry["sites"]:
             console.print(f"   {escape(near['site'])}  {escape(near['says'])}: {escape(_cut(near['template'], 160))}")
+
+
+def _raised_where(sites: dict[str, list[str]], result: Result) -> str:
+    """Where each release raises it, by file: a line that moves with every release is not repeated per release (--json
+    keeps each site)."""
+    by_file: dict[str, list[str]] = {}
+    for site, versions in sites.items():
+        by_file.setdefault(site.rpartition(":")[0], []).extend(versions)
+    if len(by_file) == len(sites):
+        return "; ".join(f"{site} in {_ranges(vs, result)}" for site, vs in sites.items())
+    moved = "; ".join(f"{file} in {_ranges(vs, result)}" for file, vs in by_file.items())
+    return f"{moved}; the line in each release: --json"
 
 
 def _ranges(versions: list[str], result: Result) -> str:

@@ -19,3 +19,8 @@ def sglang_0512(pinned_release):
 @pytest.fixture(scope="session")
 def vllm_016(pinned_release):
     return pinned_release("vllm", "0.16.0")
+
+
+@pytest.fixture(scope="session")
+def vllm_034(pinned_release):
+    return pinned_release("vllm", "0.34.0")

@@ -147,3 +147,42 @@ def test_no_release_named_searches_every_release_and_says_which_raise_it(vllm_01
     assert "0.16.0" in raised["versions"] and "0.32.0" not in raised["versions"] and doc["version"] in raised["versions"]
     human = compat("explain", fragment, "--engine", "vllm", "--offline")
     assert "searched every vllm release" in human.stdout and "raised by vllm" in human.stdout
+
+
+EAGLE3_LONG = "Model does not support EAGLE3 interface but"  # gpu_model_runner.py, vLLM 0.10.1 - 0.33.0
+EAGLE3_SHORT = "Model does not support EAGLE3 interface"  # the whole message of eagle3_utils.py from 0.17.0
+
+
+def _every_release(text: str) -> dict:
+    proc = compat("explain", text, "--engine", "vllm", "--offline", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_a_release_that_raises_only_the_head_of_the_message_did_not_write_it(vllm_016, vllm_032, vllm_034):
+    """vLLM 0.34.0 raises `Model does not support EAGLE3 interface` and no longer the longer message that starts
+    with it: a text holding the longer one was written by a release that raises it whole (it was explained against
+    0.34.0, "raised by vllm 0.34.0" alone); the short one, whole, by the releases that raise it (not 0.16.0, whose
+    message is longer); and a fragment of both by every release with either."""
+    long = site_of(sites_of(vllm_032)[1], EAGLE3_LONG, "raise")
+    short = next(s for s in sites_of(vllm_034)[1].sites if s.kind == "raise" and s.template == EAGLE3_SHORT)
+    assert site_of(sites_of(vllm_016)[1], EAGLE3_LONG, "raise").template == long.template
+    assert not [s for s in sites_of(vllm_034)[1].sites if s.template == long.template]  # the premise
+
+    doc = _every_release(f"RuntimeError: {render(long)}")
+    (finding,) = doc["findings"]
+    assert finding["template"] == long.template and doc["version"] in finding["raised_in"]["versions"]
+    assert {"0.16.0", "0.32.0"} <= set(finding["raised_in"]["versions"]) and "0.34.0" not in finding["raised_in"]["versions"]
+
+    doc = _every_release(f"RuntimeError: {short.template}")
+    (finding,) = doc["findings"]
+    assert finding["template"] == short.template and finding["located_by"] == "message"
+    assert {"0.32.0", "0.34.0"} <= set(finding["raised_in"]["versions"]) and "0.16.0" not in finding["raised_in"]["versions"]
+
+    doc = _every_release("Model does not support EAGLE3")
+    (finding,) = doc["findings"]
+    assert finding["located_by"] == "message fragment"
+    assert {"0.16.0", "0.32.0", "0.34.0"} <= set(finding["raised_in"]["versions"])
+    sites = finding["raised_in"]["sites"]  # each release at the message it has
+    assert any(at.startswith(long.file + ":") and "0.16.0" in versions for at, versions in sites.items())
+    assert any(at == short.location and "0.34.0" in versions for at, versions in sites.items())
