@@ -40,7 +40,9 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
     Verdict,
 )
-from compat.checks._launch import launch_command, launch_from_line  # noqa: F401
+# the launch doctor prints is `suggested_launch`: the check module launch_command.py, once imported, is the package's
+# attribute `launch_command`, so a function of that name here would be replaced by it
+from compat.checks._launch import launch_command as suggested_launch, launch_from_line  # noqa: F401
 from compat.checks._launch_args import served_model  # noqa: F401
 from compat.core.registry import Contract, Field, Folder
 

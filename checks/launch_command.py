@@ -5,7 +5,8 @@ which doctor prints from too."""
 from __future__ import annotations
 
 from compat import engines
-from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check, launch_command
+from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks._launch import launch_command
 
 
 @check("launch-command", "launch command uses only flags and keys this release accepts", order=90,

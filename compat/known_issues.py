@@ -11,6 +11,8 @@
     link        the upstream issue or PR (only links recorded in shared/research or verified upstream)
     fix         what to do, in words (a `compat patch` id, a release, a flag)
     fixed_in    the first release without the problem, when known (None: open, or not established)
+    checks      (with fixed_in) the doctor checks whose failure it explains: only those are fixed by its release (a
+                target's EAGLE-3 capture fixed in 0.5.10 gives nothing to an MTP target without heads)
     verified    (optional) for a link the research notes do not record: what was read upstream, and where
     platform    (optional) the one platform it concerns ("cpu"): such an entry is matched only by a caller that
                 knows the platform (explain, reading the CPU runner's refusal), never by doctor, whose inputs
@@ -40,6 +42,7 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "link": "https://github.com/vllm-project/vllm/pull/31254",
         "fix": "compat patch --select vllm-eagle3-whitelist (0.10.1 - 0.21.0), or vLLM >= 0.18.0",
         "fixed_in": "0.18.0",
+        "checks": ("target-whitelist",),
     },
     {
         "id": "vllm-deepseek-no-eagle3-interface",
@@ -51,6 +54,7 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "link": "https://github.com/vllm-project/vllm/pull/32079",
         "fix": "compat patch --select vllm-deepseek-eagle3-aux (0.10.1 - 0.17.1), or vLLM >= 0.18.0 (vllm#36361)",
         "fixed_in": "0.18.0",
+        "checks": ("target-interface",),
     },
     {
         "id": "vllm-kimi-k25-wrapper",
@@ -62,6 +66,7 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "link": "https://github.com/vllm-project/vllm/issues/36777",
         "fix": "compat patch --select vllm-kimi-k25-eagle3, or vLLM >= 0.18.0 (vllm#36361)",
         "fixed_in": "0.18.0",
+        "checks": ("target-interface",),
     },
     {
         "id": "vllm-eagle3-path-autodetect",
@@ -140,6 +145,7 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "link": "https://github.com/sgl-project/sglang/issues/6268",
         "fix": "SGLang >= 0.5.4.post2 (sglang#12319; first minor release 0.5.5)",
         "fixed_in": "0.5.4.post2",
+        "checks": ("target-interface",),
     },
     {
         "id": "sglang-kimi-k25-no-capture",
@@ -150,6 +156,7 @@ KNOWN_ISSUES: tuple[dict, ...] = (
         "link": "https://github.com/sgl-project/sglang/pull/19689",
         "fix": "SGLang >= 0.5.10",
         "fixed_in": "0.5.10",
+        "checks": ("target-interface",),
     },
     {
         "id": "sglang-deepseek-conditional-offset",

@@ -12,8 +12,9 @@ from there (doctor -> checks, never back).
 """
 
 from compat.checks import (  # noqa: F401
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, Ctx, Drafter, Options, Result, launch_command,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, Ctx, Drafter, Options, Result,
 )
+from compat.checks import suggested_launch as launch_command  # noqa: F401  (the launch doctor prints)
 from compat.doctor.diagnose import (  # noqa: F401
     DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
     WORKS_PATCHED_CONVERTED,

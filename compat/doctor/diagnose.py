@@ -14,7 +14,7 @@ from typing import Any, Callable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_command, launch_from_line
+from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_from_line, suggested_launch
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
 from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
@@ -65,7 +65,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     if options.launch is not None:  # the user's own line, fixed
         launch = launch_from_line(ctx, [e for c in checks for e in c.edits], converted)
     else:
-        launch = launch_command(ctx, converted)
+        launch = suggested_launch(ctx, converted)
     return {
         "engine": report["engine"], "version": report.get("version"), "source": report.get("source"),
         "target": {"path": str(target.path), "model_type": target.model_type, "architecture": target.architecture,

@@ -371,8 +371,9 @@ def fix_with_release(ctx: Ctx, checks: list[Result]) -> None:
     for check in unfixed(checks):
         if may_fix(check, "release") and check.release is not None and check.release.first:
             check.fix = ReleaseFix(str(check.release.specifier), f"{ctx.engine} >= {check.release.first}")
-        elif may_fix(check, "release") and issues and not (check.release is not None and check.release.none_later):
-            best = max(issues, key=lambda i: Version(i["fixed_in"]))
+        elif may_fix(check, "release") and (about := [i for i in issues if check.check in i.get("checks", ())]) \
+                and not (check.release is not None and check.release.none_later):
+            best = max(about, key=lambda i: Version(i["fixed_in"]))
             check.fix = ReleaseFix(f">={best['fixed_in']}", f"{ctx.engine} >= {best['fixed_in']} ({best['link']})")
         elif check.remedy:
             check.fix = NoFix(check.remedy)

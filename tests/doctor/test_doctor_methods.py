@@ -107,6 +107,25 @@ def test_mtp_heads_in_the_target(diagnose, pair):
     assert "model" not in result["launch"]["speculative_config"]
 
 
+@pytest.mark.parametrize("engine, version, method", [("sglang", "0.5.9", "NEXTN"), ("vllm", "0.16.0", "deepseek_mtp")])
+def test_mtp_without_heads_is_not_fixed_by_a_release_that_fixes_eagle3_for_the_family(diagnose, pair, engine, version,
+                                                                                       method):
+    """A Kimi-K2.5 target ships no MTP layers. The known issues of its family on these releases (EAGLE-3's capture hook,
+    fixed in SGLang 0.5.10; its interface, fixed in vLLM 0.18.0) are about another check: their release gives it no
+    heads, and doctor said "fix: sglang >= 0.5.10" for it."""
+    kimi_k25 = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+                "text_config": {**DEEPSEEK_V3, "model_type": "kimi_k2", "num_nextn_predict_layers": 0}}
+    target, _ = pair(kimi_k25, None)
+    from compat.doctor import Options, diagnose as run, no_drafter, read_target
+    from doctor_helpers import open_release
+
+    t = read_target(target)
+    result = run(open_release(engine, version), t, no_drafter(t), Options(method=method))
+    mtp = check(result, "method-target")
+    assert mtp["verdict"] == "fail" and "no MTP layers" in mtp["detail"], mtp
+    assert mtp["fix"]["kind"] != "release" and "ships MTP heads" in mtp["fix"]["text"], mtp["fix"]
+
+
 def test_p_eagle_on_0_33_and_0_34(diagnose, pair):
     target, drafter = pair({**QWEN3, "architectures": ["LlamaForCausalLM"], "model_type": "llama"}, PEAGLE,
                            {"fc.weight": np.zeros((64, 192), np.float32), "mask_hidden": np.zeros((1, 192), np.float32)})

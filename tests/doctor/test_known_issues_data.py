@@ -9,6 +9,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from compat.known_issues import KNOWN_ISSUES, applies, matching
+from compat.checks import all_checks
+
+CHECK_IDS = {c.id for c in all_checks()}
 
 RESEARCH = Path(__file__).resolve().parents[3] / "shared" / "research"
 REPOS = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang"}
@@ -18,8 +21,10 @@ def test_entries_are_well_formed():
     ids = [e["id"] for e in KNOWN_ISSUES]
     assert len(ids) == len(set(ids))
     for e in KNOWN_ISSUES:
-        assert set(e) - {"platform", "verified"} == {"id", "title", "engine", "versions", "applies_to", "link", "fix",
-                                                     "fixed_in"}, e["id"]
+        assert set(e) - {"platform", "verified", "checks"} == {"id", "title", "engine", "versions", "applies_to", "link",
+                                                               "fix", "fixed_in"}, e["id"]
+        if e["fixed_in"] and "*" not in e["applies_to"]:  # its release is offered as a fix: for the checks it names
+            assert e["checks"] and set(e["checks"]) <= CHECK_IDS, e["id"]
         assert e.get("platform", "cpu") in ("cpu",), e["id"]
         assert e["engine"] in ("vllm", "sglang")
         SpecifierSet(e["versions"])  # raises when not PEP 440
