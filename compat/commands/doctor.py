@@ -36,11 +36,13 @@ FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 AFTER_DASHES = "launch_words"  # compat doctor --engine vllm==0.32.0 -- vllm serve ./target --speculative-config '{...}'
 SUMMARY = "will this target + drafter work on this engine release, and the command to launch it"
 DESCRIPTION = (
-    "Check, statically and before any GPU time, whether an EAGLE-3 drafter will work with a target model on a vLLM "
-    "or SGLang release: target whitelist and aux-hidden-state interface, drafter architecture, the loader's tensor "
-    "names, vocab maps, the drafter's tokenizer files against the target's, the layer ids the release feeds against "
-    "the ones the drafter was trained on (asked when the drafter does not record them), whether the target captures "
-    "the last layer when the drafter is fed it, method auto-detection, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
+    "Check, statically and before any GPU time, whether a drafter will work with a target model on a vLLM or SGLang "
+    "release, for every speculative method (EAGLE-3, EAGLE, P-EAGLE, DFlash, DSpark, MTP heads in the target, a draft "
+    "model, n-gram, suffix): target whitelist and aux-hidden-state interface, drafter architecture, the loader's tensor "
+    "names and the config keys the release's translation drops, vocab maps, the drafter's tokenizer files against the "
+    "target's, the layer ids the release feeds against the ones the drafter was trained on (asked when the drafter does "
+    "not record them), the method's name in that release, its block rules and what it needs of the target and the "
+    "serving venv, known issues. Each failure gets a fix (compat patch, compat convert ckpt, or a release), and "
     "the launch command uses only the flags and keys that release accepts. With --launch \"LINE\" (or the line after "
     "`--`), the line you run is read with that release's own arguments: what its parser refuses, the method it really "
     "runs, SGLang's draft-tree rules, the draft's attention backend, tensor parallel size, quantization, KV-cache dtype "
