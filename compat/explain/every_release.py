@@ -4,7 +4,8 @@ which releases raise each message.
 The text is read once per release against that release's sites (its error_sites fact, kept in the facts cache),
 which says for each error which releases raise or log that message, and where; a traceback's frames say which
 releases have that code at those lines. The text is then explained against the release that fits best (every
-frame its code, then the most errors found, then the most of the text its messages say, then the newest), and each finding says the releases that raise it.
+frame its code, then the most frames that are, then the most errors found, then the most of the text its messages
+say, then the newest), and each finding says the releases that raise it.
 When the text names releases (a log's `vLLM API server version 0.32.0`), those are searched instead.
 """
 
@@ -38,6 +39,7 @@ class Reading:
     tree: EngineTree
     literal: int = 0  # literal characters of the messages the text holds whole (a fragment's count for nothing)
     fragments: dict[int, str] | None = None  # line of the text -> the site of the message it is a fragment of
+    frames_fit: int = 0  # traceback frames whose line shows this release's code
 
 
 def release_index(tree: EngineTree) -> SiteIndex:
@@ -108,15 +110,16 @@ def read_release(tree: EngineTree, replay: Callable[[], Iterator[Line]]) -> Read
     for near in unplaced:  # a fragment of several of this release's messages: it raises the text too
         if near.get("ambiguous_fragment"):
             fragments.setdefault(near["line"], near["sites"][0]["site"])
-    return Reading(tree.version or "?", templates, errors, fits, tree, literal, fragments)
+    return Reading(tree.version or "?", templates, errors, fits, tree, literal, fragments, sum(1 for c in checked if c[3]))
 
 
 def best(readings: list[Reading]) -> Reading:
-    """Every frame this release's code, then the most errors found, then the most of the text said by messages the
+    """Every frame this release's code, then the most frames that are (a release without the frames' files shows
+    none of them), then the most errors found, then the most of the text said by messages the
     text holds whole (a release that raises only the head of the text's message, `Model does not support EAGLE3
     interface`, did not write `... interface but aux_hidden_state_outputs was requested`; one whose message the text
     is only a fragment of did not write the text), then the newest."""
-    return max(readings, key=lambda r: (r.fits is True, r.fits is not False, r.errors, len(r.templates), r.literal,
+    return max(readings, key=lambda r: (r.fits is True, r.frames_fit, r.errors, len(r.templates), r.literal,
                                         Version(r.version)))
 
 

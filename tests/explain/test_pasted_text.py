@@ -186,3 +186,24 @@ def test_a_release_that_raises_only_the_head_of_the_message_did_not_write_it(vll
     sites = finding["raised_in"]["sites"]  # each release at the message it has
     assert any(at.startswith(long.file + ":") and "0.16.0" in versions for at, versions in sites.items())
     assert any(at == short.location and "0.34.0" in versions for at, versions in sites.items())
+
+
+def test_a_release_whose_code_is_at_some_frames_beats_one_without_the_frames_files(vllm_016, vllm_032, vllm_034):
+    """A traceback of 0.32.0 whose caller's frame fits no release (a line of the user's own build, say): 0.32.0 shows
+    the raise at its frame; 0.16.0 has neither file, so none of its frames could be checked, and it was chosen (no
+    frame against it counted as better than one frame of two)."""
+    short = next(s for s in sites_of(vllm_032)[1].sites if s.kind == "raise" and s.template == EAGLE3_SHORT)
+    assert not vllm_016.exists(short.file) and vllm_034.exists(short.file)  # the premise
+    code = vllm_032.text(short.file).splitlines()[short.line - 1].strip()
+    text = ("Traceback (most recent call last):\n"
+            f'  File "/venv/lib/python3.12/site-packages/{short.file}", line 1, in caller\n'
+            "    set_eagle3_aux_hidden_state_layers(model)\n"
+            f'  File "/venv/lib/python3.12/site-packages/{short.file}", line {short.line}, in {short.function}\n'
+            f"    {code}\n"
+            f"RuntimeError: {EAGLE3_SHORT}\n")
+    doc = _every_release(text)
+    assert doc["version"] != "0.16.0" and doc["traceback_frames"]["fit"] == 1, (doc["version"], doc["traceback_frames"])
+    fits = {s["version"]: s["fits"] for s in doc["releases_searched"]}
+    assert fits["0.16.0"] is None and fits["0.32.0"] is False  # one frame of two is 0.32.0's; none could be 0.16.0's
+    (finding,) = doc["findings"]
+    assert finding["site"].startswith(short.file + ":") and finding["located_by"] == "traceback"
