@@ -58,6 +58,7 @@ def fix_with_line(ctx: Ctx, checks: list[Result]) -> None:
 
     line = ctx.options.launch
     if line is None:
+        fix_with_method(ctx, checks)
         return
     for check in unfixed(checks):
         if not check.edits or not may_fix(check, "line"):
@@ -66,6 +67,23 @@ def fix_with_line(ctx: Ctx, checks: list[Result]) -> None:
         again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
         if again.verdict != FAIL:
             check.fix = LineFix("the launch line below: " + "; ".join(e.why for e in check.edits))
+
+
+def fix_with_method(ctx: Ctx, checks: list[Result]) -> None:
+    """doctor --method NAME, without a line: a failing check whose edit runs the method under another name (vLLM
+    0.10.0's 'deepseek_mtp' for 'mtp', SGLang's EAGLE3 for EAGLE with an EAGLE-3 drafter) is fixed by the launch
+    command doctor prints, which uses that name, when the check passes under it."""
+    if ctx.options.method is None:
+        return
+    for check in unfixed(checks):
+        renames = [e for e in check.edits if e.key == "method" or e.option == "--speculative-algorithm"]
+        if not renames or not may_fix(check, "line"):
+            continue
+        name = renames[-1].value
+        again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, method=name), ctx.releases))
+        if again.verdict != FAIL:
+            check.fix = LineFix(f"the launch command below runs {name!r}, not --method {ctx.options.method}: "
+                                + renames[-1].why)
 
 
 # -- an answer only the user has ----------------------------------------------------------------------------

@@ -126,6 +126,22 @@ def test_mtp_without_heads_is_not_fixed_by_a_release_that_fixes_eagle3_for_the_f
     assert mtp["fix"]["kind"] != "release" and "ships MTP heads" in mtp["fix"]["text"], mtp["fix"]
 
 
+def test_a_method_named_as_another_release_names_it_is_fixed_by_the_command_printed(diagnose, pair):
+    """`--method mtp` on vLLM 0.10.0, which names DeepSeek's heads 'deepseek_mtp' (its Literal has no 'mtp'): the
+    command doctor prints runs 'deepseek_mtp', so the pair works with it; it was "does not work", with no fix."""
+    target, _ = pair(DEEPSEEK_V3, None)
+    from compat.doctor import WORKS_LINE_FIXED, Options, diagnose as run, no_drafter, read_target
+    from doctor_helpers import open_release
+
+    t = read_target(target)
+    result = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp"))
+    name = check(result, "method-name")
+    assert name["verdict"] == "fail" and name["fix"]["kind"] == "line" and "'deepseek_mtp'" in name["fix"]["text"]
+    assert result["verdict"] == WORKS_LINE_FIXED and result["launch"]["speculative_config"]["method"] == "deepseek_mtp"
+    unknown = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp_of_my_own"))
+    assert unknown["verdict"] != WORKS_LINE_FIXED  # the control: a name no release has is not fixed so
+
+
 def test_p_eagle_on_0_33_and_0_34(diagnose, pair):
     target, drafter = pair({**QWEN3, "architectures": ["LlamaForCausalLM"], "model_type": "llama"}, PEAGLE,
                            {"fc.weight": np.zeros((64, 192), np.float32), "mask_hidden": np.zeros((1, 192), np.float32)})
