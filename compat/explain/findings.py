@@ -11,6 +11,7 @@ from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, e
 from compat.explain.conditions import check_of, first_passing, unguarded
 from compat.explain.drafter_causes import DRAFTER_CAUSES
 from compat.explain.pydantic_asserts import model_of
+from compat.explain.sites import Site
 from compat.fix import Fix
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
@@ -103,7 +104,7 @@ def _unnamed_assert(event: Event) -> str:
             "text (each is listed below with what it checks; the config pydantic was given is in its input_value)")
 
 
-def _candidate(site) -> dict[str, Any]:
+def _candidate(site: Site) -> dict[str, Any]:
     check = check_of(site, "")
     return {"site": site.location, "function": site.function, "checks": check.describe() if check is not None else None}
 

@@ -22,14 +22,14 @@ def bare_assert_candidates(tb: Traceback, index: SiteIndex) -> list[Site]:
     """The asserts without a message of the model pydantic names, when its block reports one failed."""
     if (tb.exception or "").rpartition(".")[2] != "ValidationError":
         return []
-    model = _MODEL.search(tb.message or "")
-    if model is None or not any(_BARE.match(text.strip()) for text in tb.more):
+    owner = model_of(tb)
+    if owner is None or not any(_BARE.match(text.strip()) for text in tb.more):
         return []
-    owner = model.group(1)
     return [s for s in index.sites
             if s.kind == "assert" and not s.template and (s.function or "").partition(".")[0] == owner]
 
 
 def model_of(tb: Traceback) -> str | None:
+    """The model pydantic names in its block's first line (`1 validation error for SpeculativeConfig`)."""
     found = _MODEL.search(tb.message or "")
     return found.group(1) if found else None
