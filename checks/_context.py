@@ -31,6 +31,8 @@ FAIL: Verdict = "fail"
 WARN: Verdict = "warn"
 
 DEFAULT_SPEC_TOKENS = 3  # vLLM num_speculative_tokens / SGLang --speculative-num-steps
+# what `doctor --platform` takes (vLLM's and SGLang's platform names); the first is the default
+PLATFORMS = ("cuda", "rocm", "cpu", "tpu", "xpu")
 DEFAULT_TOPK = 1  # SGLang --speculative-eagle-topk; with topk 1 draft tokens = steps + 1 (sglang-eagle3.md 1.4)
 
 
@@ -45,6 +47,9 @@ class Options:
     # `doctor --launch`: the user's launch line (the launch-line checks read it; doctor prints it, fixed)
     launch: LaunchLine | None = None
     method: str | None = None  # `doctor --method` (vLLM "method" / SGLang --speculative-algorithm), without a line
+    # `doctor --platform`: the platform the release serves on; its own selection logic (model runner, proposer,
+    # attention backend, what the platform refuses) is read with this as an input, never assumed
+    platform: str = PLATFORMS[0]
 
 
 @dataclass

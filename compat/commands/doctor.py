@@ -14,7 +14,7 @@ from compat import engines
 from compat.core.output import exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, no_drafter,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PLATFORMS, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, no_drafter,
     read_drafter,
     read_target,
 )
@@ -105,6 +105,9 @@ def add_arguments(parser) -> None:
                         "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...); the "
                         "checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
                         "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
+    parser.add_argument("--platform", choices=PLATFORMS, default=PLATFORMS[0],
+                        help="the platform the engine serves on (default cuda): the release's own choices of model "
+                        "runner, proposer and attention backend, and what it refuses on that platform, are read for it")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
@@ -325,7 +328,7 @@ def run(args, console) -> int:
             raise UsageError("give the range with --releases, and --engine without a version")
         # releases from the index: --python names only the serving venv the fixes patch
         options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=args.python, launch=line,
-                          method=args.method)
+                          method=args.method, platform=args.platform)
         use_network_options(args)
         table = diagnose_range(spec.engine, args.releases, target, drafter, options, cache_dir=args.cache_dir,
                                offline=args.offline, progress=progress_bar("doctor") if show_progress(args) else None)
@@ -349,7 +352,7 @@ def run(args, console) -> int:
     engine_python = None if spec is not None and spec.released else args.python
     tree = early or open_source(args, python=engine_python, progress=show_progress(args))
     options = Options(args.num_speculative_tokens, topk, extra_spec, fixes_python=serving_interpreter(tree, args.python),
-                      launch=line, method=args.method)
+                      launch=line, method=args.method, platform=args.platform)
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)

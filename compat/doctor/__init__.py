@@ -12,7 +12,7 @@ from there (doctor -> checks, never back).
 """
 
 from compat.checks import (  # noqa: F401
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, WARN, Ctx, Drafter, Options, Result,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, PLATFORMS, WARN, Ctx, Drafter, Options, Result,
 )
 from compat.checks import suggested_launch as launch_command  # noqa: F401  (the launch doctor prints)
 from compat.doctor.diagnose import (  # noqa: F401
