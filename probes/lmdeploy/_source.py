@@ -16,6 +16,7 @@ does (not by a file name, so a move between releases is still read):
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from compat.core.tree import EngineTree
@@ -84,8 +85,10 @@ def speculative_flags(tree: EngineTree) -> list[Flag]:
                 name = string(call.args[0]) if call.args else None
                 if name and name.startswith("--speculative-"):
                     out.append(Flag(name, call, relpath, func.name))
-    seen: set[str] = set()
-    return [f for f in sorted(out, key=lambda f: (f.relpath, f.call.lineno)) if not (f.name in seen or seen.add(f.name))]
+    first: dict[str, Flag] = {}
+    for flag in sorted(out, key=lambda f: (f.relpath, f.call.lineno)):
+        first.setdefault(flag.name, flag)
+    return list(first.values())
 
 
 def flag_adders(tree: EngineTree, function: str) -> list[tuple[str, ast.Call, str]]:
@@ -164,7 +167,7 @@ def module_map(tree: EngineTree) -> dict[str, Mapped]:
             if isinstance(node, ast.Dict):
                 for key, value in zip(node.keys, node.values):
                     arch, target = string(key), _dotted(value, constants)
-                    if arch and target and "." in target:
+                    if key is not None and arch and target and "." in target:
                         out.setdefault(arch, Mapped(arch, target, relpath, key.lineno))
     return out
 
@@ -202,7 +205,7 @@ class Builder:
     condition: str | None = None
     condition_line: int | None = None
     draft_architectures: list[tuple[str, ast.AST]] = field(default_factory=list)  # set when building a draft
-    renames: list[tuple[str, ast.AST]] = field(default_factory=list)  # `spec_method.capitalize() + architectures[0]`
+    renames: list[tuple[str, ast.Assign]] = field(default_factory=list)  # `spec_method.capitalize() + architectures[0]`
     required_draft: list[tuple[str, ast.AST]] = field(default_factory=list)  # a draft architecture it insists on
     methods: list[tuple[list[str], ast.AST]] = field(default_factory=list)  # the spec methods it admits
     aux_layers: list[tuple[str, str, ast.AST]] = field(default_factory=list)  # (value, when, node)
@@ -231,7 +234,7 @@ def config_builders(tree: EngineTree) -> list[Builder]:
 
 def _read_condition(builder: Builder, func: ast.AST, constants: dict[str, str]) -> None:
     ret = next((n for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None), None)
-    if ret is None:
+    if ret is None or ret.value is None:
         return
     builder.condition, builder.condition_line = ast.unparse(ret.value), ret.lineno
     for compare in (n for n in ast.walk(func) if isinstance(n, ast.Compare)):
@@ -319,22 +322,27 @@ class Capture:
 
 def captures(tree: EngineTree, relpath: str, seen: frozenset[str] = frozenset()) -> Capture | None:
     """Where a model module (or a model module it imports a class from) reads the layers to capture."""
-    module = safe_parse(tree, relpath) if tree.exists(relpath) else None
-    if module is None:
+    if not tree.exists(relpath):
         return None
-    for node in ast.walk(module):
+    data = tree.read_bytes(relpath)
+    module = safe_parse(tree, relpath) if b"aux_hidden_state_layers" in data else None  # most modules: no parse
+    for node in ast.walk(module) if module else ():
         if isinstance(node, ast.Attribute) and node.attr == "target_aux_hidden_state_layers":
             return Capture(relpath, node, "build context")
         if isinstance(node, ast.Call) and call_name(node) == "getattr" and "aux_hidden_state_layers" in strings(node):
             return Capture(relpath, node, "config")
-    for stmt in module.body:  # one level of delegation: kimi_k25 builds its language model from kimi_k2_language
-        if isinstance(stmt, ast.ImportFrom) and stmt.level == 1 and stmt.module and not stmt.module.startswith(("patch", "utils")):
-            other = f"{relpath.rsplit('/', 1)[0]}/{stmt.module.replace('.', '/')}.py"
-            if other not in seen and other != relpath and any(a.name.endswith(("ForCausalLM", "Model")) for a in stmt.names):
-                found = captures(tree, other, seen | {relpath})
-                if found is not None:
-                    return found
+    # one level of delegation: kimi_k25 builds its language model from `from .kimi_k2_language import KimiK2ForCausalLM`
+    for match in _RELATIVE_IMPORT.finditer(data):
+        other = f"{relpath.rsplit('/', 1)[0]}/{match.group(1).decode().replace('.', '/')}.py"
+        if other not in seen and other != relpath and _MODEL_CLASS.search(match.group(2)):
+            found = captures(tree, other, seen | {relpath})
+            if found is not None:
+                return found
     return None
+
+
+_RELATIVE_IMPORT = re.compile(rb"^from \.([\w.]+) import ([^\n]+)", re.M)
+_MODEL_CLASS = re.compile(rb"\w+(?:ForCausalLM|Model)\b")
 
 
 # -- what a release refuses -----------------------------------------------------------------------------------
@@ -349,7 +357,7 @@ class Refusal:
         node = self.node
         if isinstance(node, ast.Assert):
             kind, message = "AssertionError", _message(node.msg)
-            condition = f"not ({ast.unparse(node.test)})"
+            condition: str | None = f"not ({ast.unparse(node.test)})"
         else:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             kind = ast.unparse(exc) if exc is not None else "re-raise"
@@ -366,7 +374,7 @@ def _message(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"
                        for v in node.values if isinstance(v, (ast.Constant, ast.FormattedValue)))
     return ast.unparse(node)
 
@@ -380,7 +388,7 @@ def _test_text(test: ast.AST, negated: bool) -> str:
 
 def raises(relpath: str, func: ast.AST, function: str | None = None) -> list[Refusal]:
     """Every raise and assert in `func`, with the `if` tests it sits under."""
-    name = function or getattr(func, "name", "")
+    name = function or str(getattr(func, "name", ""))
     out = []
     for node, tests in _walk_with_tests(func, ()):
         if isinstance(node, (ast.Raise, ast.Assert)):

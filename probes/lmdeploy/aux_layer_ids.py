@@ -1,7 +1,7 @@
 """Which target layers an LMDeploy release feeds an EAGLE-3 drafter: the config builder's default, never the drafter's.
 
 For EAGLE-3 the target's config builder sets `hf_config.aux_hidden_state_layers = (2, num_layers // 2, num_layers -
-3)` (lmdeploy/pytorch/configurations/llama.py, 0.11.0+; kimi_k2.py, 0.18.0, InternLM/lmdeploy#4846) and the target
+3)` (lmdeploy/pytorch/configurations/llama.py, 0.11.0+; kimi_k2.py, 0.17.0+, InternLM/lmdeploy#4846) and the target
 class captures the residual stream entering those layers (`hidden_states + residual` before layer i: capture-before).
 No reader takes `eagle_aux_hidden_state_layer_ids` to the target: the Kimi-K2.5 MLA drafter reads it
 (kimi_k25_eagle3.py `_get_eagle_aux_layer_ids`) only for how many states its `fc` takes. A DFlash draft's

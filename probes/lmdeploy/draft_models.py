@@ -5,7 +5,7 @@ A draft checkpoint is built like a model: its config goes through the config bui
 rewriting `architectures[0]`: a fixed name for the MTP drafts (`'DeepseekMTPModel'`, `'Qwen3_5MTPModel'`, ...), or
 `spec_method.capitalize() + architectures[0]` for a Llama-architecture EAGLE draft (`Eagle3LlamaForCausalLM`). The name
 is then looked up in MODULE_MAP (lmdeploy/pytorch/models/module_map.py); a draft architecture no builder takes keeps
-its own name, which the map must hold (`Eagle3DeepseekV2ForCausalLM`, the Kimi-K2.5 MLA drafter, 0.18.0; `DFlashDraftModel`).
+its own name, which the map must hold (`Eagle3DeepseekV2ForCausalLM`, the Kimi-K2.5 MLA drafter, 0.17.0+; `DFlashDraftModel`, 0.18.0).
 """
 
 from __future__ import annotations

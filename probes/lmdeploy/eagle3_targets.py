@@ -2,7 +2,7 @@
 
 A target class captures the residual stream entering each layer of `config.aux_hidden_state_layers` (`getattr(config,
 'aux_hidden_state_layers', ())`: lmdeploy/pytorch/models/llama.py; kimi_k2_language.py, reached from Kimi-K2.5's
-class, 0.18.0), and its config builder sets that attribute only for the EAGLE-3 method (`if spec_method == 'eagle3':
+class, 0.17.0+), and its config builder sets that attribute only for the EAGLE-3 method (`if spec_method == 'eagle3':
 hf_config.aux_hidden_state_layers = (2, n // 2, n - 3)`). There is no whitelist and no interface: a target whose class
 captures nothing hands the drafter its last hidden state, which Eagle3LlamaModel takes without its `fc` when the
 widths match (`if previous_hidden_states.shape[-1] != inputs_embeds.shape[-1]`): no error, a low acceptance.
