@@ -121,7 +121,8 @@ def _module_kind(value: ast.AST | None) -> str | None:
         return "parameter"
     if name == "ModuleList":
         return "list"
-    return "module" if name[:1].isupper() and name not in ("LogitsProcessor",) else None
+    # a class (`nn.Linear(...)`), or a builder function that returns one (LMDeploy's `build_rowwise_linear(...)`)
+    return "module" if (name[:1].isupper() or name.startswith("build_")) and name not in ("LogitsProcessor",) else None
 
 
 def _list_count(d: DrafterCode, cls: ast.ClassDef, init: Function, value: ast.Call) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import ast
 import re
 from typing import Any
 
-from compat.probes.drafter_class import DrafterCode, branch_conditions
+from compat.probes.drafter_class import DrafterCode, branch_conditions, condition
 from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
 
 MAPPER_KINDS: dict[str | None, str] = {  # WeightsMapper's keyword -> how its keys match a name
@@ -107,8 +107,8 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
     parents = parents_of(func)
     steps: list[tuple[int, dict]] = []
     for node in nodes_of(loop):
-        step = (_skip_or_consume(d, node, names) or _rename(d, func, node, names, parents)
-                or _prefix(d, node, names, parents))
+        step = (_skip_or_consume(d, node, names, cls, func) or _rename(d, func, node, names, parents)
+                or _whole_name(d, node, names, parents) or _prefix(d, node, names, parents))
         for s in step or []:
             s["stage"] = stage
             steps.append((getattr(node, "lineno", 0), s))
@@ -124,34 +124,58 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
     return out
 
 
-def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str]) -> list[Step] | None:
+def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str], cls: ast.ClassDef, func: Function) -> list[Step] | None:
     if not isinstance(node, ast.If) or not node.body or "params_dict" in ast.unparse(node.test):
         return None
-    if any(_loads(s) for s in node.body):
+    continues = any(isinstance(s, ast.Continue) for s in node.body)
+    loaded_into = [a for s in node.body for a in _loaded_attrs(s)]  # LMDeploy: `load_weight(self.draft_id_to_target_id, ...)`
+    if any(_loads(s) for s in node.body) and not (loaded_into and continues):
         return None  # a branch that loads (fused q_a/kv_a projections), not a skip
-    match = name_test(node.test, names)
+    match, when = name_test(node.test, names), None
+    if match is None:  # `self.config.tie_word_embeddings and "lm_head.weight" in name`: a name test under a condition
+        match, when = _name_test_when(d, cls, func, node.test, names)
     if match is None:
         return None
-    stored = [t.attr for s in node.body for n in ast.walk(s) if isinstance(n, ast.Assign) for t in n.targets if is_self_attr(t)]
-    if not any(isinstance(s, ast.Continue) for s in node.body) and not stored:
-        return None
+    assigns = [n for s in node.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    stored = [t.attr for n in assigns for t in n.targets if is_self_attr(t)]
+    if not continues and all(isinstance(n.value, ast.Constant) for n in assigns if any(is_self_attr(t) for t in n.targets)):
+        return None  # `self.include_embed_tokens = True`, then loaded as any name: a flag, not a consumption
     copied = [n.func.value.attr for s in node.body for n in ast.walk(s)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy_"
               and is_self_attr(n.func.value)]
-    into = stored[0] if stored else copied[0] if copied else None
+    into = stored[0] if stored else copied[0] if copied else loaded_into[0] if loaded_into else None
     step = {"op": "consume", "match": match, "into": into} if into else {"op": "skip", "match": match}
     step["location"] = d.code.loc(node)
-    return [step]
+    return [_with_when(step, when)]
+
+
+def _name_test_when(d: DrafterCode, cls: ast.ClassDef, func: Function, test: ast.AST,
+                    names: set[str]) -> tuple[dict[str, Any] | None, When | None]:
+    """`a and b` whose name tests give the match and whose other parts (config switches) the condition."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return None, None
+    matches = [m for m in (name_test(v, names) for v in test.values) if m]
+    others = [v for v in test.values if name_test(v, names) is None]
+    if not matches or any(isinstance(n, ast.Name) and n.id in names for v in others for n in ast.walk(v)):
+        return None, None
+    return (matches[0] if len(matches) == 1 else {"all": matches}), [condition(d, cls, func, v) for v in others]
 
 
 def _loads(stmt: ast.AST) -> bool:
-    """The statement hands a tensor to a parameter loader (weight_loader(...), super().load_weights(...))."""
+    """The statement hands a tensor to a parameter loader (weight_loader(...), super().load_weights(...), LMDeploy's
+    load_weight(param, tensor))."""
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call):
             callee = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-            if "weight_loader" in callee or callee == "load_weights":
+            if "weight_loader" in callee or callee in ("load_weights", "load_weight"):
                 return True
     return False
+
+
+def _loaded_attrs(stmt: ast.AST) -> list[str]:
+    """`load_weight(self.x, tensor)`: the attributes a statement loads a tensor straight into."""
+    return [n.args[0].attr for n in ast.walk(stmt) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "load_weight"
+            and n.args and is_self_attr(n.args[0])]
 
 
 def _dispatch_skip(d: DrafterCode, loop: ast.For, names: set[str]) -> list[tuple[int, Step]]:
@@ -180,8 +204,14 @@ def _rename(d: DrafterCode, func: Function, node: ast.AST, names: set[str], pare
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
     call = node.func
-    if call.attr == "replace" and isinstance(call.value, ast.Name) and call.value.id in names and len(node.args) == 2:
-        a, b = node.args
+    if call.attr in ("removeprefix", "removesuffix") and isinstance(call.value, ast.Name) and call.value.id in names \
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        part = node.args[0].value  # `checkpoint_name.removeprefix('model.')`: a rename to nothing, at that end only
+        at_end = "^" + re.escape(part) if call.attr == "removeprefix" else re.escape(part) + "$"
+        kind = "startswith" if call.attr == "removeprefix" else "endswith"
+        return [{"op": "rename", "match": {kind: part}, "from": at_end, "to": "", "regex": True, "location": d.code.loc(node)}]
+    if call.attr == "replace" and isinstance(call.value, ast.Name) and call.value.id in names and len(node.args) in (2, 3):
+        a, b = node.args[:2]  # a third argument is the count: `name.replace('layers.0.', 'midlayer.', 1)`
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
             step = {"op": "rename", "match": {"contains": a.value}, "from": a.value, "to": b.value, "location": d.code.loc(node)}
             if _in_fusing_branch(node, parents, names):
@@ -251,9 +281,21 @@ def _local_literal(func: Function, node: ast.AST) -> ast.AST | None:
     return None
 
 
+def _whole_name(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
+    """`if 'd2t' in name: name = 'draft_id_to_target_id'`: the whole name replaced by a constant, under a name test."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in names and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        return None
+    parent = parents.get(node)
+    match = name_test(parent.test, names) if isinstance(parent, ast.If) and node in parent.body else None
+    if match is None:
+        return None
+    return [{"op": "rename", "match": match, "from": "^.*$", "to": node.value.value, "regex": True, "location": d.code.loc(node)}]
+
+
 def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
     prefix = _prefix_literal(node, names)
-    if prefix is None:
+    if prefix is None or _in_raise(node, parents):
         return None
     mode, unless, child = "always", [], node
     while child in parents:
@@ -267,6 +309,15 @@ def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) ->
             break
         child = parent
     return [{"op": "prefix", "prefix": prefix, "mode": mode, "unless": unless, "location": d.code.loc(node)}]
+
+
+def _in_raise(node: ast.AST, parents: Parents) -> bool:
+    """Inside an exception's message (`raise ValueError(f'unsupported tensor {name}')`), not a name being built."""
+    while node in parents and not isinstance(node, ast.For):
+        node = parents[node]
+        if isinstance(node, ast.Raise):
+            return True
+    return False
 
 
 def _prefix_literal(node: ast.AST, names: set[str]) -> str | None:
