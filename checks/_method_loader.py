@@ -21,7 +21,7 @@ from typing import Any
 from compat.checks._context import Ctx
 from compat.checks._drafter import loaded_config, target_vocab
 from compat.checks._method import release_name
-from compat.probes.drafter_coverage import missing_modules
+from compat.probes.drafter_coverage import missing_modules, representatives
 from compat.probes.drafter_replay import land
 from compat.probes.name_eval import Unsupported, evaluate, refusal
 from compat.target import weight_names
@@ -145,7 +145,7 @@ def judge(ctx: Ctx, src: Source, entry: dict[str, Any]) -> Judgement:
         out.missing, out.loaded = _mtp_layers_missing(entry["mtp_layers"], src)  # a loader not replayed: where it looks
         return out
     vocab = target_vocab(ctx)
-    fates = {n: land(entry, n, src.config, src.names, vocab) for n in sorted(src.names)}
+    fates = {n: land(entry, n, src.config, src.names, vocab) for n in sorted(representatives(src.names))}
     for name, fate in fates.items():
         kind = fate["fate"]
         if kind == "raise" and entry.get("unknown") is None:  # the class's rule for unknown names was not read

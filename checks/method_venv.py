@@ -35,8 +35,10 @@ def method_venv(ctx: Ctx) -> Result:
     python = ctx.options.fixes_python
     if python is None:
         command = ask_command("python", needs)
+        install = "; ".join(dict.fromkeys(n["install"] for n in needs if n.get("install")))
         return Result(WARN, f"unknown: {name} needs {_listed(needs)} in the serving venv, which doctor was not given: "
-                      f"without it the server refuses at start-up ({where}); check it with: {command} (or give --python)",
+                      f"without it the server refuses at start-up ({where}"
+                      + (f": {install}" if install else "") + f"); check it with: {command} (or give --python)",
                       where, venv=VenvQuestion(tuple(n["module"] for n in needs), command))
     try:
         found = python.run_json(_probe_code(needs), what=f"whether {_listed(needs)} is installed")

@@ -59,6 +59,23 @@ def missing_modules(entry: dict[str, Any], fates: dict[str, dict[str, Any]], con
     return out
 
 
+MANY = 2000  # a checkpoint with more names is replayed by its representatives
+
+
+def representatives(names: set[str] | frozenset[str]) -> set[str]:
+    """The names a replay needs of a large checkpoint: one per shape and first number (`model.layers.7.mlp.experts.#.
+    gate_proj.weight` once per layer): a loader places a name by its prefix and its layer, not by an expert's index.
+    A DeepSeek-V3 index (91k names) is replayed as ~2k; a small checkpoint whole."""
+    if len(names) <= MANY:
+        return set(names)
+    chosen: dict[tuple[str, str | None], str] = {}
+    for name in sorted(names):
+        numbers = re.findall(r"\d+", name)
+        key = (re.sub(r"\d+", "#", name), numbers[0] if numbers else None)
+        chosen.setdefault(key, name)
+    return set(chosen.values())
+
+
 def _holds_weights(module: dict[str, Any]) -> bool:
     if module.get("kind") not in ("module", "list", "dict", "parameter"):
         return False

@@ -15,6 +15,7 @@ the caller answers "cannot tell". The work is bounded (STEPS).
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from typing import Any
 
@@ -108,12 +109,7 @@ def evaluate(helper: dict[str, Any], args: dict[str, Any], config: dict[str, Any
     """The helper's return value for `args` (parameter name -> value; `self` and `config` are filled in: a
     parameter named like a config gets `config`, which the helper may change: `hf_config.update({...})`, and which a
     returned config gives back as a dict)."""
-    try:
-        func = ast.parse(helper["source"]).body[0]
-    except SyntaxError as err:
-        raise Unsupported(f"unparseable helper: {err}") from None
-    if not isinstance(func, ast.FunctionDef):
-        raise Unsupported("not a function")
+    func = _parsed(helper["source"])
     cfg = Config(config or {})
     env: dict[str, Any] = {"params_dict": params} if params is not None else {}
     for name, text in (helper.get("closure") or {}).items():
@@ -139,6 +135,18 @@ def evaluate(helper: dict[str, Any], args: dict[str, Any], config: dict[str, Any
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError) as err:
         raise Unsupported(f"{type(err).__name__}: {err}") from None
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(source: str) -> ast.FunctionDef:
+    """A helper's function, parsed once (a replay runs it on every name of a checkpoint)."""
+    try:
+        func = ast.parse(source).body[0]
+    except SyntaxError as err:
+        raise Unsupported(f"unparseable helper: {err}") from None
+    if not isinstance(func, ast.FunctionDef):
+        raise Unsupported("not a function")
+    return func
 
 
 class _Run:

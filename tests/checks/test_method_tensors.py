@@ -74,7 +74,8 @@ def test_sglang_0_4_4_refuses_a_full_config_as_the_nextn_draft(run):
     assert result["location"].startswith("sglang/srt/models/deepseek_nextn.py:")
 
 
-# -- a draft model without its lm_head (untied): the strict loader refuses on vLLM, SGLang keeps a random head ----
+# -- a draft model without its lm_head (untied): vLLM's loader refuses weights it did not initialise (vllm#11802,
+# default_loader.py), any causal LM being a draft model (vllm#24322); SGLang's LlamaForCausalLM keeps a random head ----
 
 def test_draft_model_without_lm_head(run):
     untied = {**LLAMA, "tie_word_embeddings": False}
@@ -90,7 +91,9 @@ def test_a_tied_draft_model_needs_no_lm_head(run):
     assert run("method-tensors", ctx("sglang", "0.5.23", tied, DRAFT_TENSORS, tgt=target(LLAMA), method="STANDALONE"))["verdict"] == "pass"
 
 
-# -- Medusa heads named the FasterDecoding way (`0.0.linear.weight`): vLLM reads them from 0.25.0 ------------------
+# -- Medusa heads named the FasterDecoding way (`0.0.linear.weight`, lmdeploy#1180 lists medusa-vicuna-13b-v1.3's keys):
+# vLLM's Medusa drops them (`elif name in params_dict`, medusa.py) and then its loader refuses the heads it never
+# loaded; 0.25.0 maps them (`Medusa._remap_old_checkpoint_key`, run here on each name) ------------------------------
 
 MEDUSA = {"architectures": ["MedusaModel"], "model_type": "medusa", "num_heads": 2, "num_hidden_layers": 1, "hidden_size": 64,
           "vocab_size": 256, "truncated_vocab_size": 256}
@@ -105,7 +108,8 @@ def test_medusa_heads_named_the_old_way(run):
     assert new["verdict"] == "pass", new["detail"]  # Medusa._remap_old_checkpoint_key, run on each name
 
 
-# -- DFlash: a checkpoint the class takes whole, and a stray tensor ---------------------------------------------------
+# -- DFlash: a checkpoint the class takes whole, and a stray tensor: vLLM's AutoWeightsLoader raises ("There is no
+# module or parameter named", utils.py), SGLang's DFlashDraftModel resolves names and drops the rest (dflash.py) ------
 
 DFLASH = {"architectures": ["DFlashDraftModel"], "block_size": 16, "model_type": "qwen3", "num_hidden_layers": 1,
           "hidden_size": 64, "vocab_size": 256, "dflash_config": {"mask_token_id": 5, "target_layer_ids": [1, 2]}}
