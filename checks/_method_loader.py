@@ -91,20 +91,26 @@ def _classes(ctx: Ctx, family: str, arch: str, model_type: str | None,
     from compat.probes.vllm.drafter_architecture_rename import eagle_architecture
 
     fact = ctx.fact("drafter_architecture_rename")
-    if family == "mtp" and "mtp_override" in fact:  # vLLM: hf_config_override rewrites the config to an MTP model
+    how, where = "", None
+    if "mtp_override" in fact:  # vLLM hands every draft config to hf_config_override (MTP models, DSpark's Qwen3 name)
         override = fact.get("mtp_override") or {}
         ran = _override(override, config)
         if ran is not None and ran != arch:
-            return [ran], " as hf_config_override rewrites it (run on its config)", override.get("location")
-        rule = (override.get("model_types") or {}).get(model_type or "") or (override.get("architectures") or {}).get(arch)
-        if rule and rule.get("architectures"):  # an `if` picks the first; its `else` is the plain case
-            return [str(a) for a in reversed(rule["architectures"])], " as hf_config_override rewrites it", rule.get("location")
-        return ([arch], "", None) if "MTP" in arch or "NextN" in arch else ([], "", None)
+            arch, how, where = ran, " as hf_config_override rewrites it (run on its config)", override.get("location")
+        elif family == "mtp":
+            rule = (override.get("model_types") or {}).get(model_type or "") or (override.get("architectures") or {}).get(arch)
+            if rule and rule.get("architectures"):  # an `if` picks the first; its `else` is the plain case
+                return [str(a) for a in reversed(rule["architectures"])], " as hf_config_override rewrites it", rule.get("location")
+            return ([arch], "", None) if "MTP" in arch or "NextN" in arch else ([], "", None)
+        if family == "mtp":
+            return [arch], how, where
     name = release_name(ctx, family)
     if "eagle_config" in fact and name is not None:
         renamed = eagle_architecture(fact, name.name, arch)
         if renamed and renamed != arch:
-            return [renamed], " as EAGLEConfig renames it", (fact.get("eagle_config") or {}).get("location")
+            return [renamed], how + " as EAGLEConfig renames it", (fact.get("eagle_config") or {}).get("location")
+    if how:
+        return [arch], how, where
     rule = (fact.get("architectures") or {}).get(arch)  # SGLang: ModelConfig's NextN rewrite, whatever the algorithm
     if isinstance(rule, dict) and rule.get("to"):
         return [str(a) for a in rule["to"]], " as ModelConfig rewrites it", rule.get("location")

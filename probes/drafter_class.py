@@ -41,8 +41,29 @@ def drafter_code(code: ModuleCode, class_name: str, base_finder: BaseFinder | No
     if cls is None:
         return None
     inner, attr = _inner_model(code, cls)
-    base = base_finder(code, cls) if base_finder and _calls_super_load(cls) else None
+    inherits = "load_weights" not in methods(cls)  # the loader of the first base that has one runs
+    base = base_finder(code, cls) if base_finder and (_calls_super_load(cls) or inherits) else None
     return DrafterCode(code, cls, inner, attr, base)
+
+
+def base_class(code: ModuleCode, cls: ast.ClassDef) -> tuple[ModuleCode, ast.ClassDef] | None:
+    """The first base of `cls` that compat can read (local, or imported from the engine), with its module."""
+    for base in cls.bases:
+        name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+        if not name or name in ("Module", "object"):
+            continue
+        local = code.classes.get(code.resolve_class_name(name))
+        if local is not None and local is not cls:
+            return code, local
+        origin = code.imported(name)
+        if origin is not None:
+            relpath = origin[0].replace(".", "/") + ".py"
+            if code.tree.exists(relpath):
+                other = ModuleCode(code.tree, relpath)
+                found = other.classes.get(other.resolve_class_name(origin[1]))
+                if found is not None:
+                    return other, found
+    return None
 
 
 def find_base(code: ModuleCode, cls: ast.ClassDef) -> tuple[ModuleCode, ast.ClassDef] | None:

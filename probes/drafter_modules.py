@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from compat.probes.drafter_class import DrafterCode, branch_conditions, creates_fc
+from compat.probes.drafter_class import DrafterCode, base_class, branch_conditions, creates_fc
 from compat.probes.drafter_code import Function, Parents, class_attribute, is_self_attr, methods, nodes_of, parents_of
 from compat.probes.drafter_values import Scope, Value, config_keys, normalize, resolve, sources
 
@@ -30,8 +30,12 @@ def modules(d: DrafterCode) -> dict[str, dict]:
     return out
 
 
-def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict) -> None:
+def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict, depth: int = 0) -> None:
     init = methods(cls).get("__init__")
+    if (init is None or _calls_super_init(init)) and depth < 4:  # what the base builds first, then this class
+        found = base_class(d.code, cls)
+        if found is not None:
+            _collect_modules(DrafterCode(found[0], found[1], None, d.inner_attr), found[1], prefix, out, depth + 1)
     if init is None:
         return
     parents = parents_of(init)
@@ -81,6 +85,12 @@ def _layer_stack(d: DrafterCode, cls: ast.ClassDef, init: Function, target: ast.
         return None
     assert isinstance(stack, ast.Attribute)
     return stack.attr, {"count": sources(resolve(value.args[0], d.scope(cls, init), value.lineno)), "builds": callee}
+
+
+def _calls_super_init(init: Function) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+               and isinstance(n.func.value, ast.Call) and getattr(n.func.value.func, "id", None) == "super"
+               for n in nodes_of(init))
 
 
 def _merge_module(out: dict, path: str, entry: dict) -> None:
