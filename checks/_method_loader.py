@@ -64,6 +64,13 @@ def source(ctx: Ctx) -> Source | str:
         names, names_from = set(ctx.drafter.tensors), f"{ctx.drafter.path} (tensor headers)"
         archs, what = config.get("architectures") or [], "the drafter's"
         model_type = config.get("model_type")
+        translated = _speculators_classes(ctx, config)
+        if translated is not None:  # vLLM's `@register_speculator` translation names the class itself
+            layer = config.get("transformer_layer_config")
+            flat = {**config, **(layer if isinstance(layer, dict) else {})}
+            return Source(translated[0][0], f"{what} speculators_model_type {config.get('speculators_model_type')!r} as "
+                          f"the release's speculators translation names it", translated[1], flat, names, names_from,
+                          tuple(translated[0][1:]), _quantized(config))
     elif family == "mtp":  # the heads ship in the target
         target = ctx.target
         config = {**target.config, **target.text_config}
@@ -83,6 +90,15 @@ def source(ctx: Ctx) -> Source | str:
         return f"this release maps {what} {archs[0]} to no class for {family} (see method-target)"
     return Source(candidates[0], f"{what} {archs[0]}{how}", where, config, names, names_from, tuple(candidates[1:]),
                   _quantized(config))
+
+
+def _speculators_classes(ctx: Ctx, config: dict[str, Any]) -> tuple[list[str], str | None] | None:
+    """The classes a speculators-format block drafter is translated to (vLLM's `@register_speculator` functions, the
+    methods fact), when the release reads that type; an EAGLE-3 one is translated by loaded_config already."""
+    kind = config.get("speculators_model_type")
+    found = ((ctx.fact("methods").get("speculators_types") or {}).get(kind) or {}) if isinstance(kind, str) else {}
+    archs = [str(a) for a in found.get("architectures") or []]
+    return (archs, found.get("location")) if archs and kind != "eagle3" else None
 
 
 def _classes(ctx: Ctx, family: str, arch: str, model_type: str | None,

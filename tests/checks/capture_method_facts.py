@@ -30,8 +30,8 @@ RELEASES = [("vllm", "0.16.0"), ("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm",
             ("sglang", "0.5.16"), ("sglang", "0.5.18"), ("sglang", "0.5.23")]
 # the classes the method-tensors tests load with (class_loaders: how each release's class loads a checkpoint), kept
 # for the releases that register them
-CLASSES = ("DeepSeekMTPModel", "Qwen3NextMTP", "MedusaModel", "LlamaForCausalLM", "DFlashDraftModel",
-           "DeepseekV3ForCausalLMNextN", "LlamaForCausalLMEagle")
+CLASSES = ("DeepSeekMTPModel", "Qwen3NextMTP", "MedusaModel", "LlamaForCausalLM", "DFlashDraftModel", "Qwen3DSparkModel",
+           "EagleLlamaForCausalLM", "DeepseekV3ForCausalLMNextN", "LlamaForCausalLMEagle")
 
 
 def facts(engine: str, version: str) -> dict:

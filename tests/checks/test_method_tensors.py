@@ -133,3 +133,32 @@ def test_without_the_class_loaders_it_says_it_cannot_tell(run, tmp_path):
     context.loaders = None
     result = run("method-tensors", context)
     assert result["verdict"] == "warn" and result["detail"].startswith("cannot tell")
+
+
+# -- EAGLE-1 heads trained with an fc bias (SafeAILab's cnets1.py: vllm#22323, vllm#22558): vLLM builds fc without one,
+# so LlamaModel.load_weights looks model.fc.bias up and raises (0.20.0); AutoWeightsLoader ignores unexpected biases
+# from 0.25 (utils.py: `ignore_unexpected_suffixes.append(".bias")`): the trained bias is dropped ---------------------
+
+SAFEAILAB_EAGLE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64,
+                   "vocab_size": 256, "bias": True}
+EAGLE_TENSORS = {n: ("F16", (2,)) for n in ("fc.weight", "fc.bias", "layers.0.self_attn.q_proj.weight",
+                                            "layers.0.mlp.gate_proj.weight", "layers.0.post_attention_layernorm.weight")}
+
+
+def test_an_eagle_head_with_an_fc_bias(run):
+    old = run("method-tensors", ctx("vllm", "0.20.0", SAFEAILAB_EAGLE, EAGLE_TENSORS, tgt=target(LLAMA), method="eagle"))
+    assert old["verdict"] == "fail" and "fc.bias (looked up as model.fc.bias)" in old["detail"]
+    assert old["class"] == "EagleLlamaForCausalLM"  # EAGLEConfig's rename of LlamaForCausalLM for method eagle
+    new = run("method-tensors", ctx("vllm", "0.34.0", SAFEAILAB_EAGLE, EAGLE_TENSORS, tgt=target(LLAMA), method="eagle"))
+    assert new["verdict"] == "warn" and "dropped without being loaded: fc.bias" in new["detail"]
+
+
+def test_a_speculators_dspark_drafter_is_judged_as_the_class_its_translation_names(run):
+    speculators = {"speculators_model_type": "dspark", "architectures": ["DSparkSpeculator"], "block_size": 8,
+                   "aux_hidden_state_layer_ids": [2, 3], "mask_token_id": 5, "draft_vocab_size": 256, "markov_rank": 16,
+                   "speculators_config": {"algorithm": "dspark"}, "sample_from_anchor": True,
+                   "transformer_layer_config": {"model_type": "qwen3", "num_hidden_layers": 1, "hidden_size": 64,
+                                                "vocab_size": 256}}
+    tgt = target({**LLAMA, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"})
+    result = run("method-tensors", ctx("vllm", "0.34.0", speculators, DFLASH_NAMES, tgt=tgt, method="dspark"))
+    assert result["class"] == "Qwen3DSparkForCausalLM" and "speculators translation" in result["detail"]
