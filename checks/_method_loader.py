@@ -54,6 +54,7 @@ class Judgement:
     unsure: list[str] = field(default_factory=list)
     missing: list[dict[str, Any]] = field(default_factory=list)
     loaded: int = 0
+    replayed: int = 0  # the names replayed (a large checkpoint: one per shape and layer)
 
 
 def source(ctx: Ctx) -> Source | str:
@@ -167,7 +168,9 @@ def judge(ctx: Ctx, src: Source, entry: dict[str, Any]) -> Judgement:
         out.missing, out.loaded = _mtp_layers_missing(entry["mtp_layers"], src)  # a loader not replayed: where it looks
         return out
     vocab = target_vocab(ctx)
-    fates = {n: land(entry, n, src.config, src.names, vocab) for n in sorted(representatives(src.names))}
+    replayed = representatives(src.names)
+    out.replayed = len(replayed)
+    fates = {n: land(entry, n, src.config, src.names, vocab) for n in sorted(replayed)}
     for name, fate in fates.items():
         kind = fate["fate"]
         if kind == "raise" and entry.get("unknown") is None:  # the class's rule for unknown names was not read

@@ -84,7 +84,9 @@ def _verdict(ctx: Ctx, src, arch: str, entry: dict) -> Result:
                       remedy="a checkpoint with the tensors the class loads, under the names it looks them up by"
                       if verdict == FAIL else None)
     unsure = j.unsure + [m["module"] for m in j.missing if m.get("depends")]
-    detail = f"{j.loaded} of {len(src.names)} tensors of {src.names_from} land in {cls}"
+    shown = (f"{j.loaded} of {len(src.names)} tensors" if j.replayed in (0, len(src.names))
+             else f"{j.loaded} of {j.replayed} tensor shapes (per layer; {len(src.names)} names)")
+    detail = f"{shown} of {src.names_from} land in {cls}"
     if unsure:
         return Result(WARN, detail + f"; cannot tell for {_few(unsure)}", where, evidence=evidence)
     return Result(PASS, detail + "; every module it needs gets its tensors", where, evidence=evidence)

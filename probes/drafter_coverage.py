@@ -70,9 +70,9 @@ def representatives(names: set[str] | frozenset[str]) -> set[str]:
         return set(names)
     chosen: dict[tuple[str, str | None], str] = {}
     for name in sorted(names):
-        numbers = re.findall(r"\d+", name)
-        key = (re.sub(r"\d+", "#", name), numbers[0] if numbers else None)
-        chosen.setdefault(key, name)
+        parts = name.split(".")
+        first = next((p for p in parts if p.isdigit()), None)
+        chosen.setdefault((".".join("#" if p.isdigit() else p for p in parts), first), name)
     return set(chosen.values())
 
 

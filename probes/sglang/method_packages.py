@@ -22,4 +22,5 @@ def method_packages(tree: EngineTree) -> dict:
     files = [f for f in tree.files(SPECULATIVE) if f.endswith(".py") and "worker" in f.rsplit("/", 1)[-1]]
     if not files:
         return {"present": False, "reason": f"no worker module under {SPECULATIVE}"}
-    return {"present": True, "location": files[0], "workers": {f: module_requirements(tree, f) for f in sorted(files)}}
+    return {"present": True, "location": tree.loc(sorted(files)[0], 1),
+            "workers": {f: module_requirements(tree, f) for f in sorted(files)}}
