@@ -148,6 +148,7 @@ class Result:
     convert_with: ConvertWith | None = None
     release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
+    unread: bool = False  # not checked: compat reads none of the facts it needs from this engine yet
     check: str = ""
     title: str = ""
     fix: Fix | None = None  # compat/fix.py: one typed value from doctor's fixes to what is shown

@@ -33,6 +33,7 @@ DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
 SOURCE_UNAVAILABLE = "source unavailable"
+UNCHECKED = "cannot tell: some checks read facts compat does not read from this engine yet"
 
 
 def run_checks(ctx: Ctx) -> list[Result]:
@@ -81,7 +82,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
         "instead": [f"{c.check}: {c.fix.text}" for c in checks if c.verdict == FAIL and isinstance(c.fix, ReleaseFix)],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
-                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps],
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS, UNCHECKED), "after": [step["kind"] for step in steps],
                    **({"typed": launch["typed"], "edits": launch["edits"]} if "typed" in launch else {})},
         "probe_errors": report.get("probe_errors") or [],
     }
@@ -109,7 +110,7 @@ def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str
 def classify(checks: list[Result]) -> str:
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
-        return WORKS
+        return UNCHECKED if any(c.unread for c in checks) else WORKS  # a third engine before its checks are written
     if kinds == {"line"}:
         return WORKS_LINE_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide
