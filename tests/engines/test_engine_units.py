@@ -33,7 +33,8 @@ def test_which_engine_a_distribution_installs(distribution, engine):
 
 
 def test_unknown_engine_is_a_usage_error_naming_the_known_ones():
-    with pytest.raises(Exception, match="^unknown engine 'tensorrt': expected one of vllm, sglang$") as err:
+    known = ", ".join(engines.names())  # vllm, sglang, ...: every engine unit on the path
+    with pytest.raises(Exception, match=f"^unknown engine 'tensorrt': expected one of {known}$") as err:
         engines.get("tensorrt")
     assert type(err.value).__name__ == "UsageError" and "vllm, sglang" in str(err.value)
     assert engines.find("tensorrt") is None
