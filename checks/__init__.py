@@ -41,7 +41,7 @@ from compat import engines
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
-    Verdict,
+    Verdict, VenvQuestion,
 )
 # the launch doctor prints is `suggested_launch`: the check module launch_command.py, once imported, is the package's
 # attribute `launch_command`, so a function of that name here would be replaced by it

@@ -5,7 +5,7 @@ Each step is {"op": "skip" | "consume" | "rename" | "prefix", "match"?, ..., "st
 looped over, stacked q/k/v mappings, `WeightsMapper`, `legacy_name_map`), prefix (`"model." + name`
 always, or only when the bare name is not a parameter); options handed to a loader after the loop
 (`skip_prefixes`, `skip_substrs`, `mapper=`) are steps of stage "loader". A step taken only under a
-condition carries it as `when`. `name_test` reads a name test as a match ({"contains": "d2t"},
+condition carries it as `when`. `name_test` (drafter_names) reads a name test as a match ({"contains": "d2t"},
 {"any": [...]}, {"not": ...}); drafter_replay evaluates matches.
 """
 
@@ -16,7 +16,10 @@ import re
 from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, branch_conditions, condition
-from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
+from compat.probes.drafter_code import Function, Parents, is_self_attr, load_function, methods, nodes_of, parents_of
+from compat.probes.drafter_helpers import helper_steps
+from compat.probes.drafter_names import name_test, name_vars, negated_matches
+
 
 MAPPER_KINDS: dict[str | None, str] = {  # WeightsMapper's keyword -> how its keys match a name
     "orig_to_new_substr": "contains", "orig_to_new_prefix": "startswith", "orig_to_new_suffix": "endswith",
@@ -32,18 +35,18 @@ STACKED_HINTS = ("stacked", "mapping")
 
 def load_steps(d: DrafterCode) -> list[Step]:
     steps: list[dict] = []
-    load = methods(d.cls).get("load_weights")
+    load = load_function(d.cls)
     if load is not None:
         steps += _loop_steps(d, d.cls, load, "drafter")
         steps += _loader_steps(d, d.cls, load, "drafter")
-    if d.inner is not None and "load_weights" in methods(d.inner):
-        inner_load = methods(d.inner)["load_weights"]
+    inner_load = load_function(d.inner) if d.inner is not None else None
+    if d.inner is not None and inner_load is not None:
         steps += _loop_steps(d, d.inner, inner_load, "model")
         steps += _loader_steps(d, d.inner, inner_load, "model")
     if d.base is not None:
         base_code, base_cls = d.base
         base = DrafterCode(base_code, base_cls, None, None)
-        base_load = methods(base_cls).get("load_weights")
+        base_load = load_function(base_cls)
         if base_load is not None:
             steps += _loop_steps(base, base_cls, base_load, "base")
     return steps
@@ -55,47 +58,31 @@ def weights_loop(func: Function) -> tuple[ast.For, str] | None:
             first_target = node.target.elts[0]
             if isinstance(first_target, ast.Name) and "weight" in ast.unparse(node.iter):
                 return node, first_target.id
-    return None
+    return _mapped(func)
 
 
-def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
-    """A name test as data: `"x" in name`, `name == "x"`, `name.endswith("x")`, `a or b`, `not a`, `a and b`."""
-    if isinstance(test, ast.BoolOp):
-        parts = [name_test(v, names) for v in test.values]
-        return {"any" if isinstance(test.op, ast.Or) else "all": parts} if all(parts) else None
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = name_test(test.operand, names)
-        return {"not": inner} if inner else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
-        inner = name_test(ast.Compare(test.left, [ast.In()], test.comparators), names)
-        return {"not": inner} if inner else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Constant):
-        comp = test.comparators[0]
-        if isinstance(comp, ast.Name) and comp.id in names and isinstance(test.ops[0], ast.In):
-            return {"contains": test.left.value}
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and test.left.id in names:
-        comp = test.comparators[0]
-        if isinstance(comp, ast.Constant) and isinstance(test.ops[0], ast.Eq):
-            return {"equals": comp.value}
-    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("startswith", "endswith")
-            and isinstance(test.func.value, ast.Name) and test.func.value.id in names and test.args
-            and isinstance(test.args[0], ast.Constant)):
-        return {test.func.attr: test.args[0].value}
-    return None
-
-
-def name_vars(loop: ast.For, name: str) -> set[str]:
-    """The loop's name variable and every variable derived from it (mapped_name, param_name, ...)."""
-    names = {name}
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes_of(loop):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id not in names and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
-                    names.add(node.targets[0].id)
-                    changed = True
-    return names
+def _mapped(func: Function) -> tuple[ast.For, str] | None:
+    """`def transform(inputs): name, w = inputs; ...` applied as `map(transform, weights)`: its body is the loop's
+    (an ast.For made of it, kept on the function: the readers walk it like a loop)."""
+    cached = getattr(func, "_compat_mapped", None)
+    if cached is not None:
+        return cached or None
+    found: tuple[ast.For, str] | None = None
+    mapped = {n.args[0].id for n in nodes_of(func) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "map"
+              and len(n.args) == 2 and isinstance(n.args[0], ast.Name) and "weight" in ast.unparse(n.args[1])}
+    for node in nodes_of(func):
+        if isinstance(node, ast.FunctionDef) and node.name in mapped and len(node.body) > 1 and node.args.args:
+            first = node.body[0]
+            if (isinstance(first, ast.Assign) and isinstance(first.targets[0], ast.Tuple) and first.targets[0].elts
+                    and isinstance(first.targets[0].elts[0], ast.Name)
+                    and getattr(first.value, "id", None) == node.args.args[0].arg):
+                loop = ast.For(target=first.targets[0], iter=ast.Name("weights", ast.Load()), body=node.body[1:], orelse=[])
+                ast.copy_location(loop, node)
+                loop.end_lineno = node.end_lineno
+                found = (loop, first.targets[0].elts[0].id)
+                break
+    setattr(func, "_compat_mapped", found or ())
+    return found
 
 
 def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:
@@ -112,7 +99,7 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
         for s in step or []:
             s["stage"] = stage
             steps.append((getattr(node, "lineno", 0), s))
-    for line, s in _dispatch_skip(d, loop, names):
+    for line, s in _dispatch_skip(d, loop, names) + helper_steps(d, cls, loop, names, name_test):
         s["stage"] = stage
         steps.append((line, s))
     steps.sort(key=lambda x: x[0])
@@ -304,7 +291,7 @@ def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) ->
             mode = "if_missing"  # `name if name in params_dict else f"model.{name}"`
             break
         if isinstance(parent, ast.If) and child is not parent.test:
-            unless.extend(_negated_matches(parent.test, names, child in parent.orelse))
+            unless.extend(negated_matches(parent.test, names, child in parent.orelse))
         if isinstance(parent, ast.For):
             break
         child = parent
@@ -331,24 +318,6 @@ def _prefix_literal(node: ast.AST, names: set[str]) -> str | None:
                 and isinstance(tail.value, ast.Name) and tail.value.id in names):
             return head.value
     return None
-
-
-def _negated_matches(test: ast.AST, names: set[str], in_orelse: bool) -> list[dict[str, Any]]:
-    """The names an `if` keeps out of its body: `"lm_head" not in name`, `not name.startswith("lm_head.")`."""
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    out = []
-    for part in parts:
-        if in_orelse:
-            match = name_test(part, names)
-        elif isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-            match = name_test(part.operand, names)
-        elif isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.NotIn):
-            match = name_test(ast.Compare(part.left, [ast.In()], part.comparators), names)
-        else:
-            match = None
-        if match:
-            out.append(match)
-    return out
 
 
 def _loader_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:

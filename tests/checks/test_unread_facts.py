@@ -3,7 +3,8 @@ instead of answering with another engine's assumptions.
 
 Modelled: LMDeploy's report has its own probe keys (probes/lmdeploy/: since the second wave of issue 39 also
 drafter_loader, eagle3_drafters, target_architectures, cli_arguments, final_layer_capture, draft_dtype,
-eagle3_whitelist, but no speculators_format); the checks' `needs` name vLLM's and SGLang's facts per engine.
+eagle3_whitelist, method_packages, but no speculators_format); the checks' `needs` name vLLM's and SGLang's facts
+per engine.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def test_a_check_whose_fact_this_engine_has_no_probe_for_cannot_tell():
 
 def test_the_checks_of_the_facts_the_second_wave_reads_run_on_lmdeploy():
     for check in ("vocab-maps", "drafter-tensors", "drafter-config", "drafter-architecture", "target-architecture",
-                  "target-whitelist", "final-layer", "draft-dtype", "aux-inputs"):
+                  "target-whitelist", "final-layer", "draft-dtype", "aux-inputs", "method-venv"):
         assert get_check(check).unread_facts("lmdeploy") is None, check
 
 

@@ -337,3 +337,28 @@ def test_the_draft_runs_in_the_servers_dtype_auto_on_its_own_config(tmp_path):
     assert fact == {"present": True, "from_target": False, "given_by": "engine_config.dtype",
                     "location": f"lmdeploy/pytorch/engine/config_builder.py:{line(CONFIG_BUILDER, 'from_config(')}",
                     "auto_from": "draft", "auto_location": f"lmdeploy/pytorch/config.py:{line(CONFIG, AUTO_BRANCH)}"}
+
+
+def test_a_proposer_that_imports_an_optional_package_needs_it_and_so_does_its_subclass(tmp_path):
+    """Modelled: no LMDeploy release imports a package beyond its own for a method (the pinned releases say so in
+    test_lmdeploy_releases.py); a proposer that did would need it, and a method whose proposer extends it too."""
+    from compat.probes.lmdeploy.method_packages import method_packages
+
+    mtp = """
+@SPEC_PROPOSERS.register_module(name='deepseek_mtp')
+class DeepseekMTP(BaseSpecProposer):
+
+    def build_model(self):
+        import fancy_kernels
+        return fancy_kernels
+"""
+    home = "lmdeploy/pytorch/spec_decode/proposers"
+    tree = probe_trees.write_tree(tmp_path, "lmdeploy", {
+        f"{home}/deepseek_mtp.py": mtp,
+        f"{home}/eagle3.py": "@SPEC_PROPOSERS.register_module(name='eagle3')\nclass Eagle3(DeepseekMTP):\n    pass\n",
+        f"{home}/dflash.py": "@SPEC_PROPOSERS.register_module(name='dflash')\nclass DFlash(BaseSpecProposer):\n    pass\n",
+    }, strip_first_newline=True)
+    fact = method_packages(tree)
+    assert [r["module"] for r in fact["methods"]["eagle3"]] == ["fancy_kernels"]  # through DeepseekMTP
+    assert fact["methods"]["eagle3"][0]["location"] == f"{home}/deepseek_mtp.py:{line(mtp, 'import fancy')}"
+    assert fact["methods"]["dflash"] == []

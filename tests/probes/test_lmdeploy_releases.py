@@ -124,3 +124,4 @@ def test_the_facts_doctors_checks_read(version):
     assert [k for k in capture if k not in ("before_final", "unresolved")] == []  # no class captures id n
     dtype = found["draft_dtype"]
     assert dtype["auto_from"] == "draft" and dtype["given_by"] == "engine_config.dtype"
+    assert found["method_packages"]["methods"]["eagle3"] == []  # no package beyond LMDeploy's own
