@@ -6,7 +6,9 @@ Each file is what `compat probe --json` reports for one release, only the keys t
 the layer-id reader, the target interface, the MTP rewrite, SGLang's block-drafter hooks); the releases are those
 before and after each upstream change the checks judge (vllm#40727 and the V2 reader in 0.24.0, DSpark's anchor key
 in 0.25.0 and 0.27.0, P-EAGLE's removal and suffix's package in 0.34.0; SGLang's DFLASH in 0.5.11, DSPARK in 0.5.16,
-its sample_from_anchor in 0.5.19). tests/checks/test_captured_method_facts.py (network) fails when they drift.
+its sample_from_anchor in 0.5.19; the method as each release resolves it: vLLM 0.10.0's deepseek_mtp, the draft
+model refused without a method until 0.17.0 (vllm#31883) and by any name until 0.15.0, the path detection that overrides
+an explicit method up to 0.33). tests/checks/test_captured_method_facts.py (network) fails when they drift.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/pinned.py: the pinned releases
 
 FACTS_DIR = Path(__file__).resolve().parent / "method_facts"
-KEYS = {"vllm": ("methods", "aux_layer_ids", "eagle3_targets", "drafter_architecture_rename", "speculative_config",
-                 "cli_flags", "version"),
+KEYS = {"vllm": ("methods", "method_autodetection", "aux_layer_ids", "eagle3_targets", "drafter_architecture_rename",
+                 "speculative_config", "cli_flags", "version"),
         "sglang": ("methods", "block_targets", "target_architectures", "cli_flags", "version")}
-RELEASES = [("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm", "0.27.0"), ("vllm", "0.33.0"),
+RELEASES = [("vllm", "0.10.0"), ("vllm", "0.13.0"), ("vllm", "0.15.1"), ("vllm", "0.18.0"), ("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm", "0.27.0"), ("vllm", "0.33.0"),
             ("vllm", "0.34.0"), ("sglang", "0.5.10"), ("sglang", "0.5.11"), ("sglang", "0.5.16"), ("sglang", "0.5.18"),
             ("sglang", "0.5.23")]
 
