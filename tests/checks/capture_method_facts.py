@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/pinned.py: the pinned releases
 
 FACTS_DIR = Path(__file__).resolve().parent / "method_facts"
-KEYS = {"vllm": ("methods", "method_autodetection", "aux_layer_ids", "eagle3_targets", "drafter_architecture_rename",
-                 "speculative_config", "cli_flags", "version"),
+KEYS = {"vllm": ("methods", "method_autodetection", "model_runners", "aux_layer_ids", "eagle3_targets",
+                 "drafter_architecture_rename", "speculative_config", "cli_flags", "version"),
         "sglang": ("methods", "block_targets", "target_architectures", "cli_flags", "version")}
 RELEASES = [("vllm", "0.10.0"), ("vllm", "0.13.0"), ("vllm", "0.15.1"), ("vllm", "0.18.0"), ("vllm", "0.20.0"), ("vllm", "0.24.0"), ("vllm", "0.25.0"), ("vllm", "0.27.0"), ("vllm", "0.33.0"),
             ("vllm", "0.34.0"), ("sglang", "0.5.10"), ("sglang", "0.5.11"), ("sglang", "0.5.16"), ("sglang", "0.5.18"),
