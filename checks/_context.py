@@ -332,7 +332,21 @@ def replay_detection(ctx: Ctx, method: str | None) -> dict[str, Any] | None:
     config = ctx.drafter.config
     listed = config.get("architectures")
     archs = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
-    model_type = config.get("model_type") if isinstance(config.get("model_type"), str) else None
+    model_type = _draft_model_type(ctx, config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+                                   archs)
     line = ctx.options.launch
     name = line.drafter if line is not None and line.drafter else str(ctx.drafter.path)
     return detect_method(auto, method, str(name), model_type, archs)
+
+
+def _draft_model_type(ctx: Ctx, model_type: str | None, archs: list[str]) -> str | None:
+    """The draft's model_type as the release's detection sees it: after SpeculativeConfig.hf_config_override (the
+    draft's ModelConfig is built with it), which rewrites a DeepSeek-V3 NextN export to deepseek_mtp, ... (the
+    drafter_architecture_rename fact's mtp_override)."""
+    override = ctx.fact("drafter_architecture_rename").get("mtp_override")
+    if not isinstance(override, dict):
+        return model_type
+    rules = [(override.get("model_types") or {}).get(model_type or "")] + [
+        (override.get("architectures") or {}).get(a) for a in archs]
+    found = next((r["model_type"] for r in rules if isinstance(r, dict) and isinstance(r.get("model_type"), str)), None)
+    return found or model_type

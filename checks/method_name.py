@@ -103,8 +103,12 @@ def _not_accepted(ctx: Ctx, res: Resolution, release: str, names: list[str]) -> 
     where = ctx.fact("methods").get("location")
     evidence = {"resolution": res.to_json()}
     if match is None:
+        plugins = ctx.fact("methods").get("plugins") or {}
+        how = plugins.get("how") or plugins.get("register")
+        plugin = (f" unless a plugin adds it ({how}, {plugins.get('location')}; the serving venv's plugins are not read "
+                  "here)" if how and launched not in (plugins.get("reserved") or []) else "")
         return Result(FAIL, f"{launched!r} is not a method of {release} (it accepts {', '.join(names)}): the server "
-                      "refuses it at start-up", where, evidence, remedy="name one of the release's methods")
+                      f"refuses it at start-up{plugin}", where, evidence, remedy="name one of the release's methods")
     own = release_name(ctx, match.method.family)
     if own is not None and own.name != launched:  # the family is here under another spelling
         whose = {"family": " (compat's id of it)", "other": f" ({match.other_engine}'s name for it)"}.get(match.how, "")

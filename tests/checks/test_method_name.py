@@ -183,3 +183,22 @@ def test_vllm_0_18_detection_overrides_an_explicit_draft_model_by_its_path(run):
     assert result["location"] == "vllm/config/speculative.py:488"
     kept = line.replace("qwen3-0.6b-eagle3-sft", "qwen3-0.6b-sft")
     assert run("method-name", ctx("vllm", "0.18.0", QWEN3_06B, line=kept))["verdict"] == "pass"
+
+
+def test_a_name_no_release_has_may_come_from_a_plugin_where_the_release_takes_plugins(run):
+    """SGLang 0.5.23 lets a plugin register an algorithm (SpeculativeAlgorithm.register, spec_info.py:68; field notes
+    2026-12 section 3): an unknown name is refused unless one does, and doctor cannot see the venv's plugins."""
+    result = run("method-name", ctx("sglang", "0.5.23", None, method="LOOKAHEAD_X"))
+    assert result["verdict"] == "fail" and "unless a plugin adds it (SpeculativeAlgorithm.register" in result["detail"]
+    assert "plugin" not in run("method-name", ctx("sglang", "0.5.10", None, method="LOOKAHEAD_X"))["detail"]
+
+
+def test_a_separate_nextn_export_is_seen_as_the_release_sees_it(run):
+    """A DeepSeek-V3 NextN export as its own draft checkpoint (model_type deepseek_v3, e.g. lmsys/DeepSeek-V3-NextN,
+    sgl-project/sglang#3582): vLLM builds the draft with SpeculativeConfig.hf_config_override, which makes it
+    deepseek_mtp (speculative.py:216 in 0.18.0), so its detection keeps "mtp" (no NotImplementedError)."""
+    nextn = {**DEEPSEEK_V3, "num_hidden_layers": 1}
+    line = ("vllm serve /models/target --speculative-config '{\"method\": \"mtp\", \"model\": \"/models/dsv3-nextn\", "
+            "\"num_speculative_tokens\": 1}'")
+    result = run("method-name", ctx("vllm", "0.18.0", nextn, tgt=target(DEEPSEEK_V3), line=line))
+    assert result["verdict"] == "pass" and result["resolution"]["raises"] is None
