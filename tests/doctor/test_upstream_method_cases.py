@@ -172,3 +172,28 @@ def test_speculative_manifests_without_a_drafter(tmp_path):
     assert old["launch"].startswith("python3 -m vllm.entrypoints.openai.api_server /models/qwen3-4b")
     refused = next(f for f in old["findings"] if f["check"] == "launch-arguments")
     assert refused["verdict"] == "fail" and "'Qwen/Qwen3-0.6B' starts instead" in refused["detail"]
+
+
+PRODUCTION_STACK = """# vLLM production-stack values (helm/values.yaml shape) serving gpustack/gpustack#5780's line: the
+# vllm/vllm-openai:v0.24.0-cu129 image, `--speculative_config '{"method":"mtp","num_speculative_tokens":1}'`
+servingEngineSpec:
+  modelSpec:
+  - name: dsv3
+    repository: vllm/vllm-openai
+    tag: v0.24.0-cu129
+    modelURL: /models/dsv3
+    replicaCount: 1
+    vllmConfig:
+      extraArgs: ["--speculative_config", '{"method":"mtp","num_speculative_tokens":1}']
+"""
+
+
+def test_a_production_stack_mtp_line_without_a_drafter(tmp_path):
+    models = tmp_path / "models"
+    _model(models / "dsv3", DEEPSEEK_V3)
+    (tmp_path / "values.yaml").write_text(PRODUCTION_STACK)
+    result = _json("--manifest", str(tmp_path / "values.yaml"), "--model-root", f"/models={models}")
+    (serving,) = result["servings"]
+    assert serving["version"] == "0.24.0" and serving["models"]["drafter"] == "none: mtp takes no drafter"
+    assert next(f for f in serving["findings"] if f["check"] == "method-name")["verdict"] == "pass"
+    assert next(f for f in serving["findings"] if f["check"] == "method-target")["verdict"] != "unchecked"
