@@ -198,17 +198,37 @@ def _v2_speculators(tree: EngineTree) -> dict | None:
     func = next((n for n in tree.parse(V2_SPECULATORS).body if isinstance(n, ast.FunctionDef) and n.name == "init_speculator"), None)
     if func is None:
         return None
-    raised = next((s for s in func.body if isinstance(s, ast.Raise) and s.exc is not None), None)
+    tests, raised = _chain(func.body)
     if raised is None or raised.exc is None:
         return {"methods": None, "raises": None, "location": tree.loc(V2_SPECULATORS, func)}
-    predicates = method_predicates(tree, _method_names(tree))
+    names = _method_names(tree)
+    predicates = method_predicates(tree, names)
     methods: list[str] = []
-    for stmt in (s for s in func.body if isinstance(s, ast.If)):
-        for call in (c for c in ast.walk(stmt.test) if isinstance(c, ast.Call)):
-            if isinstance(call.func, ast.Attribute):
-                methods += predicates.get(call.func.attr, [])
+    for test in tests:  # `if speculative_config.use_eagle():`, `elif speculative_config.method == "mtp":`
+        for node in ast.walk(test):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                methods += predicates.get(node.func.attr, [])
+            elif isinstance(node, ast.Constant) and node.value in names:
+                methods.append(str(node.value))
     return {"methods": sorted(dict.fromkeys(methods)), "raises": ast.unparse(raised.exc).split("(")[0],
             "location": tree.loc(V2_SPECULATORS, raised)}
+
+
+def _chain(body: list[ast.stmt]) -> tuple[list[ast.expr], ast.Raise | None]:
+    """The tests of the function's `if` statements (an if/elif chain followed through its else) and the raise that
+    ends it: after the ifs (0.17 - 0.22) or as the chain's last else (0.23 on)."""
+    tests: list[ast.expr] = []
+    for stmt in body:
+        node: ast.stmt | None = stmt
+        while isinstance(node, ast.If):
+            tests.append(node.test)
+            orelse = node.orelse
+            node = orelse[0] if len(orelse) == 1 else None
+            if len(orelse) == 1 and isinstance(orelse[0], ast.Raise):
+                return tests, orelse[0]
+        if isinstance(stmt, ast.Raise):
+            return tests, stmt
+    return tests, None
 
 
 def _method_names(tree: EngineTree) -> list[str]:

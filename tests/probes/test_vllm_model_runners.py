@@ -116,3 +116,26 @@ def test_the_v2_runner_builds_only_the_methods_its_chain_names(tmp_path):
     v2 = model_runners(_tree(tmp_path))["v2_speculators"]
     assert v2 == {"methods": ["eagle", "eagle3", "mtp"], "raises": "NotImplementedError",
                   "location": f"vllm/v1/worker/gpu/spec_decode/__init__.py:{line(V2_SPECULATORS, 'marker: raise')}"}
+
+
+V2_CHAIN_0230 = '''
+def init_speculator(vllm_config, device):
+    speculative_config = vllm_config.speculative_config
+    if speculative_config.method == "mtp":
+        return MTPSpeculator(vllm_config, device)
+    elif speculative_config.use_eagle():
+        return EagleSpeculator(vllm_config, device)
+    else:
+        raise NotImplementedError(f"{speculative_config.method} is not supported yet.")  # marker: raise
+'''
+
+
+def test_the_v2_chain_ending_in_an_else_0_23(tmp_path):
+    """0.23.0 on: `if ... elif ... else: raise NotImplementedError` (gpu/spec_decode/__init__.py:28 in 0.23.0)."""
+    tree = _tree(tmp_path)
+    (tmp_path / "vllm/v1/worker/gpu/spec_decode/__init__.py").write_text(V2_CHAIN_0230.lstrip("\n"))
+    from compat.sources import open_path
+
+    v2 = model_runners(open_path(tmp_path))["v2_speculators"]
+    assert tree is not None and v2["methods"] == ["eagle", "eagle3", "mtp"]
+    assert v2["location"] == f"vllm/v1/worker/gpu/spec_decode/__init__.py:{line(V2_CHAIN_0230, 'marker: raise')}"
