@@ -70,7 +70,9 @@ def _proposer(ctx: Ctx, method: str | None, lineage: str | None) -> str:
 def _worker(ctx: Ctx, method: str | None, release: str, platform: str) -> Result:
     """An engine that builds one worker per algorithm (SGLang's create_worker)."""
     if method is None:
-        return Result(WARN, f"no method runs: {'; '.join(s.words() for s in resolve(ctx).steps) or 'none named'}", None)
+        res = resolve(ctx)
+        why = res.refused or "; ".join(s.words() for s in res.steps) or "the release's choice cannot be read"
+        return Result(WARN, f"no method runs: {why}", None)
     worker = (ctx.fact("methods").get("workers") or {}).get(method)
     if not isinstance(worker, dict):
         return Result(WARN, f"cannot tell which worker {release} builds for {method} (no create_worker branch read)",
