@@ -17,10 +17,13 @@ from typing import Any
 
 from compat.core.errors import SourceError
 from compat.explain.analysis import Evidence, analyse
+from compat.explain.asserts import read as read_asserts
 from compat.explain.causes import UNRELATED, Release, doctor_fix
 from compat.explain.findings import catalogued, to_finding
 from compat.explain.elsewhere import Elsewhere
-from compat.explain.pasted import read_pasted
+from compat.explain.pasted import read_pasted, words_searched
+from compat.explain.prose import read as read_prose
+from compat.explain.python_errors import read as read_python_errors
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
@@ -41,6 +44,7 @@ class Explanation:
     frames_checked: int = 0  # traceback frames in the engine whose shown code was compared with this release
     frames_fitting: int = 0
     nearest: list[dict] = field(default_factory=list)  # lines that match no template: the nearest sites, with scores
+    searched: list[str] = field(default_factory=list)  # the names or words of a paste looked up in the release
 
     @property
     def recognised(self) -> bool:
@@ -56,7 +60,7 @@ class Explanation:
         return {"engine": self.engine, "version": self.version, "source": self.source, "findings": self.findings,
                 "lines_read": self.lines, "versions_named_in_text": self.versions_named,
                 "traceback_frames": {"checked": self.frames_checked, "fit": self.frames_fitting},
-                "nearest": self.nearest}
+                "nearest": self.nearest, "searched_for": self.searched}
 
 
 def sites_of(tree: EngineTree) -> tuple[dict, SiteIndex]:
@@ -96,12 +100,17 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
         lines_of = texts[relpath]
         return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
 
-    evidence = analyse(lines, tree.engine, index, source_line, Elsewhere(tree))
+    elsewhere = Elsewhere(tree)
+    evidence = analyse(lines, tree.engine, index, source_line, elsewhere)
+    read_python_errors(evidence, tree, (report.get("error_sites") or {}).get("files") or [])
+    read_asserts(evidence, tree, index, elsewhere)
     nearest = read_pasted(evidence, index)
+    searched = read_prose(evidence, tree, index, (report.get("error_sites") or {}).get("files") or [])
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
-                      later, index_of)
+                      later, index_of, tree)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
-                      versions_named=evidence.versions, nearest=nearest)
+                      versions_named=evidence.versions, nearest=nearest,
+                      searched=searched or words_searched(evidence))
     events = sorted(evidence.events + catalogued(evidence, release), key=lambda e: e.line)
     out.findings = [to_finding(event, release) for event in events]
     acceptance = acceptance_finding(evidence, release)

@@ -1,0 +1,239 @@
+"""What the user can change to keep the engine off the path that raised: read from the condition the release checked
+there (the site's guard, or the `if`s around an access) and from its neighbours, the lines of the function (or of the
+class's `__init__`) that give the names in it their values.
+
+    levers(release, site, tests) -> [Lever]
+
+A lever is something the code reads that the user sets: an environment variable (`envs.SGLANG_ENABLE_SPEC_V2`,
+`os.environ.get("X")`), a launch option (a server argument of the release's parser, `server_args.x`, `get_spec().x`),
+a key of the speculative config (`speculative_config.method`; `self.x` in the config's own class), the dtype the code
+compares (`dtype == torch.bfloat16`), the platform (`current_platform.is_rocm()`), or the draft model itself (the
+object the line reads is `...draft...model`). Each says when the engine takes the failing path in its terms (`raises
+when ... is true`), with the file and line it is read at. Nothing is evaluated: the words are the code's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from compat.core.tree import EngineTree, UnparseableFile
+
+_ENV_CALL = re.compile(r"^(?:os\.getenv|os\.environ\.get|get_\w*env\w*|envs\.get_\w+|\w*env_var\w*)$")
+_DTYPES = ("bfloat16", "float16", "half", "float32", "float", "float64", "int8", "uint8", "float8_e4m3fn",
+           "float8_e5m2", "float8_e4m3fnuz")
+_PLATFORM = re.compile(r"^(?:current_platform|platform)\.(is_\w+|device_type|get_device_capability)")
+MAX_LEVERS = 4
+MAX_DEPTH = 2  # assignments followed back from a name in the condition
+
+
+@dataclass(frozen=True)
+class Lever:
+    kind: str  # "environment variable" | "option" | "speculative config key" | "dtype" | "platform" | "draft model"
+    name: str  # SGLANG_ENABLE_SPEC_V2, --speculative-draft-model-path, "method", bfloat16, is_rocm
+    code: str  # the code that reads it
+    at: str  # file:line
+    when: str  # when the engine takes the path that raised, in the code's terms
+
+    def describe(self) -> str:
+        what = {"environment variable": f"the environment variable {self.name}",
+                "option": f"the option {self.name}", "speculative config key": f"the speculative config's {self.name!r}",
+                "dtype": f"the dtype ({self.name})", "platform": f"the platform ({self.name})",
+                "draft model": f"the draft model ({self.name})",
+                "set from": f"`{self.name}`, set from `{self.code}`"}.get(self.kind, self.name)
+        if self.kind == "set from":
+            return f"{what} ({self.at}): {self.when.partition('; ')[2]}"
+        return f"{what}: {self.when} (`{self.code}`, {self.at})"
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "code": self.code, "at": self.at, "when": self.when,
+                "says": self.describe()}
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The release's own names for what users set: its launch options and its speculative config's keys."""
+
+    options: frozenset[str]  # "--speculative-draft-model-path", ...
+    config_keys: frozenset[str]  # fields of the speculative config
+    config_home: str | None  # the file that defines the speculative config class
+    draft_option: str | None  # how a launch names the draft model
+
+    @classmethod
+    def of(cls, report: dict) -> Vocabulary:
+        flags = report.get("cli_flags") or []
+        options = frozenset(f["name"] for f in flags if isinstance(f, dict) and f.get("name"))
+        spec = report.get("speculative_config") or {}
+        keys = frozenset(f["name"] for f in spec.get("fields") or () if isinstance(f, dict) and f.get("name"))
+        home = (spec.get("location") or "").rpartition(":")[0] or None
+        draft = next((o for o in sorted(options) if "draft-model" in o and "path" in o), None) or \
+            next((o for o in sorted(options) if "draft-model" in o), None)
+        if draft is None and "model" in keys:
+            draft = "\"model\" of --speculative-config"
+        return cls(options, keys, home, draft)
+
+
+def levers(tree: EngineTree, vocabulary: Vocabulary, file: str, line: int,
+           tests: list[tuple[str, bool]], receiver: str | None = None) -> list[Lever]:
+    """The levers of the conditions `tests` (each: the code, and whether the engine raises when it is true) checked at
+    `file:line`, and of the object an access reads (`receiver`)."""
+    function = _function_at(tree, file, line)
+    found: list[Lever] = []
+    seen: set[tuple[str, str]] = set()
+    for test, raises_when in tests:
+        try:
+            node = ast.parse(test, mode="eval").body
+        except SyntaxError:
+            continue
+        for lever in _read(node, raises_when, tree, vocabulary, file, line, function, 0):
+            if (lever.kind, lever.name) not in seen:
+                seen.add((lever.kind, lever.name))
+                found.append(lever)
+    if receiver and "draft" in receiver.lower() and vocabulary.draft_option:
+        found.append(Lever("draft model", vocabulary.draft_option, receiver, f"{file}:{line}",
+                           f"the line runs on the model the draft runner loaded, which {vocabulary.draft_option} names"))
+    return found[:MAX_LEVERS]
+
+
+def _read(node: ast.expr, raises_when: bool, tree: EngineTree, vocabulary: Vocabulary, file: str, line: int,
+          function: ast.AST | None, depth: int) -> list[Lever]:
+    """Levers in a condition, each with when the engine raises; names given values above are followed."""
+    out: list[Lever] = []
+    for part, polarity in _conjuncts(node, raises_when):
+        atom, when = _atom(part, polarity)
+        lever = _lever(atom, when, vocabulary, file, line)
+        if lever is not None:
+            out.append(lever)
+            continue
+        if depth < MAX_DEPTH and isinstance(atom, (ast.Name, ast.Attribute)):
+            source = _assigned(tree, file, function, atom, line)
+            if source is not None:
+                value, at = source
+                further = _read(value, polarity, tree, vocabulary, file, at, function, depth + 1)
+                out.extend(further or [Lever("set from", ast.unparse(atom), ast.unparse(value), f"{file}:{at}",
+                                             f"`{ast.unparse(atom)}` is given its value there; " + when)])
+    return out
+
+
+def _conjuncts(node: ast.expr, raises_when: bool) -> list[tuple[ast.expr, bool]]:
+    """The parts of a condition that each must hold for it to be `raises_when`, with the value each must have."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _conjuncts(node.operand, not raises_when)
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) == raises_when:
+        return [c for value in node.values for c in _conjuncts(value, raises_when)]
+    return [(node, raises_when)]
+
+
+def _atom(node: ast.expr, polarity: bool) -> tuple[ast.expr, str]:
+    """The thing a part reads, and when the engine raises in its terms."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        op, right = node.ops[0], ast.unparse(node.comparators[0])
+        words = {ast.Eq: ("is", "is not"), ast.NotEq: ("is not", "is"), ast.In: ("is in", "is not in"),
+                 ast.NotIn: ("is not in", "is in"), ast.Is: ("is", "is not"), ast.IsNot: ("is not", "is")}
+        pair = words.get(type(op))
+        if pair is not None:
+            left = node.left
+            if _dtype_of(node.comparators[0]) is None and _dtype_of(left) is not None:
+                left, right = node.comparators[0], ast.unparse(node.left)
+            return left, f"the engine takes this path when it {pair[0] if polarity else pair[1]} {right}"
+        return node, f"the engine takes this path when `{ast.unparse(node)}` is {polarity}"
+    return node, f"the engine takes this path when it is {'set (true)' if polarity else 'unset (false)'}"
+
+
+def _lever(atom: ast.expr, when: str, vocabulary: Vocabulary, file: str, line: int) -> Lever | None:
+    code, at = ast.unparse(atom), f"{file}:{line}"
+    env = _env(atom)
+    if env is not None:
+        return Lever("environment variable", env, code, at, when)
+    platform = _PLATFORM.match(code)
+    if platform is not None:
+        return Lever("platform", platform.group(1), code, at, when)
+    dtype = _dtype_in(when)
+    if dtype is not None or code.endswith(".dtype") or code == "dtype":
+        return Lever("dtype", dtype or code, code, at, when)
+    if isinstance(atom, ast.Call):
+        atom = atom.func
+    if isinstance(atom, ast.Attribute):
+        name, base = atom.attr, ast.unparse(atom.value)
+        option = "--" + name.replace("_", "-")
+        if option in vocabulary.options and ("args" in base or "spec" in base or "config" in base):
+            return Lever("option", option, code, at, when)
+        if name in vocabulary.config_keys and ("speculative_config" in base or (base == "self" and file == vocabulary.config_home)):
+            return Lever("speculative config key", name, code, at, when)
+    return None
+
+
+def _env(node: ast.expr) -> str | None:
+    """The environment variable a piece of code reads: `envs.X`, `envs.X.get()`, `os.environ.get("X")`, ..."""
+    if isinstance(node, ast.Call):
+        func = ast.unparse(node.func)
+        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                and _ENV_CALL.match(func):
+            return node.args[0].value
+        if func.endswith((".get", ".is_set", ".value")) and isinstance(node.func, ast.Attribute):
+            return _env(node.func.value)
+        return None
+    if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "os.environ" and isinstance(node.slice, ast.Constant):
+        return str(node.slice.value)
+    if isinstance(node, ast.Attribute) and ast.unparse(node.value) == "envs" and node.attr.isupper():
+        return node.attr
+    return None
+
+
+def _dtype_of(node: ast.expr) -> str | None:
+    text = ast.unparse(node)
+    found = re.fullmatch(r"torch\.(\w+)", text)
+    return found.group(1) if found and found.group(1) in _DTYPES else None
+
+
+def _dtype_in(when: str) -> str | None:
+    found = re.search(r"torch\.(\w+)", when)
+    return found.group(1) if found and found.group(1) in _DTYPES else None
+
+
+def _function_at(tree: EngineTree, file: str, line: int) -> ast.AST | None:
+    try:
+        module = tree.parse(file)
+    except (UnparseableFile, OSError):
+        return None
+    best = None
+    for node in ast.walk(module):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return best
+
+
+def _assigned(tree: EngineTree, file: str, function: ast.AST | None, target: ast.expr, before: int
+              ) -> tuple[ast.expr, int] | None:
+    """The value last given to a name above `before` in its function, or to `self.x` in the class's `__init__`."""
+    wanted = ast.unparse(target)
+    scopes: list[ast.AST] = [function] if function is not None and isinstance(target, ast.Name) else []
+    if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+        scopes = [f for f in (function, _init_of(tree, file, before)) if f is not None]
+    for scope in scopes:
+        best = None
+        for node in ast.walk(scope):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
+                    scope is not function or node.lineno < before):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(ast.unparse(t) == wanted for t in targets) and (best is None or node.lineno > best.lineno):
+                    best = node
+        if best is not None and best.value is not None:
+            return best.value, best.lineno
+    return None
+
+
+def _init_of(tree: EngineTree, file: str, line: int) -> ast.AST | None:
+    """The `__init__` of the class whose method holds `line`."""
+    try:
+        module = tree.parse(file)
+    except (UnparseableFile, OSError):
+        return None
+    for node in ast.walk(module):
+        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or 0):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    return item
+    return None
