@@ -11,7 +11,7 @@ wrote the message.
 
 `file` is an index into `files`; a name's lines are the lines of its accesses in that file (each once, ascending).
 The keys: an attribute read by its name, a keyword argument as `name=`, a literal subscript as `['key']`, a call of a
-plain name as `name(`. Kept compact (numbers, no repeated paths): explain loads it only when a message needs it, and
+plain name as `name(`, a dict literal's key as `{'name'}` (arguments gathered to be splatted into a call). Kept compact (numbers, no repeated paths): explain loads it only when a message needs it, and
 nothing else reads it.
 """
 
@@ -38,12 +38,11 @@ def call_sites(tree: EngineTree, relpaths: list[str]) -> dict:
         _functions(module, index, (), functions)
         for node in ast.walk(module):
             key = _key(node)
-            if key is None:
-                continue
-            lines = names.setdefault(key, {}).setdefault(index, [])
-            line = node.lineno if hasattr(node, "lineno") else 0
-            if not lines or lines[-1] != line:
-                lines.append(line)
+            for name in ([key] if key is not None else []) + _dict_keys(node):
+                lines = names.setdefault(name, {}).setdefault(index, [])
+                line = getattr(node, "lineno", 0) if name == key else _key_line(node, name)
+                if not lines or lines[-1] != line:
+                    lines.append(line)
     return {"files": files, "functions": functions,
             "names": {key: [[index, *sorted(set(lines))] for index, lines in by_file.items()]
                       for key, by_file in names.items()}}
@@ -64,6 +63,14 @@ def _key(node: ast.AST) -> str | None:
     return None
 
 
+def _dict_keys(node: ast.AST) -> list[str]:
+    """A dict literal's string keys, as `{'k'}`: a dict of arguments splatted into a call (`self.model(**kwargs)`)."""
+    if not isinstance(node, ast.Dict):
+        return []
+    return [f"{{{key.value!r}}}" for key in node.keys
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and len(key.value) <= MAX_KEY]
+
+
 def _functions(node: ast.AST, index: int, scope: tuple[str, ...], out: list[list]) -> None:
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -74,3 +81,10 @@ def _functions(node: ast.AST, index: int, scope: tuple[str, ...], out: list[list
             _functions(child, index, (*scope, child.name), out)
         else:
             _functions(child, index, scope, out)
+
+
+def _key_line(node: ast.AST, name: str) -> int:
+    for key in getattr(node, "keys", ()):
+        if isinstance(key, ast.Constant) and f"{{{key.value!r}}}" == name:
+            return key.lineno
+    return getattr(node, "lineno", 0)

@@ -104,7 +104,7 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
     evidence = analyse(lines, tree.engine, index, source_line, elsewhere)
     read_python_errors(evidence, tree, (report.get("error_sites") or {}).get("files") or [])
     read_asserts(evidence, tree, index, elsewhere)
-    nearest = read_pasted(evidence, index)
+    nearest = read_pasted(evidence, index, elsewhere)
     searched = read_prose(evidence, tree, index, (report.get("error_sites") or {}).get("files") or [])
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
                       later, index_of, tree)

@@ -62,8 +62,11 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
     check = check_of(site, event_text(event))
+    said = ""
+    if not event.located_by.startswith("message") and site.template.strip("{} "):  # its own words, not in the text
+        said = f"; its message: \"{site.template}\""
     if check is not None:
-        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+        return kind, f"{what}: {check.describe()}{said}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     if site.kind == "raise" and not site.guard:
         return kind, unguarded(site, event.traceback, release.engine), doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"

@@ -67,7 +67,7 @@ def _pieces(body: str) -> list[str]:
     Python writes it), the code shown under it, and the exception line after the last frame."""
     cuts = list(_CUTS.finditer(body))
     if not cuts:
-        return [body]
+        return [body] if _CARETS.sub("", body).strip() else []  # a line of carets alone says nothing
     out: list[str] = []
     lead = body[:cuts[0].start()].strip()
     for i, cut in enumerate(cuts):

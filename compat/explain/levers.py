@@ -24,7 +24,7 @@ _ENV_CALL = re.compile(r"^(?:os\.getenv|os\.environ\.get|get_\w*env\w*|envs\.get
 _DTYPES = ("bfloat16", "float16", "half", "float32", "float", "float64", "int8", "uint8", "float8_e4m3fn",
            "float8_e5m2", "float8_e4m3fnuz")
 _PLATFORM = re.compile(r"^(?:current_platform|platform)\.(is_\w+|device_type|get_device_capability)")
-MAX_LEVERS = 4
+MAX_LEVERS = 5
 MAX_DEPTH = 2  # assignments followed back from a name in the condition
 
 
@@ -62,8 +62,10 @@ class Vocabulary:
 
     @classmethod
     def of(cls, report: dict) -> Vocabulary:
-        flags = report.get("cli_flags") or []
-        options = frozenset(f["name"] for f in flags if isinstance(f, dict) and f.get("name"))
+        arguments = (report.get("cli_arguments") or {}).get("arguments") or []
+        flags = [*(report.get("cli_flags") or []), *arguments]  # the speculative flags, and every argument of the parser
+        options = frozenset(name for f in flags if isinstance(f, dict)
+                            for name in (f.get("name"), *(f.get("aliases") or ())) if isinstance(name, str))
         spec = report.get("speculative_config") or {}
         keys = frozenset(f["name"] for f in spec.get("fields") or () if isinstance(f, dict) and f.get("name"))
         home = (spec.get("location") or "").rpartition(":")[0] or None
@@ -102,17 +104,57 @@ def _read(node: ast.expr, raises_when: bool, tree: EngineTree, vocabulary: Vocab
     out: list[Lever] = []
     for part, polarity in _conjuncts(node, raises_when):
         atom, when = _atom(part, polarity)
-        lever = _lever(atom, when, vocabulary, file, line)
-        if lever is not None:
-            out.append(lever)
+        for side in _operands(part, atom):  # what is compared, what with (another setting, perhaps), what it is made of
+            lever = _lever(side, when, vocabulary, file, line)
+            if lever is not None:
+                out.append(lever)
+                continue
+            if depth >= MAX_DEPTH or not isinstance(side, (ast.Name, ast.Attribute)):
+                continue
+            sources = _assigned(tree, file, function, side, line)
+            name = ast.unparse(side)
+            further: list[Lever] = []
+            for value, at in sources:  # what the value is made of (an option, a variable); else a condition of its own
+                further += _scan(value, f"`{name}` takes its value from it; {when}", vocabulary, file, at) or \
+                    (_read(value, polarity, tree, vocabulary, file, at, function, depth + 1)
+                     if isinstance(value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Attribute)) else [])
+            made = [(value, at) for value, at in sources if not _literal(value)]
+            if not further and made:
+                value, at = made[0]
+                further = [Lever("set from", name, ast.unparse(value), f"{file}:{at}",
+                                 f"`{name}` is given its value there; " + when)]
+            out.extend(further)
+    return out
+
+
+def _operands(part: ast.expr, atom: ast.expr) -> list[ast.expr]:
+    """The settings a part of a condition reads: the thing compared first, then every name or attribute chain in it
+    (`m.num_reqs * (self.num_spec + 1) <= ...` reads `m.num_reqs`, `self.num_spec`)."""
+    out: list[ast.expr] = [atom]
+    inner: set[int] = set()
+    for node in ast.walk(part):
+        if isinstance(node, ast.Attribute):
+            inner.update(id(child) for child in ast.walk(node.value))
+        elif isinstance(node, ast.Call):
+            inner.update(id(child) for child in ast.walk(node.func))
+    for node in ast.walk(part):
+        if node is atom or id(node) in inner or not isinstance(node, (ast.Name, ast.Attribute)):
             continue
-        if depth < MAX_DEPTH and isinstance(atom, (ast.Name, ast.Attribute)):
-            source = _assigned(tree, file, function, atom, line)
-            if source is not None:
-                value, at = source
-                further = _read(value, polarity, tree, vocabulary, file, at, function, depth + 1)
-                out.extend(further or [Lever("set from", ast.unparse(atom), ast.unparse(value), f"{file}:{at}",
-                                             f"`{ast.unparse(atom)}` is given its value there; " + when)])
+        if isinstance(node, ast.Name) and node.id in ("self", "None", "True", "False", "torch"):
+            continue
+        if all(ast.unparse(node) != ast.unparse(other) for other in out):
+            out.append(node)
+    return out
+
+
+def _scan(value: ast.expr, when: str, vocabulary: Vocabulary, file: str, line: int) -> list[Lever]:
+    """The levers an assigned value is made of (`args.decode_backend if args.decode_backend else args.backend`)."""
+    out: list[Lever] = []
+    for node in ast.walk(value):
+        if isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+            lever = _lever(node, when, vocabulary, file, line)
+            if lever is not None and all(lever.name != other.name for other in out):
+                out.append(lever)
     return out
 
 
@@ -133,11 +175,15 @@ def _atom(node: ast.expr, polarity: bool) -> tuple[ast.expr, str]:
                  ast.NotIn: ("is not in", "is in"), ast.Is: ("is", "is not"), ast.IsNot: ("is not", "is")}
         pair = words.get(type(op))
         if pair is not None:
-            left = node.left
-            if _dtype_of(node.comparators[0]) is None and _dtype_of(left) is not None:
-                left, right = node.comparators[0], ast.unparse(node.left)
-            return left, f"the engine takes this path when it {pair[0] if polarity else pair[1]} {right}"
+            left, other = node.left, node.comparators[0]
+            if _dtype_of(other) is None and _dtype_of(left) is not None:
+                left, other = other, left
+            if _literal(other) or _dtype_of(other) is not None:
+                return left, f"the engine takes this path when it {pair[0] if polarity else pair[1]} {ast.unparse(other)}"
+            return left, f"the engine takes this path when `{ast.unparse(node)}`" + ("" if polarity else " is false")
         return node, f"the engine takes this path when `{ast.unparse(node)}` is {polarity}"
+    if not isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return node, f"the engine takes this path when `{ast.unparse(node)}` is {'true' if polarity else 'false'}"
     return node, f"the engine takes this path when it is {'set (true)' if polarity else 'unset (false)'}"
 
 
@@ -181,6 +227,14 @@ def _env(node: ast.expr) -> str | None:
     return None
 
 
+def _literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 def _dtype_of(node: ast.expr) -> str | None:
     text = ast.unparse(node)
     found = re.fullmatch(r"torch\.(\w+)", text)
@@ -206,23 +260,28 @@ def _function_at(tree: EngineTree, file: str, line: int) -> ast.AST | None:
 
 
 def _assigned(tree: EngineTree, file: str, function: ast.AST | None, target: ast.expr, before: int
-              ) -> tuple[ast.expr, int] | None:
-    """The value last given to a name above `before` in its function, or to `self.x` in the class's `__init__`."""
+              ) -> list[tuple[ast.expr, int]]:
+    """The values given to a name above `before` in its function (the last), or to `self.x` there or in the class's
+    `__init__` (each: `if ...: self.x = a else: self.x = 0`)."""
     wanted = ast.unparse(target)
-    scopes: list[ast.AST] = [function] if function is not None and isinstance(target, ast.Name) else []
-    if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+    if isinstance(target, ast.Name):
+        scopes: list[ast.AST] = [function] if function is not None else []
+    elif isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
         scopes = [f for f in (function, _init_of(tree, file, before)) if f is not None]
+    else:
+        scopes = []
     for scope in scopes:
-        best = None
+        found = []
         for node in ast.walk(scope):
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
                     scope is not function or node.lineno < before):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(ast.unparse(t) == wanted for t in targets) and (best is None or node.lineno > best.lineno):
-                    best = node
-        if best is not None and best.value is not None:
-            return best.value, best.lineno
-    return None
+                if any(ast.unparse(t) == wanted for t in targets):
+                    found.append((node.value, node.lineno))
+        if found:
+            found.sort(key=lambda pair: pair[1])
+            return found[-1:] if scope is function and isinstance(target, ast.Name) else found
+    return []
 
 
 def _init_of(tree: EngineTree, file: str, line: int) -> ast.AST | None:

@@ -13,6 +13,7 @@ from compat.explain.tracebacks import exception_line
 
 _WORDS: dict[int, WordIndex] = {}
 MAX_LINES = 40  # distinct lines compared with every template
+MIN_ELSEWHERE = 24  # characters of a message looked for in the release's other files
 
 
 def word_index(index: SiteIndex) -> WordIndex:
@@ -23,7 +24,7 @@ def word_index(index: SiteIndex) -> WordIndex:
     return found
 
 
-def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
+def read_pasted(evidence: Evidence, index: SiteIndex, elsewhere=None) -> list[dict]:
     """Fragments become events (in place); returns the nearest sites of the lines that match no template."""
     short = evidence.lines <= SHORT_INPUT
     if not short and any(e.site is not None and e.site.kind != "log" for e in evidence.events):
@@ -54,6 +55,12 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
             record_event(evidence, seen, Event(line.number, line.text.strip(), exc_named or cut.site.exception, cut.site,
                                                "message" if cut.whole else "message cut short",
                                                [c.site for c in cuts[1:]], process=line.process, match=cut))
+            continue
+        far = elsewhere.raising(message) if (elsewhere is not None and short and exc_named and not fragments
+                                             and len(message) >= MIN_ELSEWHERE) else None
+        if far is not None:  # the whole message of a raise in a file off the speculative-decoding paths
+            record_event(evidence, seen, Event(line.number, line.text.strip(), exc_named, far, "message",
+                                               process=line.process))
             continue
         if len({n.site.template for n in fragments}) == 1:  # names one message: that is its site
             near = fragments[0]

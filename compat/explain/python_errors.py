@@ -16,13 +16,14 @@ lacks. explain says what it searched for when nothing in the release makes the a
 
 from __future__ import annotations
 
+import ast
 import difflib
 import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from compat.core.tree import EngineTree
+from compat.core.tree import EngineTree, UnparseableFile
 from compat.explain.calls import Access, CallIndex
 from compat.explain.classes import ClassInfo, Definition, definitions, find_class, guards_at, having, hierarchy, members, parameters
 from compat.explain.sites import Site
@@ -55,7 +56,7 @@ class Problem:
         if self.kind == "attribute":
             return (self.name,)
         if self.kind == "keyword":
-            return (f"{self.name}=",)
+            return (f"{self.name}=", f"{{{self.name!r}}}")
         if self.kind == "key":
             return (f"[{self.name!r}]",)
         method = (self.function or "").rpartition(".")[2]
@@ -141,7 +142,7 @@ def locate(problem: Problem, tree: EngineTree, calls: Callable[[], CallIndex], f
         out.code = _code(tree, frame_site)
         out.guards = guards_at(tree, frame_site.file, frame_site.line)
         return out
-    ranked = _ranked(problem, tree, calls(), chain, out.defined)
+    ranked = _ranked(problem, tree, calls(), chain, out.defined, out.takes[0] if out.takes else None)
     if ranked and (len(ranked) == 1 or ranked[0][0] > ranked[1][0]):
         score, access, code = ranked[0]
         out.site, out.code = access, code
@@ -152,7 +153,7 @@ def locate(problem: Problem, tree: EngineTree, calls: Callable[[], CallIndex], f
 
 
 def _ranked(problem: Problem, tree: EngineTree, calls: CallIndex, chain: list[ClassInfo],
-            defined: list[Definition]) -> list[tuple[int, Access, str]]:
+            defined: list[Definition], takes: list[str] | None = None) -> list[tuple[int, Access, str]]:
     """The release's lines making the access, best first: in the class's own methods, reading it where the class does
     not set it (under the opposite `if`), then where it never does, then the others; a line under the same `if` the
     class sets it under cannot raise it and is left out."""
@@ -175,10 +176,35 @@ def _ranked(problem: Problem, tree: EngineTree, calls: CallIndex, chain: list[Cl
                     score = 3 if not sets else 2
             elif problem.kind == "attribute" and chain and reads_self:
                 score = 0  # another class's own attribute: not the object the message names
+            elif problem.kind == "keyword" and takes is not None:
+                score = _fits_callee(tree, access, problem.name, takes)
             found.append((score, access, code))
     found = [f for f in found if f[0] > 0]
     found.sort(key=lambda f: (-f[0], f[1].file, f[1].line))
     return found
+
+
+def _fits_callee(tree: EngineTree, access: Access, name: str, takes: list[str]) -> int:
+    """How well the call (or the dict of arguments) at the line fits the callee the message names: every other
+    argument it passes is one the callee takes (2), or it passes one the callee does not (0: another callee)."""
+    try:
+        module = tree.parse(access.file)
+    except (UnparseableFile, OSError):
+        return 1
+    accepted = {t.lstrip("*") for t in takes}
+    for node in ast.walk(module):
+        passed = None
+        if isinstance(node, ast.Call) and any(k.arg == name and k.lineno == access.line for k in node.keywords):
+            passed = [k.arg for k in node.keywords if k.arg]
+        elif isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == name and k.lineno == access.line
+                                                for k in node.keys):
+            passed = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if passed is not None:
+            others = [p for p in passed if p != name]
+            if any(p not in accepted for p in others) and not any(t.startswith("**") for t in takes):
+                return 0
+            return 2 if others else 1
+    return 1
 
 
 def _opposite(at: tuple[tuple[str, bool], ...], when: tuple[tuple[str, bool], ...]) -> bool:

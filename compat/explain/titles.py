@@ -25,6 +25,7 @@ _TAG = re.compile(r"^\s*(?:\[[^\]]{1,40}\]\s*:?\s*)+")  # an issue template's `[
 MIN_LITERAL = 16  # literal characters of the template the cut message must hold
 MIN_SHARE = 0.5  # of the message's characters said by the template's literal text
 MAX_CUTS = 5
+MIN_HEAD = 12  # characters of a literal the message holds before the user's own words go on
 
 
 @dataclass(frozen=True)
@@ -95,5 +96,19 @@ def _fit(template: str, message: str) -> tuple[int, bool] | None:
         for size in range(min(len(part), len(rest)), 0, -1):  # the message ends inside this literal
             if part.startswith(rest[-size:]) and (size >= 4 or size == len(rest)):
                 return matched + size, False
-        return matched, False  # it ends inside a value
+        head = _longest_head(part, message, pos)  # or it stops inside it, the user's words after (a title's)
+        if head >= MIN_HEAD:
+            return matched + head, False
+        # it ends inside a value: enough when the message held a literal after a value, or a long first one
+        return (matched, False) if matched > len(first) or len(first) >= 2 * MIN_LITERAL else None
     return matched, True
+
+
+def _longest_head(part: str, message: str, pos: int) -> int:
+    """The longest start of `part` (whole words) found in the message after `pos`: where the template was cut and
+    the user's words continue."""
+    ends = [i for i, ch in enumerate(part) if ch == " "] + [len(part)]
+    for end in reversed(ends):
+        if end >= MIN_HEAD and part[:end] in message[pos:]:
+            return end
+    return 0
