@@ -88,7 +88,8 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
 
 def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = None,
             later: Callable[[], tuple[str, ...]] | None = None,
-            index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
+            index_of: Callable[[str], SiteIndex | None] | None = None,
+            tree_of: Callable[[str], EngineTree | None] | None = None) -> Explanation:
     """`later()` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say
     the first release that lets the user's value pass."""
     report, index = sites_of(tree)
@@ -107,7 +108,7 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
     nearest = read_pasted(evidence, index, elsewhere)
     searched = read_prose(evidence, tree, index, (report.get("error_sites") or {}).get("files") or [])
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
-                      later, index_of, tree)
+                      later, index_of, tree, tree_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
                       versions_named=evidence.versions, nearest=nearest,
                       searched=searched or words_searched(evidence))

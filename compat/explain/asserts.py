@@ -23,6 +23,7 @@ _FILE = re.compile(r"([\w./-]+\.py)(?:[:\", line]+(\d+))?")
 MIN_TOKENS = 3  # tokens of a quoted expression needed to look for it
 MAX_FILES = 40
 MAX_FOUND = 6
+MAX_LOOKUPS = 3  # lines of a text looked up (a log's repeated assert lines are one failure)
 _CACHE: dict[tuple, list[tuple[Site, tuple[str, ...]]]] = {}
 
 
@@ -145,10 +146,12 @@ def read(evidence, tree: EngineTree, index: SiteIndex, elsewhere=None) -> None:
 
     short = evidence.lines <= SHORT_INPUT
     seen = {("site", e.site.location) if e.site is not None else ("text", e.text): e for e in evidence.events}
+    looked = 0
     for pair in list(evidence.unmatched):
         line, error_like = pair
-        if not (short or error_like) or "assert" not in line.text:
+        if not (short or error_like) or "assert" not in line.text or looked >= MAX_LOOKUPS:
             continue
+        looked += 1
         found = find(tree, index, line.text, elsewhere)
         if not found:
             continue

@@ -42,6 +42,7 @@ class Release:
     later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
     index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
     tree: Any = None  # the release's source (an EngineTree): the lines around a site, read when a cause needs them
+    tree_of: Callable[[str], Any] | None = None  # version -> that release's source (None: cannot be had)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from compat.explain.conditions import check_of, first_passing, unguarded
 from compat.explain.drafter_causes import DRAFTER_CAUSES
 from compat.explain.levers import Lever, Vocabulary, levers
 from compat.explain.pydantic_asserts import model_of
-from compat.explain.python_errors import Finding as AccessFinding, cause_of
+from compat.explain.python_errors import Finding as AccessFinding, cause_of, first_working
 from compat.explain.sites import Site
 from compat.fix import Fix
 
@@ -139,6 +139,11 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
         site = f"{inner[1]}:{inner[0].line}" if inner else None
     elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
         site = None
+    access = cast("AccessFinding | None", event.access)
+    if access is not None and kind == ERROR and release.later is not None and release.tree_of is not None:
+        works = first_working(access, list(release.later()), release.tree_of)
+        if works is not None:
+            cause += f"; the first release after {release.version} that no longer makes this access: {works[0]} ({works[1]})"
     change = _change(event, release) if kind != UNRELATED else []
     if change and cause_id is None:
         cause += "; what selects this path: " + "; ".join(lever.describe() for lever in change)

@@ -238,7 +238,8 @@ def cause_of(finding: Finding, engine: str, version: str | None, exception: str 
     said = (f"Python raised {exception}{where}, not a raise of {engine}'s" if exception else
             f"the names the text gives meet{where}")
     if problem.kind == "attribute":
-        parts = [f"{said}: the line reads `{problem.name}` of a {problem.owner}", _owner_words(finding, engine, release)]
+        article = "an" if (problem.owner or "x")[0].lower() in "aeiou" else "a"
+        parts = [f"{said}: the line reads `{problem.name}` of {article} {problem.owner}", _owner_words(finding, engine, release)]
         if finding.others:
             parts.append(f"the classes of {release} that define `{problem.name}`: "
                          + ", ".join(f"{d.owner} ({d.location})" for d in finding.others))
@@ -368,3 +369,70 @@ def _python_words(event) -> bool:
     problem = problem_of(*message_of(event.text))
     owner = (site.function or "").partition(".")[0]
     return problem is not None and problem.owner != owner
+
+
+# -- across releases ---------------------------------------------------------------------------------------------
+def still_made(finding: Finding, tree: EngineTree) -> bool:
+    """Does this release make the access the same way: its function still holds the site's line, and the class still
+    lacks what it lacked here?"""
+    site, code = finding.site, finding.code
+    if site is None or not code or not tree.exists(site.file):
+        return False
+    try:
+        module = tree.parse(site.file)
+    except UnparseableFile:
+        return False
+    function = _function_named(module, site.function or "")
+    if function is None:
+        return False
+    lines = tree.text(site.file).split("\n")[function.lineno - 1:function.end_lineno or function.lineno]
+    if not any(line.strip() == code for line in lines):
+        return False
+    problem = finding.problem
+    if problem.kind == "attribute" and problem.owner and finding.owner is not None and not finding.defined:
+        info = find_class(tree, problem.owner)
+        if info is not None and any(d.always for c in hierarchy(tree, info)[0] for d in definitions(c, problem.name)):
+            return False
+    return True
+
+
+def first_working(finding: Finding, later: list[str], tree_of: Callable[[str], EngineTree | None]) -> tuple[str, str] | None:
+    """The first of the `later` releases (ascending) that no longer makes the access so, by bisection, and how."""
+    if finding.site is None or not later:
+        return None
+
+    def made(version: str) -> bool:
+        tree = tree_of(version)
+        return tree is None or still_made(finding, tree)  # a release that cannot be had is not said to work
+
+    if made(later[-1]):
+        return None
+    low, high = 0, len(later) - 1
+    while low < high:
+        mid = (low + high) // 2
+        if made(later[mid]):
+            low = mid + 1
+        else:
+            high = mid
+    tree = tree_of(later[low])
+    problem = finding.problem
+    if tree is not None and problem.kind == "attribute" and problem.owner and finding.owner is not None \
+            and not finding.defined and (info := find_class(tree, problem.owner)) is not None \
+            and any(d.always for c in hierarchy(tree, info)[0] for d in definitions(c, problem.name)):
+        return later[low], f"{problem.owner} defines `{problem.name}` there"
+    return later[low], f"`{finding.code}` is no longer in {finding.site.function}"
+
+
+def _function_named(module: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    def walk(node: ast.AST, scope: tuple[str, ...]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = (*scope, child.name)
+                if ".".join(name) == qualname and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    return child
+                found = walk(child, name)
+                if found is not None:
+                    return found
+        return None
+
+    return walk(module, ())

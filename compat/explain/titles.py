@@ -25,6 +25,7 @@ _TAG = re.compile(r"^\s*(?:\[[^\]]{1,40}\]\s*:?\s*)+")  # an issue template's `[
 MIN_LITERAL = 16  # literal characters of the template the cut message must hold
 MIN_SHARE = 0.5  # of the message's characters said by the template's literal text
 MAX_CUTS = 5
+MAX_MESSAGE = 2000  # characters of a line compared from its start (a title is at most 256)
 MIN_HEAD = 12  # characters of a literal the message holds before the user's own words go on
 
 
@@ -61,7 +62,7 @@ def message_of(text: str) -> tuple[str | None, str]:
 def cut_sites(message: str, sites: list[Site]) -> list[Cut]:
     """The sites whose template the message begins (cut short anywhere), most literal text first."""
     message = " ".join(message.split())
-    if len(message) < MIN_LITERAL:
+    if not MIN_LITERAL <= len(message) <= MAX_MESSAGE:
         return []
     found = []
     for site in sites:
