@@ -144,7 +144,7 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
         works = first_working(access, list(release.later()), release.tree_of)
         if works is not None:
             cause += f"; the first release after {release.version} that no longer makes this access: {works[0]} ({works[1]})"
-    change = _change(event, release) if kind != UNRELATED else []
+    change = _change(event, release) if kind == ERROR else []
     if change and cause_id is None:
         cause += "; what selects this path: " + "; ".join(lever.describe() for lever in change)
     more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []

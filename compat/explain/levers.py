@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from dataclasses import dataclass
 
-from compat.core.tree import EngineTree, UnparseableFile
+from compat.core.tree import EngineTree
 
 _ENV_CALL = re.compile(r"^(?:os\.getenv|os\.environ\.get|get_\w*env\w*|envs\.get_\w+|\w*env_var\w*)$")
 _DTYPES = ("bfloat16", "float16", "half", "float32", "float", "float64", "int8", "uint8", "float8_e4m3fn",
@@ -247,16 +248,80 @@ def _dtype_in(when: str) -> str | None:
 
 
 def _function_at(tree: EngineTree, file: str, line: int) -> ast.AST | None:
-    try:
-        module = tree.parse(file)
-    except (UnparseableFile, OSError):
+    """The function holding `line`, parsed alone from its lines (a runner's file is 6,000 lines: parsing it whole for
+    one guard would cost more than reading a whole log)."""
+    lines = _lines(tree, file)
+    if not 0 < line <= len(lines):
         return None
-    best = None
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
-            if best is None or node.lineno > best.lineno:
-                best = node
-    return best
+    indent = _indent(lines[line - 1]) if lines[line - 1].strip() else 1 << 30
+    for number in range(line, 0, -1):
+        text = lines[number - 1]
+        if _DEF.match(text) and _indent(text) < indent:
+            return _parsed(lines, number)
+        if text.strip() and not text.lstrip().startswith(("#", "@", ")")) and _indent(text) < indent:
+            indent = _indent(text)  # an enclosing block: the def must be further out
+    return None
+
+
+def _init_of(tree: EngineTree, file: str, line: int) -> ast.AST | None:
+    """The `__init__` of the class whose method holds `line`, parsed alone."""
+    lines = _lines(tree, file)
+    if not 0 < line <= len(lines):
+        return None
+    for number in range(line, 0, -1):
+        found = _CLASS.match(lines[number - 1])
+        if found is None:
+            continue
+        depth = len(found.group(1))
+        for inner in range(number + 1, len(lines) + 1):
+            text = lines[inner - 1]
+            if text.strip() and _indent(text) <= depth and not text.lstrip().startswith(("#", ")")):
+                return None  # the class ended without one
+            if re.match(r"\s+(?:async\s+)?def\s+__init__\s*\(", text):
+                return _parsed(lines, inner)
+        return None
+    return None
+
+
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s")
+_CLASS = re.compile(r"^(\s*)class\s")
+_LINES: dict[tuple[str, str], list[str]] = {}
+
+
+def _lines(tree: EngineTree, file: str) -> list[str]:
+    key = (str(tree.root), file)
+    found = _LINES.get(key)
+    if found is None:
+        try:
+            found = tree.text(file).split("\n")
+        except OSError:
+            found = []
+        if len(_LINES) > 64:
+            _LINES.clear()
+        _LINES[key] = found
+    return found
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _parsed(lines: list[str], first: int) -> ast.AST | None:
+    """The def at line `first` (decorators above it left out) to its end, parsed with its own line numbers."""
+    depth = _indent(lines[first - 1])
+    last = first
+    for number in range(first + 1, len(lines) + 1):
+        text = lines[number - 1]
+        if text.strip() and _indent(text) <= depth and not text.lstrip().startswith(("#", ")", "]", "}")):
+            break
+        last = number
+    source = textwrap.dedent("\n".join(lines[first - 1:last]))
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return None
+    ast.increment_lineno(node, first - 1)
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
 def _assigned(tree: EngineTree, file: str, function: ast.AST | None, target: ast.expr, before: int
@@ -282,17 +347,3 @@ def _assigned(tree: EngineTree, file: str, function: ast.AST | None, target: ast
             found.sort(key=lambda pair: pair[1])
             return found[-1:] if scope is function and isinstance(target, ast.Name) else found
     return []
-
-
-def _init_of(tree: EngineTree, file: str, line: int) -> ast.AST | None:
-    """The `__init__` of the class whose method holds `line`."""
-    try:
-        module = tree.parse(file)
-    except (UnparseableFile, OSError):
-        return None
-    for node in ast.walk(module):
-        if isinstance(node, ast.ClassDef) and node.lineno <= line <= (node.end_lineno or 0):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    return item
-    return None

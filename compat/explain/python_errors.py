@@ -36,8 +36,11 @@ _MISSING = re.compile(r"(?P<function>[\w.<>]+)\(\) missing \d+ required (?:posit
                       r"'(?P<name>\w+)'")
 _TAKES = re.compile(r"(?P<function>[\w.<>]+)\(\) takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ "
                     r"(?:was|were) given")
-_KEY = re.compile(r"""^\s*(?:'(?P<single>[^']*)'|"(?P<double>[^"]*)")\s*$""")
+_KEY = re.compile(r"""^\s*(?:'(?P<single>[^']*)'|"(?P<double>[^"]*)")""")  # the key, perhaps the user's words after
 TRIVIAL_BASES = ("object", "Module", "nn.Module", "ABC", "Protocol", "Generic", "NamedTuple")
+# Python's own types: no class of the engine (`'NoneType' object has no attribute 'x'`: a value that was None)
+BUILTIN_TYPES = frozenset({"NoneType", "str", "bytes", "int", "float", "bool", "list", "dict", "tuple", "set", "object",
+                           "function", "method", "module", "type", "Tensor", "generator", "coroutine"})
 MAX_CANDIDATES = 6
 
 
@@ -119,7 +122,7 @@ def problem_of(exception: str | None, message: str) -> Problem | None:
 def locate(problem: Problem, tree: EngineTree, calls: Callable[[], CallIndex], frame_site: Access | None = None) -> Finding:
     """The line of the release that makes the access (the traceback's, else the best of its call sites)."""
     out = Finding(problem, searched=problem.keys)
-    if problem.owner:
+    if problem.owner and problem.owner not in BUILTIN_TYPES:
         out.owner = find_class(tree, problem.owner)
     chain: list[ClassInfo] = []
     if out.owner is not None:
@@ -265,6 +268,10 @@ def cause_of(finding: Finding, engine: str, version: str | None, exception: str 
 def _owner_words(finding: Finding, engine: str, release: str) -> str:
     problem, owner = finding.problem, finding.owner
     if owner is None:
+        if problem.owner == "NoneType":
+            return f"the object was None: what the line reads `{problem.name}` of was never set, or its lookup found nothing"
+        if problem.owner in BUILTIN_TYPES:
+            return f"the object was a {problem.owner}, not what the line expects there"
         if (problem.owner or "").endswith("Config"):
             return (f"{release} defines no class {problem.owner}: it is a config object (transformers' or the "
                     f"checkpoint's), so `{problem.name}` is a key its config.json does not have")
