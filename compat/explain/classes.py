@@ -151,6 +151,24 @@ def parameters(info: ClassInfo, method: str) -> tuple[list[str], int] | None:
     return None
 
 
+def fields(info: ClassInfo) -> tuple[list[str], int] | None:
+    """A dataclass's fields (what its generated `__init__` takes), and the class's line; None when it is none."""
+    decorated = any(name in ("dataclass", "config", "pydantic_dataclass") for name in _decorators(info.node))
+    if not decorated:
+        return None
+    names = [item.target.id for item in info.node.body if isinstance(item, ast.AnnAssign)
+             and isinstance(item.target, ast.Name) and "ClassVar" not in ast.unparse(item.annotation)]
+    return names, info.line
+
+
+def _decorators(node: ast.ClassDef) -> list[str]:
+    out = []
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        out.append(target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", ""))
+    return out
+
+
 def guards_at(tree: EngineTree, relpath: str, line: int) -> tuple[tuple[str, bool], ...]:
     """The `if` tests around `line` inside its function (outermost first), each with the branch the line is in."""
     try:

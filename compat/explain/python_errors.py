@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from compat.core.tree import EngineTree, UnparseableFile
 from compat.explain.calls import Access, CallIndex
-from compat.explain.classes import ClassInfo, Definition, definitions, find_class, guards_at, having, hierarchy, members, parameters
+from compat.explain.classes import (ClassInfo, Definition, definitions, fields, find_class, guards_at, having, hierarchy,
+                                    members, parameters)
 from compat.explain.sites import Site
 
 PYTHON_ERRORS = ("AttributeError", "TypeError", "KeyError")
@@ -137,6 +138,10 @@ def locate(problem: Problem, tree: EngineTree, calls: Callable[[], CallIndex], f
             if takes is not None:
                 owner_of = next(info for info in chain if parameters(info, method) is not None)
                 out.takes = (takes[0], f"{owner_of.file}:{takes[1]}")
+            elif method == "__init__" and (made := fields(chain[0])) is not None:  # a dataclass's generated __init__
+                out.takes = (made[0], f"{chain[0].file}:{made[1]}")
+            if out.takes is not None and problem.kind == "keyword":
+                out.close = difflib.get_close_matches(problem.name, out.takes[0], n=3, cutoff=0.5)
     if problem.kind == "attribute" and not any(d.kind == "method" for d in out.defined):
         under = posixpath.dirname(out.owner.file) if out.owner is not None else tree.engine
         out.others = [d for d in having(tree, problem.name, under) if d.owner not in {c.name for c in chain}]
@@ -256,6 +261,8 @@ def cause_of(finding: Finding, engine: str, version: str | None, exception: str 
                                                      "positional": "was given more positional arguments"}[problem.kind]]
         if finding.takes is not None:
             parts.append(f"in {release} it takes ({', '.join(finding.takes[0])}) ({finding.takes[1]})")
+            if finding.close:
+                parts.append("the names it takes close to it: " + ", ".join(f"`{name}`" for name in finding.close))
         elif problem.owner:
             parts.append(f"{release} defines no {problem.function}" if finding.owner is None else
                          f"{problem.owner} ({finding.owner.location}) and its bases define no "
