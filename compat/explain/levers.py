@@ -68,7 +68,9 @@ class Vocabulary:
         options = frozenset(name for f in flags if isinstance(f, dict)
                             for name in (f.get("name"), *(f.get("aliases") or ())) if isinstance(name, str))
         spec = report.get("speculative_config") or {}
-        keys = frozenset(f["name"] for f in spec.get("fields") or () if isinstance(f, dict) and f.get("name"))
+        # the keys a user writes: a field typed as another config (`target_model_config: ModelConfig`) the engine sets
+        keys = frozenset(f["name"] for f in spec.get("fields") or () if isinstance(f, dict) and f.get("name")
+                         and not re.search(r"\w*Config\b", str(f.get("type") or "")))
         home = (spec.get("location") or "").rpartition(":")[0] or None
         draft = next((o for o in sorted(options) if "draft-model" in o and "path" in o), None) or \
             next((o for o in sorted(options) if "draft-model" in o), None)

@@ -266,8 +266,6 @@ def render(result: Result, console) -> None:
         if f.get("during"):
             console.print(f"   [cyan]during[/] {escape(_cut(f['during'], 200))}")
         console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
-        for lever in (f.get("change") or []) if f.get("cause_id") else []:  # uncatalogued: said in the cause
-            console.print(f"   [cyan]change[/] {escape(lever['says'])}")
         if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
             console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")
         if f["kind"] == "acceptance":
