@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.core.errors import SourceError
-from compat.explain.analysis import Evidence, analyse
-from compat.explain.asserts import read as read_asserts
+from compat.explain.analysis import SHORT_INPUT, Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix
 from compat.explain.findings import catalogued, to_finding
 from compat.explain.elsewhere import Elsewhere
 from compat.explain.pasted import read_pasted, words_searched
-from compat.explain.prose import read as read_prose
-from compat.explain.python_errors import read as read_python_errors
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
@@ -31,6 +28,7 @@ from compat.release_ref import ReleaseRef
 from compat.core.tree import EngineTree
 
 ACCEPTANCE = "acceptance"
+PYTHON_ERRORS = ("AttributeError", "TypeError", "KeyError")  # python_errors.py reads these
 
 
 @dataclass
@@ -103,10 +101,22 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
 
     elsewhere = Elsewhere(tree)
     evidence = analyse(lines, tree.engine, index, source_line, elsewhere)
-    read_python_errors(evidence, tree, (report.get("error_sites") or {}).get("files") or [])
-    read_asserts(evidence, tree, index, elsewhere)
+    files = (report.get("error_sites") or {}).get("files") or []
+    said = [e.text for e in evidence.events] + [line.text for line, _ in evidence.unmatched]
+    if any(name in text for text in said for name in PYTHON_ERRORS):  # read only when the text has one (a log rarely)
+        from compat.explain import python_errors
+
+        python_errors.read(evidence, tree, files)
+    if any("assert" in line.text for line, _ in evidence.unmatched):
+        from compat.explain import asserts
+
+        asserts.read(evidence, tree, index, elsewhere)
     nearest = read_pasted(evidence, index, elsewhere)
-    searched = read_prose(evidence, tree, index, (report.get("error_sites") or {}).get("files") or [])
+    searched: list[str] = []
+    if evidence.lines <= SHORT_INPUT and evidence.unmatched:  # a paste: the names its words give
+        from compat.explain import prose
+
+        searched = prose.read(evidence, tree, index, files)
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
                       later, index_of, tree, tree_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,

@@ -4,18 +4,20 @@ engine checked at the site (conditions.py), and where the engine was when an err
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence
 from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
 from compat.explain.conditions import check_of, first_passing, unguarded
 from compat.explain.drafter_causes import DRAFTER_CAUSES
-from compat.explain.levers import Lever, Vocabulary, levers
 from compat.explain.pydantic_asserts import model_of
-from compat.explain.python_errors import Finding as AccessFinding, cause_of, first_working
 from compat.explain.sites import Site
 from compat.fix import Fix
+
+if TYPE_CHECKING:  # read when a finding needs them (a log's findings rarely do): imported there
+    from compat.explain.levers import Lever, Vocabulary
+    from compat.explain.python_errors import Finding as AccessFinding
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
 
@@ -44,7 +46,9 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
         if entry.applies(event, release):
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
     if event.access is not None:  # an error Python raised at an access of the engine's (python_errors.py)
-        return ERROR, cause_of(cast(AccessFinding, event.access), release.engine, release.version, event.exception), \
+        from compat.explain.python_errors import cause_of
+
+        return ERROR, cause_of(cast("AccessFinding", event.access), release.engine, release.version, event.exception), \
             doctor_fix(release, "no catalogued fix"), None
     site = event.site
     if site is None and event.candidates and event.located_by.startswith("assert text"):
@@ -141,6 +145,8 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
         site = None
     access = cast("AccessFinding | None", event.access)
     if access is not None and kind == ERROR and release.later is not None and release.tree_of is not None:
+        from compat.explain.python_errors import first_working
+
         works = first_working(access, list(release.later()), release.tree_of)
         if works is not None:
             cause += f"; the first release after {release.version} that no longer makes this access: {works[0]} ({works[1]})"
@@ -160,7 +166,7 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
             "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
             "also_fits": [n.to_json() for n in event.nearby], "check": check,
             "could_be": [_candidate(site) for site in event.candidates] + _could_be(event),
-            "access": cast(AccessFinding, event.access).to_json() if event.access is not None else None,
+            "access": cast("AccessFinding", event.access).to_json() if event.access is not None else None,
             "raised_by_user": _user_line(event), "change": [lever.to_json() for lever in change]}
 
 
@@ -183,6 +189,8 @@ def _change(event: Event, release: Release) -> list[Lever]:
         receiver = found.group(1) if found else None
     if not tests and receiver is None:
         return []
+    from compat.explain.levers import levers
+
     return levers(tree, _vocabulary(release.report), site.file, line, tests, receiver)
 
 
@@ -190,6 +198,8 @@ _VOCABULARIES: dict[int, Vocabulary] = {}
 
 
 def _vocabulary(report: dict) -> Vocabulary:
+    from compat.explain.levers import Vocabulary
+
     found = _VOCABULARIES.get(id(report))
     if found is None:
         found = _VOCABULARIES[id(report)] = Vocabulary.of(report)
