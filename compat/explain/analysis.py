@@ -167,7 +167,8 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
     has_file = (lambda relpath: source_line(relpath, 1) is not None) if source_line is not None else None
-    owner = raising_frame(tb, package, has_file)
+    unit = engines.get(package)
+    owner = raising_frame(tb, package, has_file, f"{unit.import_name}/{unit.source_prefix}{unit.import_name}/")
     if owner is not None and owner[1] == "user":  # the user's code raised it: no engine site is pinned on it
         site, located, user_frame = None, "traceback", owner[0]
     else:

@@ -173,7 +173,7 @@ def guards_at(tree: EngineTree, relpath: str, line: int) -> tuple[tuple[str, boo
     """The `if` tests around `line` inside its function (outermost first), each with the branch the line is in."""
     try:
         module = tree.parse(relpath)
-    except UnparseableFile:
+    except (UnparseableFile, OSError):  # a file of another release (a traceback's), or none this Python parses
         return ()
     function = None
     for node in ast.walk(module):

@@ -53,6 +53,7 @@ class Problem:
     name: str  # the attribute, keyword, argument or key
     owner: str | None = None  # the class named (`EagleProposer`), or the owner of the function (`Qwen2Model`)
     function: str | None = None  # the function named by a TypeError (`Qwen2Model.forward`)
+    module: str | None = None  # the module an AttributeError names (`module 'vllm.envs' has no attribute ...`)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -103,8 +104,10 @@ def problem_of(exception: str | None, message: str) -> Problem | None:
     name = (exception or "").rpartition(".")[2]
     if name == "AttributeError":
         found = _ATTRIBUTE.search(message)
+        if found and found.group("module"):
+            return Problem("attribute", found.group("name"), module=found.group("module"))
         if found:
-            owner = found.group("owner") or found.group("type") or found.group("module")
+            owner = found.group("owner") or found.group("type")
             return Problem("attribute", found.group("name"), owner.rpartition(".")[2])
     elif name == "TypeError":
         for kind, pattern in (("keyword", _KEYWORD), ("missing", _MISSING), ("positional", _TAKES)):
@@ -247,7 +250,8 @@ def cause_of(finding: Finding, engine: str, version: str | None, exception: str 
             f"the names the text gives meet{where}")
     if problem.kind == "attribute":
         article = "an" if (problem.owner or "x")[0].lower() in "aeiou" else "a"
-        parts = [f"{said}: the line reads `{problem.name}` of {article} {problem.owner}", _owner_words(finding, engine, release)]
+        of = f"the module {problem.module}" if problem.module else f"{article} {problem.owner}"
+        parts = [f"{said}: the line reads `{problem.name}` of {of}", _owner_words(finding, engine, release)]
         if finding.others:
             parts.append(f"the classes of {release} that define `{problem.name}`: "
                          + ", ".join(f"{d.owner} ({d.location})" for d in finding.others))
@@ -274,6 +278,8 @@ def cause_of(finding: Finding, engine: str, version: str | None, exception: str 
 
 def _owner_words(finding: Finding, engine: str, release: str) -> str:
     problem, owner = finding.problem, finding.owner
+    if problem.module:
+        return _module_words(finding, release)
     if owner is None:
         if problem.owner == "NoneType":
             return f"the object was None: what the line reads `{problem.name}` of was never set, or its lookup found nothing"
@@ -300,6 +306,12 @@ def _owner_words(finding: Finding, engine: str, release: str) -> str:
     if opposite:
         said.append(f"the line reads it under `if {opposite[0]}:`, where it was never set")
     return "; ".join(said)
+
+
+def _module_words(finding: Finding, release: str) -> str:
+    module, name = finding.problem.module or "", finding.problem.name
+    return (f"the module {module} had no `{name}` where it ran, though {release}'s code reads it: another release's "
+            "module was installed beside this one's code, or the name is made at run time")
 
 
 def _unplaced(finding: Finding, release: str) -> str:
@@ -412,7 +424,7 @@ def still_made(finding: Finding, tree: EngineTree) -> bool:
 
 def first_working(finding: Finding, later: list[str], tree_of: Callable[[str], EngineTree | None]) -> tuple[str, str] | None:
     """The first of the `later` releases (ascending) that no longer makes the access so, by bisection, and how."""
-    if finding.site is None or not later:
+    if finding.site is None or not finding.code or not later:  # no line of this release to follow
         return None
 
     def made(version: str) -> bool:
