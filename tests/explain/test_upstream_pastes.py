@@ -242,3 +242,15 @@ def test_a_paste_that_names_its_release_needs_no_engine(vllm_0151):
 def test_a_paste_that_names_no_release_still_asks_for_one():
     proc = compat("explain", POSITIONS)
     assert proc.returncode == 2 and "the text names no release either" in proc.stderr
+
+
+def test_a_checkout_of_another_release_is_still_the_engines(vllm_032):
+    """vllm-project/vllm#25134's frames are a source checkout (`/home/wangyxbh/vllm/vllm/...`): a frame there is the
+    engine's even when this release no longer has its file (V0's spec_decode worker is gone from 0.32.0), so the
+    error is not said to be the user's; the access is not followed into later releases (no line of this one)."""
+    lines = ["Traceback (most recent call last):",
+             '  File "/home/wangyxbh/vllm/vllm/spec_decode/spec_decode_worker.py", line 388, in _run_speculative_decoding_step',
+             "    proposal_scores = self.scorer.score_proposals(", "KeyError: 8"]
+    (finding,) = _explain(vllm_032, "\n".join(lines)).findings
+    assert finding["kind"] == "error" and finding["raised_by_user"] is None
+    assert finding["site"] == "vllm/spec_decode/spec_decode_worker.py:388" and "no longer makes" not in finding["cause"]
