@@ -31,10 +31,10 @@ EPILOG = """examples:
 
 The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
 --python for the installed one, or --path for a source tree; without any, the release a pasted text names (`vLLM API
-server version 0.11.0`, `vllm/vllm-openai:v0.11.0`, a wheel, a pip or conda list row), said so. With --engine vllm and no vLLM installed, the releases
-the text names (a log's `vLLM API server version ...`) are tried, else every release compat covers (vLLM >= 0.10.0,
-SGLang >= 0.4.4; --offline: the cached ones), and the answer says which releases raise each message; a traceback's
-frames show the engine's code at each line, which must be that release's.
+server version 0.11.0`, `vllm/vllm-openai:v0.11.0`, a wheel, a pip or conda list row), said so. With --engine vllm
+and no vLLM installed, the releases the text names (a log's `vLLM API server version ...`) are tried, else every
+release compat covers (vLLM >= 0.10.0, SGLang >= 0.4.4; --offline: the cached ones), and the answer says which
+releases raise each message; a traceback's frames show the engine's code at each line, which must be that release's.
 
 Logs are read in every form they take: each engine's process prefixes (`(EngineCore_DP0 pid=..)`, `[rank0]:`,
 SGLang's `[time TP0]`), log heads, colours, kubectl/journald/docker compose prefixes, several processes interleaved,
