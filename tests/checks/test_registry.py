@@ -29,7 +29,7 @@ def test_a_second_check_with_the_same_id_is_refused():
 
 
 def test_unknown_fix_kinds_are_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^check x: unknown fix kinds \['prayer'\] \(known: "):
         check("x", "x", order=1, fixes=("prayer",))
 
 

@@ -104,3 +104,14 @@ def test_suffix_without_a_serving_venv_depends_on_it(tmp_path):
     assert unknown["verdict"] == DEPENDS_VENV and venv["venv_question"]["command"].startswith("python -E -c ")
     asked = diagnose(open_release("vllm", "0.33.0"), t, no_drafter(t), Options(method="suffix", fixes_python=Interpreter.current()))
     assert check(asked, "method-venv")["verdict"] == "fail" and asked["verdict"] != DEPENDS_VENV
+
+
+def test_a_verdict_that_waits_on_the_serving_venv_exits_1_as_the_help_says(tmp_path):
+    """No check fails, yet it is no "works as is": exit 0 is only for that (doctor --help's exit codes)."""
+    from doctor_helpers import open_release, run_doctor
+
+    open_release("vllm", "0.33.0")  # into the cache the CLI reads --offline
+    target = checkpoint(tmp_path / "llama", LLAMA, ["model.embed_tokens.weight"])
+    code, out, err = run_doctor(str(target), "--engine", "vllm==0.33.0", "--method", "suffix", "--offline", "--json")
+    assert json.loads(out)["verdict"].startswith("depends on the serving venv"), err
+    assert code == 1

@@ -8,6 +8,7 @@ would add one), is refused with the module and the field named.
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -32,7 +33,8 @@ def test_which_engine_a_distribution_installs(distribution, engine):
 
 
 def test_unknown_engine_is_a_usage_error_naming_the_known_ones():
-    with pytest.raises(Exception) as err:
+    known = ", ".join(engines.names())  # vllm, sglang, ...: every engine unit on the path
+    with pytest.raises(Exception, match=f"^unknown engine 'tensorrt': expected one of {known}$") as err:
         engines.get("tensorrt")
     assert type(err.value).__name__ == "UsageError" and "vllm, sglang" in str(err.value)
     assert engines.find("tensorrt") is None
@@ -70,16 +72,12 @@ def test_how_a_log_names_the_release(engine, line, version):
      "supported by turbomind ", "speculative decoding is not supported by turbomind "),
     ("lmdeploy", "2026-12-02 11:00:00,123 - lmdeploy - \x1b[31mERROR\x1b[0m - [pid=7 ppid=1] - engine.py:90 - boom", "boom")])
 def test_log_prefixes_the_processes_write(engine, line, rest):
-    import re
-
     unit = engines.get(engine)
     stripped = next((re.sub(f"^{p}", "", line, count=1) for p in unit.log_prefixes if re.match(p, line)), line)
     assert stripped == rest
 
 
 def test_image_tags_name_the_release():
-    import re
-
     vllm, sglang = engines.get("vllm"), engines.get("sglang")
     assert "vllm/vllm-openai" in vllm.image_repositories and vllm.image_entry == ("vllm", "serve")
     assert any(re.search(p, "rocm6.3.1_vllm_0.8.5_20250513") for p in vllm.image_tags)
@@ -145,7 +143,7 @@ def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (_unit("trtllm", SERVER_ACCEPTANCE="logs"), "SERVER_ACCEPTANCE")])
 def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
-    with pytest.raises(ContractError) as err:
+    with pytest.raises(ContractError, match=f"^engine compat.engines.trtllm: {field} is ") as err:
         engines.all_engines()
     assert err.value.owner == "compat.engines.trtllm" and err.value.field == field
 

@@ -171,10 +171,10 @@ def test_name_eval_runs_string_surgery_and_config_reads_only():
     helper = helper_source(func)
     assert evaluate(helper, {"name": "x.3.w"}, {"n": 3}) == "X.3.W"
     assert evaluate(helper, {"name": "x.2.w"}, {"n": 3}) is None
-    with pytest.raises(Unsupported):  # a config without the key: unknown, never a guess
+    with pytest.raises(Unsupported, match="config has no n"):  # a config without the key: unknown, never a guess
         evaluate(helper, {"name": "x.3.w"}, {})
     engine = helper_source(ast.parse("def g(name):\n    return torch.cat(name)").body[0])
-    with pytest.raises(Unsupported):
+    with pytest.raises(Unsupported, match="unknown name torch"):
         evaluate(engine, {"name": "a"}, {})
 
 
