@@ -47,6 +47,7 @@ from compat.checks._context import (  # noqa: F401  (the API checks and doctor u
 # attribute `launch_command`, so a function of that name here would be replaced by it
 from compat.checks._launch import launch_command as suggested_launch, launch_from_line  # noqa: F401
 from compat.checks._launch_args import served_model  # noqa: F401
+from compat.checks._resolve import resolve as resolve_method  # noqa: F401  (the method as the release resolves it)
 from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")

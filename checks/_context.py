@@ -318,20 +318,66 @@ def method_in_play(ctx: Ctx) -> MethodInPlay:
     drafter launched as EAGLE is checked as EAGLE-3, whose checks say the method is wrong); else the family of the
     name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a plain causal LM is only a weak
     sign of a draft model: `--method draft_model` says it)."""
-    from compat.methods import find_name, get_method
+    from compat.methods import family_of
 
     line = ctx.options.launch
     launched, source = (line.method, "the launch line") if line is not None else (ctx.options.method, "--method")
-    match = find_name(ctx.engine, launched) if launched else None
+    # the engine's own name, else compat's id (`--method dflash` on SGLang, `--method DSpark`), else the other engine's
+    # (`--method STANDALONE` on vLLM is the draft-model family)
+    match = family_of(ctx.engine, launched) if launched else None
     launched_family = match.method.family if match is not None else None
-    if launched and launched_family is None:  # compat's own id: `--method dflash` on SGLang, `--method DSpark`
-        try:
-            launched_family = get_method(launched.lower()).family
-        except KeyError:
-            launched_family = None
     found = ctx.drafter.recognised
     if isinstance(found, Recognition) and found.certain and ctx.drafter.present:
         return MethodInPlay(found.family, launched, source if launched else "the drafter", launched_family)
+    detected = _detected_family(ctx) if line is not None and not launched else None
+    if detected is not None:  # a line without a method: the release picks one from the draft checkpoint
+        return MethodInPlay(detected, None, "the release's auto-detection", None)
     if launched_family is not None:
         return MethodInPlay(launched_family, launched, source, launched_family)
     return MethodInPlay(DEFAULT_FAMILY, launched, source if launched else "doctor's default", launched_family)
+
+
+def _detected_family(ctx: Ctx) -> str | None:
+    """The family of the method the release detects for a line's draft checkpoint, when the replay is certain."""
+    from compat.methods import find_name
+
+    found = replay_detection(ctx, None)
+    if not found or not found.get("certain"):
+        return None
+    if not found.get("method"):  # the release raises before it picks one: the drafter's own (weak) family is checked
+        weak = ctx.drafter.recognised
+        return weak.family if found.get("raises") and isinstance(weak, Recognition) else None
+    match = find_name(ctx.engine, found["method"])
+    return match.method.family if match is not None else None
+
+
+def replay_detection(ctx: Ctx, method: str | None) -> dict[str, Any] | None:
+    """The release's method auto-detection (its method_autodetection chain) replayed on the draft checkpoint as the
+    release sees it (the line's word for it: a hub id or path, its model_type and architectures), for `method` as
+    configured (None: none); None when the release has no such chain or there is no draft checkpoint."""
+    from compat.probes.vllm.method_autodetection import detect_method
+
+    auto = ctx.fact("method_autodetection")
+    if not auto.get("present") or not ctx.drafter.present:
+        return None
+    config = ctx.drafter.config
+    listed = config.get("architectures")
+    archs = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
+    model_type = _draft_model_type(ctx, config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+                                   archs)
+    line = ctx.options.launch
+    name = line.drafter if line is not None and line.drafter else str(ctx.drafter.path)
+    return detect_method(auto, method, str(name), model_type, archs)
+
+
+def _draft_model_type(ctx: Ctx, model_type: str | None, archs: list[str]) -> str | None:
+    """The draft's model_type as the release's detection sees it: after SpeculativeConfig.hf_config_override (the
+    draft's ModelConfig is built with it), which rewrites a DeepSeek-V3 NextN export to deepseek_mtp, ... (the
+    drafter_architecture_rename fact's mtp_override)."""
+    override = ctx.fact("drafter_architecture_rename").get("mtp_override")
+    if not isinstance(override, dict):
+        return model_type
+    rules = [(override.get("model_types") or {}).get(model_type or "")] + [
+        (override.get("architectures") or {}).get(a) for a in archs]
+    found = next((r["model_type"] for r in rules if isinstance(r, dict) and isinstance(r.get("model_type"), str)), None)
+    return found or model_type

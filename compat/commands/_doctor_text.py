@@ -60,7 +60,11 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
         from compat.methods import get_method
 
         launched = f"{method['launched']} ({method['from']})" if method.get("launched") else f"from {method.get('from')}"
-        console.print(Text(f"  method  {get_method(method['family']).title}: {launched}"))
+        resolved = method.get("resolved") or {}
+        runs = resolved.get("runs_as")
+        shown = runs if runs and runs != (resolved.get("given") or runs) else None  # the release runs it as another name
+        console.print(Text(f"  method  {get_method(method['family']).title}: {launched}" + (f", run as {shown}" if shown else "")
+                           + (f"  [--platform {method['platform']}]" if method.get("platform") not in (None, "cuda") else "")))
     if dr.get("present") is False:
         console.print(Text("  drafter none (the method takes none)"))
     else:

