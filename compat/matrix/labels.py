@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compat.checkpoints import CONVENTION_FLAG
-from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
+from compat.doctor.diagnose import (CANNOT_TELL, DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
                                     WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
 
 # verdict -> (cell text, css class); the class picks a colour, the text says the same thing
@@ -15,6 +15,7 @@ SHORT = {
     DEPENDS: ("ask: ids", "ask"),
     DEPENDS_LAYERS: ("ask: layers", "ask"),
     DOES_NOT_WORK: ("no", "no"),
+    CANNOT_TELL: ("?", "ask"),
     SOURCE_UNAVAILABLE: ("n/a", "na"),
 }
 
