@@ -19,7 +19,8 @@ from compat.launch_line import LaunchLine, LineEdit, config_given
 
 FACT = "spec_validation"
 MAX_TRIES = 12  # edits of the line tried for a fix
-KEEP = ("method", "model")  # what the user runs: a fix never changes it (another method is another question)
+# what the user runs: a fix never changes it (another method or drafter is another question)
+KEEP = ("method", "model", "speculative_algorithm", "speculative_draft_model_path")
 
 
 def given_of(ctx: Ctx, line: LaunchLine | None = None) -> Given | None:
@@ -33,6 +34,12 @@ def given_of(ctx: Ctx, line: LaunchLine | None = None) -> Given | None:
 
         read = read_words(line, fact)
     values = settings(read, fact) if read is not None and read.present else {}
+    for argument in fact.get("arguments") or []:  # an option whose field is named after an alias (--tp-size: tp_size)
+        dest = argument["name"].lstrip("-").replace("-", "_")
+        if dest in values:
+            for alias in argument.get("aliases") or []:
+                if alias.startswith("--"):
+                    values.setdefault(alias.lstrip("-").replace("-", "_"), values[dest])
     models: dict[str, dict[str, Any]] = {}
     target: str = line.target or str(ctx.target.path)
     for path in (target, str(ctx.target.path)):
@@ -93,7 +100,9 @@ def _candidates(ctx: Ctx, name: str, given: Given, compared: Any) -> list[Any]:
     current = (given.spec or {}).get(name, given.settings.get(name))
     if "speculative_tokens" in name or name.endswith("num_steps"):
         out.append(ctx.options.num_speculative_tokens)
-    if compared is not None and not isinstance(compared, (dict, list)):
+    if name.endswith("topk"):
+        out.append(ctx.options.topk)
+    if isinstance(compared, (bool, int, float, str)):
         out.append(compared)
     if current is not None:
         out.append(_REMOVE)

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Callable
 from typing import Any
 
 from compat.core.tree import EngineTree
+from compat.probes._ast import find_def
 from compat.probes._error_sites import LOG_LEVELS, LOGGER_NAMES
 
 MAX_STATEMENTS = 220  # a function with more statements (at any depth) is kept as its effects only
@@ -163,7 +165,12 @@ class Program:
         self._tried: set[str] = set()
         self.used_classes: dict[str, dict] = {}
         self._classes_declared: dict[str, tuple[str, ast.ClassDef]] = {}
-        self._found: dict[tuple[str, str, int], tuple[str, ast.ClassDef] | None] = {}  # classes the functions build or test with isinstance (see _classes)
+        self._found: dict[tuple[str, str, int], tuple[str, ast.ClassDef] | None] = {}
+        self._lazy: dict[str, str] = {}  # class -> its file, for add_lazy_class
+        self._defs: dict[str, set[bytes]] = {}
+        self._lazy_found: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
+        # key, function -> read it whole (True) or keep what it assigns (False); None: by size
+        self.inline: Callable[[str, ast.FunctionDef | ast.AsyncFunctionDef], bool] | None = None  # classes the functions build or test with isinstance (see _classes)
 
     def to_json(self) -> dict:
         return {"functions": self.functions, "constants": self.constants, "constant_at": self.constant_at,
@@ -172,18 +179,33 @@ class Program:
     def add_class(self, relpath: str, cls: ast.ClassDef) -> None:
         self._classes[cls.name] = (relpath, cls)
 
+    def add_lazy_class(self, name: str, relpath: str) -> None:
+        """A class whose methods are found one by one in its file (a huge module is never parsed whole)."""
+        self._lazy[name] = relpath
+
     def method_node(self, cls_name: str, name: str) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        if cls_name in self._lazy:
+            relpath = self._lazy[cls_name]
+            if relpath not in self._defs:  # the names defined in the file, found by bytes once
+                self._defs[relpath] = set(re.findall(rb"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", self.tree.read_bytes(relpath), re.M))
+            if name.encode() not in self._defs[relpath]:
+                return None
+            key = (relpath, name)
+            if key not in self._lazy_found:
+                self._lazy_found[key] = find_def(self.tree, relpath, name)
+            node = self._lazy_found[key]
+            return (relpath, node) if node is not None else None
         found = self._classes.get(cls_name) or self._classes_declared.get(cls_name)
         if found is None:
             return None
         relpath, cls = found
-        for node in cls.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-                return relpath, node
+        for member in cls.body:
+            if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == name:
+                return relpath, member
         return None
 
     def function(self, relpath: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str, owner: str | None = None,
-                 *, whole: bool = False) -> None:
+                 *, whole: bool = False, receiver: str | None = None) -> None:
         """Read `fn` (a method of `owner`, or a module function) under `key`, and what it calls, when short."""
         if key in self.functions:
             return
@@ -193,18 +215,24 @@ class Program:
             entry["defaults"] = defaults
         if kwarg:
             entry["kwarg"] = kwarg
-        if owner is not None and not is_static(fn):
+        if owner is not None and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in fn.decorator_list):
+            entry["classmethod"] = True  # its first parameter is the class
+        elif owner is not None and not is_static(fn):
             entry["method"] = True
+        if receiver is not None:  # a module function handed an instance of `receiver` first (handle_x(server_args))
+            entry["receiver"] = receiver
         if any(isinstance(d, ast.Name) and d.id == "property" for d in fn.decorator_list):
             entry["property"] = True
         self.functions[key] = entry
-        if (not whole and size(fn) > MAX_STATEMENTS) or len(self.functions) > MAX_FUNCTIONS:
+        declined = not whole and self.inline is not None and not self.inline(key, fn)
+        if declined or (not whole and size(fn) > MAX_STATEMENTS) or len(self.functions) > MAX_FUNCTIONS:
             entry["effects"] = effects(fn, names[0] if names and entry.get("method") else "self")
             return
         entry["body"] = encode(fn.body)
         self._constants(relpath, fn)
-        self._follow(relpath, fn, owner)
-        self._classes_of(relpath, fn)
+        self._follow(relpath, fn, owner or receiver)
+        if relpath not in self._lazy.values():  # a huge module is not parsed whole for the classes it imports
+            self._classes_of(relpath, fn)
 
     def _classes_of(self, relpath: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """The classes of the release a function builds (`EAGLEConfig(cfg, method=...)`) or tests with isinstance: each
@@ -299,8 +327,8 @@ class Program:
         return None
 
     def _follow(self, relpath: str, fn: ast.AST, owner: str | None) -> None:
-        first = None
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.args.args:
+        first = None  # the name the function knows the object validated by (self; a handler's server_args)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.args.args and not is_static(fn):
             first = fn.args.args[0].arg
         called = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
         for node in ast.walk(fn):
@@ -315,11 +343,54 @@ class Program:
                 if found is not None and (id(node) in called or _is_property(found[1]) or not on_self):
                     self.function(found[0], found[1], f"{cls_name}.{node.attr}", cls_name)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.functions:
-                module = self._module(relpath)
-                target = next((n for n in (module.body if module else []) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                               and n.name == node.func.id), None)
-                if target is not None:
-                    self.function(relpath, target, node.func.id)
+                # handed the object validated (a class the program was given, not a config class it builds)
+                handed = owner is not None and (owner in self._classes or owner in self._lazy) and bool(node.args) \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", first)
+                # a function of this module, or one of another module handed the object validated (its handler);
+                # a helper imported from elsewhere (a device query, a file check) is not the release's validation
+                found_fn = self._function_named(relpath, fn, node.func.id, imported=handed)
+                if found_fn is not None:
+                    self.function(found_fn[0], found_fn[1], node.func.id, receiver=owner if handed else None)
+
+    def called(self, relpath: str, fn: ast.AST, call: ast.Call, owner: str) -> tuple[str, str, ast.FunctionDef | ast.AsyncFunctionDef, str | None] | None:
+        """What a call in fn (a method of `owner`) runs: (file, key, function, receiver), a method of owner
+        (`self.m()`) or a function of the module or imported (`f(self)`, handed the object)."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            found = self.method_node(owner, func.attr)
+            return (found[0], f"{owner}.{func.attr}", found[1], None) if found is not None else None
+        if isinstance(func, ast.Name):
+            handed = bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id == "self"
+            named = self._function_named(relpath, fn, func.id, imported=handed)
+            return (named[0], func.id, named[1], owner if handed else None) if named is not None else None
+        return None
+
+    def _function_named(self, relpath: str, fn: ast.AST, name: str,
+                        imported: bool = True) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+        """A module function `name` called in fn: defined in its module, or (`imported`) imported there or in fn."""
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+        if relpath in self._lazy.values():  # found by its own slice, the module not parsed whole
+            found = find_def(self.tree, relpath, name)
+            if found is not None and found.col_offset == 0:
+                return relpath, found
+            module = None
+        else:
+            module = self._module(relpath)
+            target = next((n for n in (module.body if module else []) if isinstance(n, kinds) and n.name == name), None)
+            if target is not None:
+                return relpath, target
+        if not imported:
+            return None
+        imports = [n for n in ast.walk(fn) if isinstance(n, ast.ImportFrom)] + \
+            [n for n in (module.body if module else []) if isinstance(n, ast.ImportFrom)]
+        for node in imports:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    home = self._module_path(relpath, node)
+                    found = find_def(self.tree, home, alias.name) if home else None
+                    if found is not None:
+                        return home, found  # type: ignore[return-value]
+        return None
 
     def _module(self, relpath: str) -> ast.Module | None:
         if relpath not in self._modules:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from compat.guards.values import Obj, Unknown, first_unknown
+from compat.guards.values import Obj, OneOf, Unknown, first_unknown
 
 MAX_ITEMS = 4096
 _TYPES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "tuple": tuple, "dict": dict,
@@ -148,6 +148,9 @@ class Builtins:
 
 def truthy(value: Any) -> Any:
     """bool(value), or Unknown (an object of the release's is true: it is not None)."""
+    if isinstance(value, OneOf):
+        truths = {bool(v) for v in value.values}
+        return truths.pop() if len(truths) == 1 else Unknown(value.why)
     if isinstance(value, Unknown):
         return value
     if isinstance(value, Obj):

@@ -31,7 +31,7 @@ class Calls(Evaluator):
         raise NotImplementedError
 
     def __init__(self, program: Program, rules: Rules) -> None:
-        super().__init__()
+        super().__init__(strict=True)
         self.program = program
         self.rules = rules
         self.outcome = Outcome()
@@ -45,7 +45,7 @@ class Calls(Evaluator):
         if function is None:
             return Unknown(f"{key}(...)")
         if function.body is None or self.depth >= MAX_DEPTH:
-            owner = args[0] if args and function.method else None
+            owner = args[0] if args and function.owned else None
             for effect in function.effects:
                 holder, _, attr = effect.partition(".")
                 if isinstance(owner, Obj) and attr and attr != "*":
@@ -174,9 +174,12 @@ class Calls(Evaluator):
                 if owner.kind in self.program.classes and f"{owner.kind}.{name}" in self.program.functions:
                     key = f"{owner.kind}.{name}"
                     function = self.program.functions[key]
-                    return self._follow(key, [owner, *args] if function.method else args, kwargs, node)
+                    first = [owner] if function.method else [FunctionRef(owner.kind)] if function.classmethod else []
+                    return self._follow(key, [*first, *args], kwargs, node)
             if isinstance(owner, FunctionRef):
                 return self._call_ref(FunctionRef(f"{owner.key}.{name}"), args, kwargs, node)
+        if isinstance(callee, ast.Name) and callee.id in self.rules.first and callee.id in self.rules.calls:
+            return self.rules.calls[callee.id](self, args, kwargs)
         target = self.value(callee) if isinstance(callee, ast.Name) else None
         if isinstance(target, FunctionRef):
             return self._call_ref(target, args, kwargs, node)
@@ -185,7 +188,7 @@ class Calls(Evaluator):
         if name == "__init__" and isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Call) \
                 and ast.unparse(callee.value.func) == "super":
             return self._super_init(kwargs)
-        rule = self.rules.calls.get(name)
+        rule = self.rules.calls.get(ast.unparse(callee)) or self.rules.calls.get(name)
         if rule is not None:
             return rule(self, args, kwargs)
         return Unknown(f"{ast.unparse(callee)}(...)")
@@ -215,6 +218,8 @@ class Calls(Evaluator):
         if function is None:
             rule = self.rules.calls.get(ref.key.rpartition(".")[2])
             return rule(self, args, kwargs) if rule is not None else Unknown(f"{ref.key}(...)")
+        if function.classmethod:  # Class.m(...): the class comes first
+            args = [FunctionRef(ref.key.rpartition(".")[0]), *args]
         return self._follow(ref.key, args, kwargs, node)
 
     def call_value(self, func: Any, args: list[Any]) -> Any:
@@ -229,7 +234,7 @@ class Calls(Evaluator):
         frame = self.frame
         certain = frame.certain if frame is not None else True
         why = frame.why if frame is not None else ()
-        owner = frame.function.params[0] if frame is not None and frame.function.method and frame.function.params else None
+        owner = frame.function.params[0] if frame is not None and frame.function.owned and frame.function.params else None
         self.calls.append((ast.unparse(node), owner))
         try:
             return self.call(key, args, kwargs, certain=certain, why=why)
@@ -247,7 +252,7 @@ class Calls(Evaluator):
             return made
         if not spec.fields and not spec.construction:
             return Unknown(f"{cls}(...)")
-        obj = Obj(cls, kind=cls)
+        obj = Obj(cls, kind=cls, closed=spec.closed)
         site_file = spec.file
         for name, entry in spec.fields.items():
             if name in kwargs:

@@ -13,13 +13,14 @@ the statement reader its frame and the functions it follows.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from compat.guards.builtins import Builtins, truthy
-from compat.guards.values import Obj, Unknown, first_unknown, join
+from compat.guards.values import Obj, OneOf, PythonRaises, Unknown, first_unknown, join, one_of
 
 MAX_ITEMS = 4096  # a comprehension over more items than this is not unrolled
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
@@ -52,10 +53,12 @@ def _unknown_of(values: Any, node: ast.AST) -> Unknown | None:
 class Evaluator(Builtins):
     """Evaluates expressions; subclasses give names (`name`) and the release's calls (`call_function`)."""
 
-    def __init__(self, known: dict[str, Any] | None = None, *, and_as_raised: bool = False) -> None:
+    def __init__(self, known: dict[str, Any] | None = None, *, and_as_raised: bool = False, strict: bool = False) -> None:
         self.known = known or {}  # expression text -> value (explain: the values of a message's holes)
         # explain: a guard's `and` whose other parts hold is taken as true where a part is unknown (the engine raised)
         self.and_as_raised = and_as_raised
+        # what Python raises on known values (`None > 1`) is raised (PythonRaises), not unknown: the walk's refusal
+        self.strict = strict
 
     # -- what subclasses give ---------------------------------------------------------------------------------
     def name(self, name: str, node: ast.Name) -> Any:
@@ -85,12 +88,21 @@ class Evaluator(Builtins):
         """True, False or Unknown: the test of an `if`, `and`/`or`/`not` read three-valued."""
         scope = scope or {}
         if isinstance(node, ast.BoolOp):
-            parts = [self.truth(v, scope) for v in node.values] if not self.and_as_raised else None
-            if parts is None:
+            if self.and_as_raised:
                 return self._explain_bool(node, scope)
             decisive = isinstance(node.op, ast.Or)  # `or` is decided by a true part, `and` by a false one
-            if any(p is decisive for p in parts if not isinstance(p, Unknown)):
-                return decisive
+            parts: list[Any] = []
+            for part in node.values:  # left to right, as Python: a part after the deciding one is never evaluated
+                try:
+                    got = self.truth(part, scope)
+                except PythonRaises:
+                    if any(isinstance(p, Unknown) for p in parts):
+                        got = Unknown(ast.unparse(part))  # reached only if the unknown part does not decide
+                    else:
+                        raise
+                if got is decisive:
+                    return decisive
+                parts.append(got)
             return _unknown_of(parts, node) or (not decisive)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self.truth(node.operand, scope)
@@ -189,7 +201,10 @@ class Evaluator(Builtins):
         left = self.value(node.left, scope)
         for op, right_node in zip(node.ops, node.comparators):
             right = self.value(right_node, scope)
-            result = compare(op, left, right)
+            if isinstance(left, OneOf) or isinstance(right, OneOf):
+                result = over_one_of(functools.partial(compare, op), left, right)
+            else:
+                result = compare(op, left, right, strict=self.strict)
             if isinstance(result, Unknown):
                 return Unknown(ast.unparse(node))
             if not result:
@@ -199,11 +214,15 @@ class Evaluator(Builtins):
 
     def _BinOp(self, node, scope):
         left, right = self.value(node.left, scope), self.value(node.right, scope)
+        if (isinstance(left, OneOf) or isinstance(right, OneOf)) and type(node.op) in _ARITH:
+            return over_one_of(lambda a, b: _ARITH[type(node.op)](a, b), left, right, ast.unparse(node))
         if isinstance(left, (Unknown, Obj)) or isinstance(right, (Unknown, Obj)) or type(node.op) not in _ARITH:
             return Unknown(ast.unparse(node))
         try:
             return _ARITH[type(node.op)](left, right)
-        except Exception:  # what Python would raise (1 / 0, "a" - 1) is no guard's answer
+        except Exception as exc:  # what Python raises (None + 1, 1 / 0): the release's refusal there, when strict
+            if self.strict and _plain(left) and _plain(right):
+                raise PythonRaises(type(exc).__name__, str(exc)) from None
             return Unknown(ast.unparse(node))
 
     def _IfExp(self, node, scope):
@@ -352,7 +371,27 @@ def _bind_target(target: ast.AST, item: Any, scope: dict[str, Any]) -> dict[str,
 bind_target = _bind_target
 
 
-def compare(op: ast.cmpop, left: Any, right: Any) -> Any:
+def over_one_of(fn: Callable[[Any, Any], Any], left: Any, right: Any, why: str = "") -> Any:
+    """fn over every pair of the values left and right may be: their common answer, a few, or unknown."""
+    lefts = left.values if isinstance(left, OneOf) else (left,)
+    rights = right.values if isinstance(right, OneOf) else (right,)
+    if any(isinstance(v, Unknown) for v in (*lefts, *rights)):
+        return Unknown(why)
+    results = []
+    for a in lefts:
+        for b in rights:
+            try:
+                results.append(fn(a, b))
+            except Exception:  # one of them would make Python raise: not settled
+                return Unknown(why)
+    return one_of(results, why)
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def compare(op: ast.cmpop, left: Any, right: Any, *, strict: bool = False) -> Any:
     if isinstance(left, Unknown) or isinstance(right, Unknown):
         return Unknown("")
     if isinstance(op, (ast.Is, ast.IsNot)):
@@ -372,5 +411,7 @@ def compare(op: ast.cmpop, left: Any, right: Any) -> Any:
         return Unknown("")
     try:
         return _COMPARE[type(op)](left, right)
-    except Exception:  # None > 1: what Python would raise, not settled by the values
+    except Exception as exc:  # None > 1: what Python raises there (strict), else not settled by the values
+        if strict and _plain(left) and _plain(right):
+            raise PythonRaises(type(exc).__name__, str(exc)) from None
         return Unknown("")

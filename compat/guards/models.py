@@ -7,6 +7,9 @@ path, and the platform. Each is small and said here (docs/doctor.md lists them):
   its `hf_overrides` applied (a dict's keys set, a function of the program's run on the config); `get_vocab_size()`;
   every other attribute unknown. A path that is neither the target nor the drafter: unknown.
 - a transformers config's `update(d)` sets d's keys; `to_dict()` gives its keys.
+- a model's files: `os.path.join` of known strings, `os.path.exists`/`isdir`/`isfile` of a model the line names or its
+  config.json, `json.load(open(its config.json))`: its config; `get_config(path)`: its hf_config;
+- an environment switch (SGLang's `envs.NAME.get()`): the line's `NAME=value`, else the default environ.py declares;
 - the platform (`doctor --platform`): `current_platform.is_cuda()` and its siblings, `is_cuda_alike()` (CUDA or ROCm),
   SGLang's `is_cuda()`/`is_hip()`/`is_npu()`/`is_cpu()`/`is_xpu()`, and `get_device()`: each answers for that
   platform; anything else the platform says is unknown.
@@ -139,3 +142,62 @@ def platform_calls(platform: str) -> dict[str, Any]:
     calls: dict[str, Any] = {name: (lambda interp, args, kwargs, on=(name in true): on) for name in PREDICATES}
     calls["get_device"] = lambda interp, args, kwargs: DEVICE.get(platform, platform)
     return calls
+
+
+def file_calls(models: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The few file-system questions the validation code asks about the models the line names."""
+    import posixpath
+
+    def known(path: Any) -> str | None:
+        if not isinstance(path, str):
+            return None
+        for name in models:
+            if path in (name, name.rstrip("/") + "/config.json"):
+                return name
+        return None
+
+    def join(interp: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return posixpath.join(*args) if args and all(isinstance(a, str) for a in args) else Unknown("a path")
+
+    def exists(interp: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return True if args and known(args[0]) else Unknown(f"whether {args[0] if args else 'a path'} exists")
+
+    def opened(interp: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        name = known(args[0]) if args else None
+        return Obj(f"open({args[0]})", {"config": models[name]}, kind="file") if name else Unknown("a file")
+
+    def load(interp: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        handle = args[0] if args else None
+        return dict(handle.attrs["config"]) if isinstance(handle, Obj) and handle.kind == "file" else Unknown("json.load(...)")
+
+    def config(interp: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        name = known(args[0]) if args else None
+        return hf_config(models[name], f"get_config({name})") if name else Unknown("get_config(...)")
+
+    return {"os.path.join": join, "os.path.exists": exists, "os.path.isdir": exists, "os.path.isfile": exists,
+            "open": opened, "json.load": load, "get_config": config}
+
+
+def environment(declared: dict[str, dict[str, Any]], given: dict[str, str]) -> Obj:
+    """`envs.NAME.get()`: the line's value parsed as environ.py's kind, else its declared default."""
+    attrs: dict[str, Any] = {}
+    for name, spec in declared.items():
+        kind = spec.get("kind", "")
+        if name in given:
+            value: Any = _parsed(kind, given[name])
+        else:
+            value = spec.get("default")
+        attrs[name] = Obj(f"envs.{name}", {"get": Native(lambda v=value: v)}, kind="env")
+    return Obj("envs", attrs, kind="envs")
+
+
+def _parsed(kind: str, text: str) -> Any:
+    if kind == "EnvBool":
+        low = text.lower()
+        return True if low in ("true", "1", "yes", "y") else False if low in ("false", "0", "no", "n") else Unknown(text)
+    if kind in ("EnvInt", "EnvFloat"):
+        try:
+            return int(text) if kind == "EnvInt" else float(text)
+        except ValueError:
+            return Unknown(text)
+    return text

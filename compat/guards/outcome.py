@@ -71,6 +71,7 @@ class Rules:
     calls: dict[str, Callable[..., Any]] = field(default_factory=dict)
     names: dict[str, Any] = field(default_factory=dict)
     extra_keys: str | None = None  # "forbid": a constructor of the program refuses a keyword that is no field
+    first: frozenset[str] = frozenset()  # calls modelled even where the program holds the function (a view of the args)
 
 
 class Refused(Exception):

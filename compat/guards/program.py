@@ -29,6 +29,14 @@ class Function:
     is_property: bool
     body: list | None  # None: too long to read (effects only)
     effects: tuple[str, ...] = ()
+    receiver: str | None = None  # a module function handed an instance of this class first (handle_x(server_args))
+    quiet: bool = False  # a handler of other settings: a raise in it counts only where the values reach it for sure
+    classmethod: bool = False  # its first parameter is the class
+
+    @property
+    def owned(self) -> bool:
+        """Its first parameter is the object validated (a method's self, or a receiver's)."""
+        return self.method or self.receiver is not None
 
     @property
     def location(self) -> str:
@@ -47,6 +55,7 @@ class ClassSpec:
     bases: tuple[str, ...] = ()
     model_type: str | None = None  # a transformers config class's `model_type` (what isinstance of a config answers to)
     init: str | None = None  # the key of its __init__ when read (a class built like a function)
+    closed: bool = False  # every field it has is listed (hasattr of another name is False)
 
 
 @dataclass
@@ -75,11 +84,12 @@ class Program:
             program.functions[key] = Function(
                 key, entry["file"], entry["line"], tuple(entry.get("params") or ()), dict(entry.get("defaults") or {}),
                 entry.get("kwarg"), bool(entry.get("method")), bool(entry.get("property")), entry.get("body"),
-                tuple(entry.get("effects") or ()))
+                tuple(entry.get("effects") or ()), entry.get("receiver"), bool(entry.get("quiet")),
+                bool(entry.get("classmethod")))
         for spec in fact.get("classes") or []:
             program.classes[spec["name"]] = ClassSpec(spec["name"], spec["file"], spec["line"], dict(spec["fields"]),
                                                       tuple(spec["construction"]), tuple(spec.get("bases") or ()),
-                                                      spec.get("model_type"), spec.get("init"))
+                                                      spec.get("model_type"), spec.get("init"), bool(spec.get("closed")))
         return program
 
 

@@ -15,11 +15,15 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from compat.guards.models import hf_config, model_config, platform_calls, platform_object
+from compat.guards.models import environment, file_calls, model_config, platform_calls, platform_object
 from compat.guards.program import Program
+from compat.guards.expressions import parse
 from compat.guards.outcome import Outcome, Rules
 from compat.guards.statements import Interpreter
 from compat.guards.values import Obj, Unknown
+
+
+VIEWS = ("resolved_view", "resolving_view")  # a server's arguments seen through a view: the arguments
 
 
 @dataclass
@@ -47,6 +51,33 @@ def evaluate(fact: dict[str, Any], given: Given, *, extra_keys: str | None = Non
         return model_config(interp, path, given.models.get(path), kwargs, f"model_config({path})", fact.get("registry"))
 
     rules.calls["ModelConfig"] = built_model
+    rules.calls.update(file_calls(given.models))
+
+    def from_server_args(interp: Interpreter, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        server = args[0] if args else None
+        path = server.get("model_path") if isinstance(server, Obj) else None
+        if not isinstance(path, str):
+            return Unknown("the model config of the server's model")
+        return model_config(interp, path, given.models.get(path), {}, "model_config", fact.get("registry"))
+
+    rules.calls["from_server_args"] = from_server_args
+    for view in VIEWS:  # a view of the server arguments reads their values (checks/_rules.py reads it so too)
+        rules.calls[view] = lambda interp, args, kwargs: args[0] if args else Unknown("a view")
+    rules.first = frozenset(VIEWS)
+    if fact.get("envs") is not None:
+        rules.names["envs"] = environment(fact["envs"], given.env)
+
+    def getenv(interp: Interpreter, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        name = args[0] if args else None
+        if not isinstance(name, str):
+            return Unknown("an environment variable")
+        return given.env.get(name, args[1] if len(args) > 1 else kwargs.get("default"))
+
+    rules.calls["os.getenv"] = rules.calls["os.environ.get"] = getenv
+    if fact.get("env_reads"):  # vLLM's envs.NAME: the release's expression, with the line's environment
+        reader = Interpreter(program, rules)
+        rules.names["envs"] = Obj("envs", {name: reader.value(parse(text)) for name, text in fact["env_reads"].items()},
+                                  kind="envs")
     entry = fact.get("entry")
     if entry:
         return _builder(program, rules, entry, fact, given)
@@ -83,8 +114,7 @@ def _construction(program: Program, rules: Rules, fact: dict[str, Any], given: G
         out = Outcome()
         return out
     interp = Interpreter(program, rules)
-    model_path = given.target
-    if model_path is not None and model_path in given.models:
-        rules.names["__target_hf_config__"] = hf_config(given.models[model_path], "hf_config")
     kwargs = {k: v for k, v in given.settings.items() if k in program.classes[cls].fields}
+    if given.target is not None and "model_path" in program.classes[cls].fields:
+        kwargs.setdefault("model_path", given.target)
     return interp.build(cls, kwargs)

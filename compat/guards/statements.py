@@ -25,7 +25,7 @@ from compat.guards.frames import Flow, Frame, merge
 from compat.guards.expressions import parse
 from compat.guards.outcome import Outcome, Raised, Refused, Rules, Site
 from compat.guards.program import Program, render
-from compat.guards.values import Obj, Unknown
+from compat.guards.values import Obj, PythonRaises, Unknown
 
 MAX_STEPS = 40000  # statements run per evaluation: past this, what is left is unknown
 MAX_UNROLL = 256  # iterations of a loop over a known list run one by one
@@ -61,7 +61,11 @@ class Interpreter(Calls):
             self.frame = flow.normal
             flow.normal.line = statement[1]
             try:
-                sub = self.statement(statement, flow.normal)
+                try:
+                    sub = self.statement(statement, flow.normal)
+                except PythonRaises as python:  # the release's code raises there itself (None > 1: TypeError)
+                    sub = self._raise(flow.normal, statement[1], python.exception, None, _expression(statement),
+                                      rendered=python.message)
             except Refused as stop:
                 if flow.normal.certain:
                     raise
@@ -187,8 +191,10 @@ class Interpreter(Calls):
             return tail
         return met
 
-    def _raise(self, frame: Frame, line: int, exception: str | None, message: str | None, test: str | None = None) -> Flow:
-        site = Site(frame.function.file, line, frame.function.key, exception, self.message(message))
+    def _raise(self, frame: Frame, line: int, exception: str | None, message: str | None, test: str | None = None, *,
+               rendered: str | None = None) -> Flow:
+        site = Site(frame.function.file, line, frame.function.key, exception,
+                    rendered if rendered is not None else self.message(message))
         guard = frame.tests + ((test,) if test else ())
         # the raise's own test first: what it compares is what a fix changes, not the branch that led there
         reads, compared = self._reads(frame, tuple(reversed(guard)) + ((message,) if message else ()))
@@ -200,13 +206,14 @@ class Interpreter(Calls):
         if frame.certain:
             raise Refused(Raised(site, guard=guard, reads=reads, compared=compared))
         raised = Raised(site, frame.why, guard=guard, reads=reads, compared=compared)
-        self.outcome.maybe.append(raised)
+        if not frame.function.quiet:
+            self.outcome.maybe.append(raised)
         return Flow(None, raised=raised)
 
     def _reads(self, frame: Frame, texts: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, Any]]:
         """The attributes of the function's first parameter (`self.x`) the guard reads, and what each is compared with."""
         params = frame.function.params
-        owner = params[0] if params and frame.function.method else None
+        owner = params[0] if params and frame.function.owned else None
         reads: dict[str, None] = {}
         compared: dict[str, Any] = {}
         for text in texts:
@@ -228,6 +235,8 @@ class Interpreter(Calls):
         return tuple(reads), compared
 
     def _maybe(self, frame: Frame, line: int, exception: str | None, message: str | None, why: tuple[str, ...]) -> None:
+        if frame.function.quiet:
+            return
         site = Site(frame.function.file, line, frame.function.key, exception, self.message(message))
         self.outcome.maybe.append(Raised(site, why))
 
@@ -269,6 +278,16 @@ class Interpreter(Calls):
 def evaluate(program: Program, rules: Rules, key: str, args: list[Any], kwargs: dict[str, Any] | None = None) -> Outcome:
     """Walk `key` of the program with these arguments: what the release does with them."""
     return Interpreter(program, rules).run(key, args, kwargs)
+
+
+def _expression(statement: list) -> str | None:
+    """The expression a statement evaluates first (an if's test, an assignment's value): where Python raised."""
+    kind = statement[0]
+    if kind in ("if", "assert", "call", "return"):
+        return statement[2]
+    if kind == "=":
+        return statement[3]
+    return None
 
 
 __all__ = ["Interpreter", "evaluate"]

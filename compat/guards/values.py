@@ -33,12 +33,53 @@ class Unknown:
         return self
 
 
+class OneOf(Unknown):
+    """A value known to be one of a few plain values (two paths that set 2048 and 8192): unknown everywhere, except
+    where every one of them gives the same answer (`x % 1 == 0`, `x > 1000`)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple, why: str = "") -> None:
+        super().__init__(why)
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"OneOf({self.values!r})"
+
+
+MAX_ONE_OF = 8
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def one_of(values: Any, why: str = "") -> Any:
+    """The value when all agree, else OneOf (Unknown past MAX_ONE_OF or when one is not plain)."""
+    flat: list = []
+    for value in values:
+        for item in (value.values if isinstance(value, OneOf) else (value,)):
+            if isinstance(item, Unknown) or not isinstance(item, _PLAIN):
+                return Unknown(why)
+            if not any(type(item) is type(f) and item == f for f in flat):
+                flat.append(item)
+    if len(flat) == 1:
+        return flat[0]
+    return OneOf(tuple(flat), why) if len(flat) <= MAX_ONE_OF else Unknown(why)
+
+
 def is_unknown(value: Any) -> bool:
     return isinstance(value, Unknown)
 
 
 def first_unknown(values: Any) -> Unknown | None:
     return next((v for v in values if isinstance(v, Unknown)), None)
+
+
+class PythonRaises(Exception):
+    """What Python itself raises evaluating the release's code on known values (`None > 1`: TypeError): the walk's
+    refusal at that statement, as the release would raise there."""
+
+    def __init__(self, exception: str, message: str) -> None:
+        super().__init__(message)
+        self.exception, self.message = exception, message
 
 
 class Obj:
@@ -105,9 +146,12 @@ def same(a: Any, b: Any, depth: int = 0) -> bool:
 
 
 def join(a: Any, b: Any, why: str, depth: int = 0) -> Any:
-    """One value for two paths that met: theirs when they agree; objects joined attribute by attribute."""
+    """One value for two paths that met: theirs when they agree; a few plain values, one of them; objects joined
+    attribute by attribute."""
     if same(a, b):
         return a
+    if all(isinstance(v, (OneOf, *_PLAIN)) for v in (a, b)):
+        return one_of((a, b), why)
     if isinstance(a, Obj) and isinstance(b, Obj) and a.label == b.label and depth <= MAX_DEPTH:
         out = Obj(a.label, closed=a.closed and b.closed, kind=a.kind,
                   fallback=a.fallback if a.fallback is b.fallback or a.fallback is None or b.fallback is None

@@ -62,10 +62,34 @@ def spec_validation(tree: EngineTree) -> dict:
         wanted = read | {v for keywords in out["target_inputs"].values() for v in keywords.values()}
         out["classes"].append(_engine_args(tree, engine_args, wanted))
     out["registry"] = _registry(tree)
+    out["env_reads"] = _env_reads(tree, _attributes_read(program))
     read_back = program.to_json()
     known = {c["name"] for c in out["classes"]}
     out["classes"] += [c for c in read_back.pop("classes") if c["name"] not in known]
     out.update(read_back)
+    return out
+
+
+def _env_reads(tree: EngineTree, read: set[str]) -> dict[str, str]:
+    """NAME -> the expression vllm/envs.py computes `envs.NAME` with (`bool(int(os.getenv("VLLM_USE_V1", "1")))`), for
+    the names the code reads: the line's environment, else the release's default."""
+    relpath = "vllm/envs.py"
+    if not tree.exists(relpath):
+        return {}
+    wanted = {name for name in read if name.startswith("VLLM_")}
+    if not wanted:
+        return {}
+    out: dict[str, str] = {}
+    for node in tree.parse(relpath).body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        table = node.value
+        if isinstance(target, ast.Name) and target.id == "environment_variables" and isinstance(table, ast.Dict):
+            for key, value in zip(table.keys, table.values):
+                if isinstance(key, ast.Constant) and key.value in wanted and isinstance(value, ast.Lambda):
+                    out[key.value] = ast.unparse(value.body)
     return out
 
 
