@@ -170,7 +170,8 @@ class Program:
         self._defs: dict[str, set[bytes]] = {}
         self._lazy_found: dict[tuple[str, str], ast.FunctionDef | ast.AsyncFunctionDef | None] = {}
         # key, function -> read it whole (True) or keep what it assigns (False); None: by size
-        self.inline: Callable[[str, ast.FunctionDef | ast.AsyncFunctionDef], bool] | None = None  # classes the functions build or test with isinstance (see _classes)
+        self.inline: Callable[[str, ast.FunctionDef | ast.AsyncFunctionDef], bool] | None = None
+        self.max_statements = MAX_STATEMENTS  # a function longer than this is kept as its effects (unless whole)  # classes the functions build or test with isinstance (see _classes)
 
     def to_json(self) -> dict:
         return {"functions": self.functions, "constants": self.constants, "constant_at": self.constant_at,
@@ -225,7 +226,7 @@ class Program:
             entry["property"] = True
         self.functions[key] = entry
         declined = not whole and self.inline is not None and not self.inline(key, fn)
-        if declined or (not whole and size(fn) > MAX_STATEMENTS) or len(self.functions) > MAX_FUNCTIONS:
+        if declined or (not whole and size(fn) > self.max_statements) or len(self.functions) > MAX_FUNCTIONS:
             entry["effects"] = effects(fn, names[0] if names and entry.get("method") else "self")
             return
         entry["body"] = encode(fn.body)

@@ -25,6 +25,7 @@ from compat.probes.sglang._server_args import SPEC_WORDS, every_flag, module_con
 
 ENVIRON = "sglang/srt/environ.py"
 SHORT = 60  # statements: a handler this short is read whole whatever it is about
+SETTER_LIMIT = 600  # statements: a handler that sets what the speculative one reads is read up to this long
 _ENV_FIELD = re.compile(rb"^\s+([A-Z][A-Z0-9_]+)\s*=\s*(Env\w+)\((.*)\)\s*$", re.M)
 
 
@@ -61,6 +62,7 @@ def spec_validation(tree: EngineTree) -> dict:
     wanted = _read(program)
     speculative = set(program.functions)
     program.inline = lambda key, fn: _worth_reading(key, fn, wanted)
+    program.max_statements = SETTER_LIMIT  # a model-specific handler that sets a field for some models: read it all
     program.function(relpath, post, "ServerArgs.__post_init__", "ServerArgs", whole=True)
     for key, function in program.functions.items():
         # a handler of other settings is read for what it sets; a raise in it counts only where the line reaches it
