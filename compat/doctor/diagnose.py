@@ -31,6 +31,7 @@ NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
 WORKS_LINE_FIXED = "works with the launch line as doctor prints it (your line, changed)"
 DOES_NOT_WORK = "does not work"
+CANNOT_TELL = "cannot tell: the release checks what doctor cannot read (see the warnings)"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
 DEPENDS_VENV = "depends on the serving venv: it needs a package the engine does not install (check it: the command shown)"
@@ -88,6 +89,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                    "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS, UNCHECKED), "after": [step["kind"] for step in steps],
                    **({"typed": launch["typed"], "edits": launch["edits"]} if "typed" in launch else {})},
         "probe_errors": report.get("probe_errors") or [],
+        **({"preflight": options.preflight.to_json()} if options.preflight is not None else {}),
     }
 
 
@@ -121,7 +123,9 @@ def classify(checks: list[Result]) -> str:
 def _classify(checks: list[Result]) -> str:
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
-        return UNCHECKED if any(c.unread for c in checks) else WORKS  # a third engine before its checks are written
+        if any(c.unread for c in checks):  # a third engine before its checks are written
+            return UNCHECKED
+        return CANNOT_TELL if any(c.undecided for c in checks) else WORKS
     if kinds == {"line"}:
         return WORKS_LINE_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide

@@ -3,10 +3,9 @@
 The error_sites probe records each raise's guard (probes/_guards.py): the condition, when it raises, and the literal
 values of the names it compares (`eagle3_target_supported = ['llama', ...]` at its file and line). The message the
 user has gives the values of its holes (`Got ...model_type='kimi_k2'`), each hole an expression of the code
-(`self.target_model_config.hf_text_config.model_type`). With both, the condition is evaluated here, by a small
-reader of the comparisons a guard is made of (never `eval`): names and attributes whose values are known, literals,
-`in`/`not in`/`==`/`!=`/`is None`/order comparisons, `and`/`or`/`not`, `any(... for x in LIST)`, `len()`.
-What it cannot know is unknown; in an `and`, a part that is unknown is taken as it was when the engine raised.
+(`self.target_model_config.hf_text_config.model_type`). With both, the condition is evaluated by the guard reader doctor
+shares (compat/guards/expressions.py, never `eval`). What it cannot know is unknown; in an `and`, a part that is
+unknown is taken as it was when the engine raised.
 
 Across releases (`first_passing`), the same check is found in each later release by the function that makes it and
 the hole expression the user's value came from; the first release whose check lets the value pass, or that no
@@ -21,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from compat.explain.sites import Site, SiteIndex
+from compat.guards.expressions import Evaluator, parse
+from compat.guards.values import Unknown
 
-_UNKNOWN = object()
 MAX_SHOWN = 12  # items of a compared list printed
 
 
@@ -41,10 +41,10 @@ class Check:
         known = {name: entry["value"] for name, entry in (names if names is not None else self.names).items()}
         known.update(self.values)
         try:
-            result = _Evaluator(known).value(ast.parse(self.test, mode="eval").body)
+            result = Evaluator(known, and_as_raised=True).value(parse(self.test))
         except (SyntaxError, RecursionError, ValueError):
             return None
-        if result is _UNKNOWN:
+        if isinstance(result, Unknown):
             return None
         return bool(result) == self.raises_when
 
@@ -134,95 +134,6 @@ def _shown(value) -> str:
     if isinstance(value, list) and len(value) > MAX_SHOWN:
         return repr(value[:MAX_SHOWN])[:-1] + f", ... ({len(value)} in all)]"
     return repr(value)
-
-
-class _Evaluator:
-    def __init__(self, known: dict) -> None:
-        self.known = known
-
-    def value(self, node: ast.AST, scope: dict | None = None):
-        scope = scope or {}
-        text = ast.unparse(node)
-        if text in scope:
-            return scope[text]
-        if text in self.known:
-            return self.known[text]
-        method = getattr(self, "_" + type(node).__name__, None)
-        return method(node, scope) if method is not None else _UNKNOWN
-
-    def _Constant(self, node, scope):
-        return node.value
-
-    def _List(self, node, scope):
-        items = [self.value(e, scope) for e in node.elts]
-        return _UNKNOWN if any(i is _UNKNOWN for i in items) else items
-
-    _Tuple = _Set = _List
-
-    def _UnaryOp(self, node, scope):
-        operand = self.value(node.operand, scope)
-        if isinstance(node.op, ast.Not):
-            return _UNKNOWN if operand is _UNKNOWN else not operand
-        return _UNKNOWN
-
-    def _BoolOp(self, node, scope):
-        values = [self.value(v, scope) for v in node.values]
-        if isinstance(node.op, ast.And):
-            if any(v is not _UNKNOWN and not v for v in values):
-                return False
-            return True  # an unknown part of an `and` is as it was when the engine raised (it did)
-        if any(v is not _UNKNOWN and v for v in values):
-            return True
-        return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
-
-    def _Compare(self, node, scope):
-        left = self.value(node.left, scope)
-        for op, right_node in zip(node.ops, node.comparators):
-            right = self.value(right_node, scope)
-            if left is _UNKNOWN or right is _UNKNOWN:
-                return _UNKNOWN
-            try:
-                ok = _COMPARE[type(op)](left, right)
-            except (TypeError, KeyError):
-                return _UNKNOWN
-            if not ok:
-                return False
-            left = right
-        return True
-
-    def _Call(self, node, scope):
-        name = node.func.id if isinstance(node.func, ast.Name) else None
-        if name in ("any", "all") and len(node.args) == 1 and isinstance(node.args[0], ast.GeneratorExp):
-            gen = node.args[0]
-            loop = gen.generators[0]
-            target = loop.target
-            if len(gen.generators) != 1 or not isinstance(target, ast.Name):
-                return _UNKNOWN
-            items = self.value(loop.iter, scope)
-            if items is _UNKNOWN or not isinstance(items, (list, str)):
-                return _UNKNOWN
-            results = []
-            for item in items:
-                inner = {**scope, target.id: item}
-                if not all(self.value(cond, inner) for cond in loop.ifs):
-                    continue
-                results.append(self.value(gen.elt, inner))
-            if any(r is _UNKNOWN for r in results):
-                return _UNKNOWN
-            return any(results) if name == "any" else all(results)
-        if name == "len" and len(node.args) == 1:
-            items = self.value(node.args[0], scope)
-            return _UNKNOWN if items is _UNKNOWN else len(items)
-        return _UNKNOWN
-
-    def _Name(self, node, scope):
-        return scope.get(node.id, _UNKNOWN)
-
-
-_COMPARE: dict[type, Callable] = {
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b, ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b, ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 # -- across releases --------------------------------------------------------------------------------------------

