@@ -11,6 +11,10 @@ change until the code that computes them does. The key of an entry is a digest o
   a `compat patch` or a revert (which change at least the ctime) is probed afresh;
 - what the tree holds in memory that differs from its files (doctor's in-memory patches).
 
+A probe report is stored split by fact (compat/fact_parts.py: an index, then each fact on its own), so a reader
+decodes only the facts it reads. Within a process every entry is read once and shared (checked by one stat of its
+file per use: an entry rewritten or corrupted meanwhile is read again), and so are the values of a tree's key.
+
 Entries live beside the release (`releases/<engine>/<version>/facts/<key>.json`); for other trees under
 the cache dir (`<cache>/facts/<engine>/<tree digest>/`), never in the user's engine directory;
 COMPAT_FACTS_DIR moves them all, COMPAT_FACTS_CACHE=off turns the cache off. Entries are written
@@ -27,20 +31,25 @@ import json
 import os
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from compat import __version__
 from compat.core.hashing import sha256
 from compat.core.tree import EngineTree
+from compat import fact_parts
+from compat.fact_parts import DECODES
 
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
+    from compat.fact_parts import Entry
+
 __all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest",
            "code_files", "enabled", "pristine"]
 
-FORMAT = 1
+FORMAT = 2  # 2: probe reports split by fact (compat/fact_parts.py)
 RACY_SECONDS = 2.0
 PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
 PROBE_FILES = ("compat.report",)  # how their answers become a report
@@ -49,6 +58,10 @@ KEEP_PER_TREE = 48  # entries kept per tree (compat versions, worktrees, in-memo
 KEEP_TREES = 64  # --path / installed trees remembered per engine
 ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
 _REPORT = "probe-report"
+
+
+# tree -> what its key is made of, computed once per tree object (a release's record, the bytes it holds in memory)
+_TREE_KEYS: weakref.WeakKeyDictionary[EngineTree, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def enabled() -> bool:
@@ -253,7 +266,9 @@ class Slot:
         if self.path is None:
             return None
         try:
-            entry = json.loads(self.path.read_bytes())
+            data = self.path.read_bytes()
+            DECODES[(str(self.path), "")] += 1
+            entry = json.loads(data)
         except (OSError, ValueError):
             return None
         if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != self.key or "value" not in entry:
@@ -267,8 +282,13 @@ class Slot:
         except (TypeError, ValueError):  # not JSON: answer as computed, uncached
             return value
         stored = json.loads(text)["value"]
+        self._write(text)
+        return stored
+
+    def _write(self, text: str) -> bool:
+        """Write the entry's text atomically unless the tree is racy or changed meanwhile; True when written."""
         if self.path is None or not self._still_valid():
-            return stored
+            return False
         from compat.sources.cache import atomic_write
 
         try:
@@ -277,8 +297,32 @@ class Slot:
             if self.tree_state is not None:
                 _prune(self.path.parent.parent, KEEP_TREES, folders=True)
         except OSError:  # a read-only or full cache: answer anyway, uncached
-            pass
-        return stored
+            return False
+        return True
+
+    # -- an entry split by part (a probe report: compat/fact_parts.py), read once per process ------------------
+    def parts(self) -> Entry | None:
+        """The entry split by part (its index and small parts read; the rest when asked), or None: no entry, a
+        corrupt one, one of another key. Read once per process while its file stays the same."""
+        return None if self.path is None else fact_parts.known_entry(str(self.path), self.key)
+
+    def store_parts(self, parts: dict[str, Any], meta: dict[str, Any]) -> Entry | None:
+        """Keep `parts` ({name: JSON}) and `meta` (JSON) as an entry split by part, unless the tree is racy or changed
+        meanwhile; the entry as a reader sees it (kept in memory when it could not be stored); None: not JSON."""
+        try:
+            text, texts = fact_parts.encode(self.key or "", __version__, parts, meta)
+        except (TypeError, ValueError):
+            return None
+        if self._write(text):
+            entry = self.parts()
+            if entry is not None:
+                return entry
+        return fact_parts.in_memory(self.key or "", __version__, json.loads(json.dumps(meta)), texts)
+
+    def forget_parts(self) -> None:
+        """The entry turned out corrupt while its parts were read: read it afresh next time."""
+        if self.path is not None:
+            fact_parts.forget(str(self.path))
 
     def _still_valid(self) -> bool:
         if self.tree_state is None or self.base is None:  # a release: immutable (both are set for other trees)
@@ -327,15 +371,39 @@ def _tree_home(tree: EngineTree) -> tuple[Path, str, str | None, int]:
     return home, f"files:{state}", state, newest
 
 
+def _in_memory_once(tree: EngineTree) -> str | None:
+    """`_in_memory`, computed once per released tree object while it holds the same files in memory (a release is
+    immutable and a tree never changes a file it holds: it only reads more of them, which are the files' own bytes)."""
+    if tree.source.kind != "released":
+        return _in_memory(tree)
+    memory = tree.in_memory()
+    if memory is None:
+        return None
+    known = _TREE_KEYS.setdefault(tree, {})
+    if known.get("held") != len(memory):
+        known["memory"], known["held"] = _in_memory(tree), len(memory)
+    return known["memory"]
+
+
+def _tree_home_once(tree: EngineTree) -> tuple[Path, str, str | None, int]:
+    """`_tree_home`, read once per released tree object (other trees are scanned each time: they may be edited)."""
+    if tree.source.kind != "released":
+        return _tree_home(tree)
+    known = _TREE_KEYS.setdefault(tree, {})
+    if "home" not in known or known.get("moved") != os.environ.get("COMPAT_FACTS_DIR"):
+        known["home"], known["moved"] = _tree_home(tree), os.environ.get("COMPAT_FACTS_DIR")
+    return known["home"]
+
+
 def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[str, ...] = PROBE_CODE) -> Slot:
     """The entry of `kind` (with `inputs`) for `tree`, computed by `code`."""
     if not enabled():
         return Slot(None, reason="COMPAT_FACTS_CACHE is off")
-    memory = _in_memory(tree)
+    memory = _in_memory_once(tree)
     if memory is None:
         return Slot(None, reason="the tree holds syntax trees without their bytes")
     try:
-        home, identity, state, newest = _tree_home(tree)
+        home, identity, state, newest = _tree_home_once(tree)
     except OSError as err:
         return Slot(None, reason=f"cannot identify the tree ({err})")
     material = [FORMAT, __version__, sys.implementation.name, list(sys.version_info[:2]), code_digest(tuple(code)),
@@ -352,9 +420,13 @@ def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *
     bench/doctor_memo_shim.py). A value of None is not kept (it is computed again next time).
     """
     place = slot(tree, kind, inputs, tuple(code))
-    value = place.load()
+    where = None if place.path is None else str(place.path)
+    value = fact_parts.known_value(where, place.key)
     if value is None:
-        value = place.store(compute())
+        value = place.load()
+        if value is None:
+            value = place.store(compute())
+        fact_parts.keep_value(where, place.key, value)
     return value
 
 
