@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
-    Verdict,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DRAFTER_FIELDS, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay,
+    Options, Result, Verdict, drafter_reads,
 )
 # the launch doctor prints is `suggested_launch`: the check module launch_command.py, once imported, is the package's
 # attribute `launch_command`, so a function of that name here would be replaced by it

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from compat.fact_parts import Entry
 
-__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest",
+__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "code_memo", "forget", "code_digest",
            "code_files", "enabled", "pristine"]
 
 FORMAT = 2  # 2: probe reports split by fact (compat/fact_parts.py)
@@ -427,6 +427,29 @@ def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *
         if value is None:
             value = place.store(compute())
         fact_parts.keep_value(where, place.key, value)
+    return value
+
+
+def code_memo(kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str]) -> Any:
+    """compute() once per `kind`, `inputs` (JSON-able) and digest of `code`, for what depends on compat's code alone
+    (the patches' catalog: compat/patches); JSON in, JSON out, kept under the cache's facts/code/."""
+    if not enabled():
+        return compute()
+    from compat.sources.cache import cache_root
+
+    moved = _facts_home()
+    home = moved / "code" if moved else cache_root() / "facts" / "code"
+    material = [FORMAT, __version__, sys.implementation.name, list(sys.version_info[:2]), code_digest(tuple(code)), kind,
+                inputs]
+    key = sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    place = Slot(home / f"{kind}-{key}.json", key)
+    where = str(place.path)
+    value = fact_parts.known_value(where, key)
+    if value is None:
+        value = place.load()
+        if value is None:
+            value = place.store(compute())
+        fact_parts.keep_value(where, key, value)
     return value
 
 

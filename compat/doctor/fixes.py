@@ -28,6 +28,7 @@ from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.convert.blocks import BLOCK_FAMILIES
 from compat.core.errors import CompatError
+from compat.doctor import reuse
 from compat.doctor.inputs import recognise
 from compat.fix import AskFix, ConvertFix, LineFix, NoFix, PatchFix, ReleaseFix
 from compat.hub import local_name, model_name
@@ -47,7 +48,7 @@ def may_fix(check: Result, kind: str) -> bool:
 
 
 def rerun(check: Result, ctx: Ctx) -> Result:
-    return get_check(check.check)(ctx)
+    return reuse.run(get_check(check.check), ctx)
 
 
 # -- the user's launch line, changed -------------------------------------------------------------------------
@@ -154,15 +155,25 @@ def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
     current, applied, chosen = tree, [], {}
     last = {c.check: c.verdict for c in followed}
     turned_pass: dict[str, tuple[Patch, Result]] = {}
+    row = reuse.active()
     for patch in patches:
         options = patch_options(ctx, patch)
-        changes = apply_in_memory(patch, current, options)
-        if not changes:
+
+        def overlaid(tree: EngineTree = current, patch: Patch = patch, options: dict[str, Any] = options
+                     ) -> tuple[EngineTree, dict[str, Any]] | None:
+            changes = apply_in_memory(patch, tree, options)
+            if not changes:
+                return None
+            view = tree.overlay(changes)
+            return view, build_report(view)
+
+        made = row.overlay(current, patch.id, options, overlaid) if row is not None else overlaid()
+        if made is None:
             continue
-        current = current.overlay(changes)
+        current, report = made
         applied.append(patch.id)
         chosen[patch.id] = options
-        patched = ctx.with_report(build_report(current))
+        patched = ctx.with_report(report)
         for check in followed:
             again = rerun(check, patched)
             if again.verdict == PASS and last[check.check] != PASS:
@@ -197,9 +208,11 @@ def patch_options(ctx: Ctx, patch: Patch) -> dict[str, Any]:
 
 
 def applicable_patches(engine: str, version: str | None) -> list[Patch]:
-    from compat.patches import all_patches
+    """The engine's patches offered for `version`, as their catalog says (their code, libcst's half a second to
+    import, is imported only when a patch must be planned: its answer on the tree is not in the facts cache)."""
+    from compat.patches import catalog
 
-    return [p for p in all_patches(engine) if p.applies_to(version)]
+    return [p for p in catalog(engine) if p.applies_to(version)]
 
 
 def apply_in_memory(patch: Patch, tree: EngineTree, options: dict[str, Any]) -> dict[str, bytes]:

@@ -1,0 +1,109 @@
+"""What one release's row reuses: its diagnosis and the readings of an ask (the drafter read again as the user might
+answer, compat/doctor/diagnose.py `answers`) share the probe report, the patched overlays and every check's answer.
+
+A check's answer depends on its context: the probe report, the target, the options and the release finder (the same
+objects within a row, compared by identity), and the drafter, of which it is known which fields the check read
+(`compat.checks.drafter_reads`). A check asked again in a context with the same objects and the same values in the
+drafter fields it read gives the answer it gave (a copy: the fixes set fields of the answer they are given); so a
+reading runs again only the checks that read what its answer changes (the layer-id reading: the checks that read the
+drafter's settled ids), found from what each check read, with no list to keep up to date. The fixes' own runs (a
+check on the patched overlay, on the converted drafter) are answered the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from compat.checks import Ctx, Result, drafter_reads
+
+if TYPE_CHECKING:
+    from compat.checks import Check
+    from compat.core.tree import EngineTree
+
+_ACTIVE: ContextVar[Reuse | None] = ContextVar("compat_doctor_reuse", default=None)
+
+
+class Reuse:
+    """One row's shared reports, overlays and check answers."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[int, ...], list[tuple[dict[str, Any], Result]]] = {}
+        self._reports: dict[int, dict[str, Any]] = {}
+        self._overlays: dict[tuple[int, str, str], tuple[EngineTree, dict[str, Any]] | None] = {}
+        self._held: list[Any] = []  # the objects whose ids are keys above, kept alive so no id is given again
+
+    def answer(self, check: Check, ctx: Ctx) -> Result:
+        key = (id(check), id(ctx.report), id(ctx.target), id(ctx.options), id(ctx.releases))
+        drafter = ctx.drafter
+        seen = self._answers.get(key)
+        for reads, result in seen or ():
+            if all(_same(getattr(drafter, name), value) for name, value in reads.items()):
+                return replace(result)
+        with drafter_reads() as read:
+            result = check(ctx)
+        if seen is None:
+            seen = self._answers[key] = []
+            self._held.append((check, ctx.report, ctx.target, ctx.options, ctx.releases))
+        seen.append(({name: _kept(getattr(drafter, name)) for name in sorted(read)}, replace(result)))
+        return result
+
+    def report(self, tree: EngineTree, build: Callable[[EngineTree], dict[str, Any]]) -> dict[str, Any]:
+        """The tree's probe report, built once for the row."""
+        found = self._reports.get(id(tree))
+        if found is None:
+            found = self._reports[id(tree)] = build(tree)
+            self._held.append(tree)
+        return found
+
+    def overlay(self, tree: EngineTree, patch_id: str, options: dict[str, Any],
+                make: Callable[[], tuple[EngineTree, dict[str, Any]] | None]) -> tuple[EngineTree, dict[str, Any]] | None:
+        """The overlay `patch_id` with `options` makes of `tree` and its report (None: it changes nothing), made once."""
+        key = (id(tree), patch_id, json.dumps(options, sort_keys=True, default=str))
+        if key not in self._overlays:
+            self._overlays[key] = made = make()
+            self._held.append((tree, made))
+        return self._overlays[key]
+
+
+def _kept(value: Any) -> Any:
+    """What a field held when the check read it (a dict or list copied: the drafter's may change later)."""
+    return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+
+
+def _same(now: Any, then: Any) -> bool:
+    if now is then:
+        return True
+    try:
+        return type(now) is type(then) and bool(now == then)
+    except Exception:  # noqa: BLE001 - what cannot be compared is taken as changed
+        return False
+
+
+def active() -> Reuse | None:
+    return _ACTIVE.get()
+
+
+@contextmanager
+def reusing() -> Iterator[Reuse]:
+    """Within: the diagnoses share one Reuse (a row: the diagnosis, then the readings of its ask)."""
+    reuse = _ACTIVE.get()
+    if reuse is not None:
+        yield reuse
+        return
+    reuse = Reuse()
+    token = _ACTIVE.set(reuse)
+    try:
+        yield reuse
+    finally:
+        _ACTIVE.reset(token)
+
+
+def run(check: Check, ctx: Ctx) -> Result:
+    """The check's answer in this context: reused within a row, else run."""
+    reuse = _ACTIVE.get()
+    return reuse.answer(check, ctx) if reuse is not None else check(ctx)
