@@ -167,6 +167,18 @@ class LaterRelease:
         return f">={self.first}" if self.first else None
 
 
+@dataclass(frozen=True)
+class VenvQuestion:
+    """What only the serving venv can answer (a package the method imports that the engine does not depend on), and
+    the command that asks it: doctor's verdict then depends on the user's environment, never "works as is"."""
+
+    packages: tuple[str, ...]
+    command: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"packages": list(self.packages), "command": self.command}
+
+
 @dataclass
 class Result:
     """A check's answer. `evidence` is what it saw, shown as is under --json (nothing in compat decides on
@@ -180,12 +192,14 @@ class Result:
     convert_with: ConvertWith | None = None
     release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
+    unread: bool = False  # not checked: compat reads none of the facts it needs from this engine yet
     check: str = ""
     title: str = ""
     fix: Fix | None = None  # compat/fix.py: one typed value from doctor's fixes to what is shown
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
     remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
+    venv: VenvQuestion | None = None  # only the serving venv can answer: the command that asks it
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
@@ -201,6 +215,8 @@ class Result:
             out["convert_refused"] = self.convert_refused
         if self.edits:
             out["line_edits"] = [e.to_json() for e in self.edits]
+        if self.venv is not None:
+            out["venv_question"] = self.venv.to_json()
         return out
 
 
@@ -226,6 +242,9 @@ class Ctx:
     options: Options
     # (fact, key) -> the first later release whose probe fact holds key, "" when none does, None when unknown
     releases: Callable[[str, str], str | None] | None = None
+    # architecture -> how this release's class for it loads a checkpoint (compat.probes.model_loader.class_loader,
+    # read on demand and kept in the facts cache); None: not known here (a check then cannot tell)
+    loaders: Callable[[str], dict[str, Any]] | None = None
 
     @property
     def engine(self) -> str:
@@ -261,10 +280,22 @@ class Ctx:
         return found
 
     def with_drafter(self, drafter: Drafter) -> Ctx:
-        return Ctx(self.report, self.target, drafter, self.options, self.releases)
+        return Ctx(self.report, self.target, drafter, self.options, self.releases, self.loaders)
 
     def with_report(self, report: dict[str, Any]) -> Ctx:
-        return Ctx(report, self.target, self.drafter, self.options, self.releases)
+        """The same inputs judged by another report (a later release, or this one patched in memory): the class
+        loaders stay when the release is the same."""
+        same = report.get("version") == self.report.get("version") and report.get("engine") == self.report.get("engine")
+        given = report.get("class_loaders")  # a later release's, handed over with its report (doctor's release finder)
+        return Ctx(report, self.target, self.drafter, self.options, self.releases,
+                   self.loaders if same else given if callable(given) else None)
+
+    def with_options(self, options: Options) -> Ctx:
+        return Ctx(self.report, self.target, self.drafter, options, self.releases, self.loaders)
+
+    def class_loader(self, architecture: str) -> dict[str, Any] | None:
+        """How this release's class registered under `architecture` loads a checkpoint (None: not known here)."""
+        return self.loaders(architecture) if self.loaders is not None else None
 
     def first_release_with(self, fact: str, key: str) -> str | None:
         """The first release after this one whose probe fact `fact` has `key` ("" none; None: not looked)."""

@@ -14,7 +14,7 @@ import json
 import shlex
 
 from compat.doctor import (
-    DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
+    DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
     WORKS_PATCHED_CONVERTED,
 )
 
@@ -22,7 +22,7 @@ LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whol
 
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
-_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
+_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow", DEPENDS_VENV: "yellow",
                   WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red"}
 
 
@@ -82,6 +82,8 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
             console.print(Text("(the whole reasons: -v; every fact: --json)", style="dim"))
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
+    for question in dict.fromkeys(c["venv_question"]["command"] for c in d["checks"] if c.get("venv_question")):
+        console.print(Text("  check the serving venv: ", style="cyan") + Text(question), soft_wrap=True)
     if steps:
         console.print(Text("fix, in this order:", style="bold"))
         for number, step in enumerate(steps, 1):

@@ -80,8 +80,9 @@ written), or a release that works. Nothing is downloaded but the engine's Python
 """
 
 EXIT_CODES = exit_codes(
-    c0="every check passes (with --releases: every release works as is)",
-    c1="it will not launch, or it will launch and silently degrade",
+    c0="it works as is: every check passes (with --releases: every release works as is)",
+    c1="it will not launch, or it will launch and silently degrade, or it depends on what doctor cannot see (the "
+       "serving venv's packages, facts compat does not read from this engine yet)",
     c3="with --releases: any release of the range",
     c4="the target or drafter could not be read (no config.json, not JSON, a broken safetensors header)",
 )
@@ -367,7 +368,9 @@ def run(args, console) -> int:
         _render_profile(diagnosis, console)
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
-    failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
+    # exit 0 only when it works as is: a verdict that waits on the serving venv or on facts compat cannot read yet
+    # has no failing check, and is still no "works"
+    failed = diagnosis["verdict"] != WORKS or any(c["verdict"] == FAIL for c in diagnosis["checks"])
     verified = diagnosis.get("verify") or {}
     code = EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
     with exit_code_if_unread(code):  # `| head` cuts the report, never the verdict

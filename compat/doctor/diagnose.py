@@ -19,7 +19,7 @@ from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_co
                                  fix_with_release, where_to_patch)
 from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
 from compat.doctor import reuse
-from compat.doctor.releases import ReleaseFinder
+from compat.doctor.releases import ReleaseFinder, class_loaders
 from compat.core.errors import SourceError, UsageError
 from compat.target import Target
 from compat.core.tree import EngineTree
@@ -33,7 +33,9 @@ WORKS_LINE_FIXED = "works with the launch line as doctor prints it (your line, c
 DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
+DEPENDS_VENV = "depends on the serving venv: it needs a package the engine does not install (check it: the command shown)"
 SOURCE_UNAVAILABLE = "source unavailable"
+UNCHECKED = "cannot tell: some checks read facts compat does not read from this engine yet"
 
 
 def run_checks(ctx: Ctx) -> list[Result]:
@@ -54,7 +56,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     row = reuse.active()
     report = row.report(tree, build_report) if row is not None else build_report(tree)
     finder: Callable[[str, str], str | None] | None = releases.bound(report.get("version")) if releases else None
-    ctx = Ctx(report, target, drafter, options, finder)
+    ctx = Ctx(report, target, drafter, options, finder, class_loaders(tree))
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_line(ctx, checks)
@@ -85,7 +87,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
         "instead": [f"{c.check}: {c.fix.text}" for c in checks if c.verdict == FAIL and isinstance(c.fix, ReleaseFix)],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
-                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps],
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS, UNCHECKED), "after": [step["kind"] for step in steps],
                    **({"typed": launch["typed"], "edits": launch["edits"]} if "typed" in launch else {})},
         "probe_errors": report.get("probe_errors") or [],
     }
@@ -111,9 +113,17 @@ def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str
 
 
 def classify(checks: list[Result]) -> str:
+    verdict = _classify(checks)
+    if verdict in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS):
+        return verdict
+    # what the release needs from the serving venv, which doctor could not ask: it works only if the venv has it
+    return DEPENDS_VENV if any(c.venv is not None and c.verdict != FAIL for c in checks) else verdict
+
+
+def _classify(checks: list[Result]) -> str:
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
-        return WORKS
+        return UNCHECKED if any(c.unread for c in checks) else WORKS  # a third engine before its checks are written
     if kinds == {"line"}:
         return WORKS_LINE_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide

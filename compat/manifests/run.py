@@ -135,13 +135,14 @@ def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, opt
     """The checks with each missing model marked: what needs it is unchecked, the rest runs."""
     from compat.checks import FAIL, Ctx, all_checks
     from compat.doctor import read_drafter, read_target
+    from compat.doctor.diagnose import class_loaders
     from compat.doctor.fixes import fix_with_release
     from compat.report import build_report
 
     target: Any = read_target(target_path) if target_path is not None else Missing("target", why_target)
     drafter: Any = read_drafter(drafter_path, target) if drafter_path is not None and target_path is not None else Missing(
         "drafter", why_drafter if drafter_path is None else "needs the target too")
-    ctx = Ctx(build_report(tree), target, drafter, options, finder.bound(tree.version))
+    ctx = Ctx(build_report(tree), target, drafter, options, finder.bound(tree.version), class_loaders(tree))
     results: list[dict[str, Any]] = []
     failing = []
     for check in all_checks():
@@ -179,7 +180,7 @@ def _line_fix(ctx: Any, result: Any, line: LaunchLine) -> None:
     try:
         from dataclasses import replace
 
-        again = rerun(result, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
+        again = rerun(result, ctx.with_options(replace(ctx.options, launch=changed)))
     except Unavailable:
         return
     if again.verdict != FAIL:
