@@ -3,8 +3,8 @@ error_sites), each at most once per process.
 
 The entry is one JSON document (json.loads reads it whole) whose first line is an index of the rest:
 
-    {"format": 2, "key": "...", "compat": "0.2.0", "meta": {...}, "size": N, "index": [["name", offset, length], ...],
-    "parts": {
+    {"format": 3, "key": "...", "compat": "0.2.0", "meta": {...}, "size": N,
+     "index": [["name", offset, length, "digest"], ...], "parts": {
     "name": <value>, ...}}
 
 The first line, everything before "parts", is compact JSON ended by a comma; numbers in it are padded with spaces to a
@@ -12,6 +12,8 @@ fixed width, so the offsets (in bytes, from the start of the file) are known bef
 value is written as `json.dumps(value, indent=2)` writes it one level deep (its lines indented by two more spaces):
 `compat probe --json` prints a part it never decoded by copying its text (compat.core.lazy_json). The parts of up
 to SMALL bytes come first and are read with the first line, in one read; a larger one is read when first asked.
+Each part's digest (of its text) is in the index: a part with the same text as one decoded already in this process
+(a patched overlay's facts are mostly its release's) is that value, not decoded again.
 
 An entry cut short, edited or replaced shows: its size is not the one the first line says, the first line does not
 decode, a part does not decode, or the file read for a large part is not the one indexed. A reader then treats it as
@@ -31,11 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "SMALL", "KEEP_IN_PROCESS", "Corrupt", "Entry", "encode", "read", "known_entry", "forget",
            "known_value", "keep_value", "forget_all", "DECODES"]
 
-FORMAT = 2
+FORMAT = 3
 SMALL = 64 * 1024  # a part longer than this is read from the file when first asked (error_sites: ~1 MB)
 _WIDTH = 12  # digits of the padded numbers of the first line
 _FIRST_READ = 256 * 1024  # what is read at once when the first line and the small parts are wanted
 KEEP_IN_PROCESS = 512  # entries kept read in this process (doctor over 39 releases: ~200 with the patched overlays)
+KEEP_PARTS = 8192  # parts decoded, by digest (a doctor over 39 releases decodes about 1,500 distinct ones)
 
 # (entry path or "<memory>", part name or "" for the first line) -> times decoded, in this process: the count tests
 # of doctor read it (each release's facts are decoded once per run)
@@ -51,6 +54,12 @@ def part_text(value: Any) -> str:
     return json.dumps(value, indent=2).replace("\n", "\n  ")
 
 
+def _digest(text: bytes) -> str:
+    from compat.core.hashing import sha256
+
+    return sha256(text).hexdigest()[:32]
+
+
 def _number(n: int) -> str:
     return f"{n:{_WIDTH}d}"
 
@@ -58,9 +67,11 @@ def _number(n: int) -> str:
 def encode(key: str, compat: str, parts: dict[str, Any], meta: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """(the entry's text, {name: part text}); raises TypeError / ValueError when a value is not JSON."""
     texts = {name: part_text(value) for name, value in parts.items()}
+    digests = {name: _digest(text.encode()) for name, text in texts.items()}
     ordered = sorted(texts, key=lambda name: len(texts[name]) > SMALL)  # small ones first, each group in report order
     head = json.dumps({"format": FORMAT, "key": key, "compat": compat, "meta": meta})[:-1]
-    placeholder = ", ".join(f"[{json.dumps(name)}, {_number(0)}, {_number(0)}]" for name in texts)
+    placeholder = ", ".join(f"[{json.dumps(name)}, {_number(0)}, {_number(0)}, {json.dumps(digests[name])}]"
+                            for name in texts)
     first_len = len(f'{head}, "size": {_number(0)}, "index": [{placeholder}],\n'.encode())
     body, where, offset = [], {}, first_len + len('"parts": {')
     for number, name in enumerate(ordered):
@@ -71,7 +82,8 @@ def encode(key: str, compat: str, parts: dict[str, Any], meta: dict[str, Any]) -
         offset += len(texts[name])
     tail = '"parts": {' + "".join(body) + "}}\n"
     size = first_len + len(tail.encode())
-    index = ", ".join(f"[{json.dumps(name)}, {_number(where[name][0])}, {_number(where[name][1])}]" for name in texts)
+    index = ", ".join(f"[{json.dumps(name)}, {_number(where[name][0])}, {_number(where[name][1])}, {json.dumps(digests[name])}]"
+                      for name in texts)
     first = f'{head}, "size": {_number(size)}, "index": [{index}],\n'
     assert len(first.encode()) == first_len
     return first + tail, texts
@@ -85,7 +97,8 @@ class Entry:
         self.where = where  # the file, or "<memory>" for an entry that was not stored
         self.key = header.get("key")
         self.meta: dict[str, Any] = header["meta"]
-        self.index = {name: (offset, length) for name, offset, length in header["index"]}
+        self.index = {name: (offset, length) for name, offset, length, _ in header["index"]}
+        self.digests = {name: digest for name, _, _, digest in header["index"]}
         self.identity = identity
         self._small, self._small_start = small, small_start
         self._texts = texts  # an entry not stored: every part's text, in memory
@@ -120,13 +133,22 @@ class Entry:
         """The part, decoded once per process; Corrupt when it does not decode."""
         if name in self._values:
             return self._values[name]
+        digest = self.digests.get(name)
+        if digest is not None and digest in _BY_DIGEST:  # the same text decoded already (the release's, an overlay's)
+            _BY_DIGEST.move_to_end(digest)
+            value = self._values[name] = _BY_DIGEST[digest]
+            return value
         text = self.text(name)
         DECODES[(self.where, name)] += 1
         try:
             value = json.loads(text)
         except ValueError:
             raise Corrupt(f"{self.where}: part {name} does not decode") from None
+        if digest is not None and _digest(text) != digest:
+            raise Corrupt(f"{self.where}: part {name} is not the text indexed")
         self._values[name] = value
+        if digest is not None:
+            _remember(_BY_DIGEST, digest, value, KEEP_PARTS)
         return value
 
     def decoded(self, name: str) -> bool:
@@ -146,7 +168,7 @@ def read(path: str, key: str | None) -> Entry | None:
             header = json.loads(data[:end].rstrip(b",") + b"}")
             if not _well_formed(header) or header["key"] != key or int(header["size"]) != st.st_size:
                 return None
-            small = [offset + length for _, offset, length in header["index"] if length <= SMALL]
+            small = [offset + length for _, offset, length, _ in header["index"] if length <= SMALL]
             small_start = end + 1
             small_end = max(small, default=small_start)
             if small_end > len(data):
@@ -158,16 +180,17 @@ def read(path: str, key: str | None) -> Entry | None:
 
 def in_memory(key: str, compat: str, meta: dict[str, Any], texts: dict[str, str]) -> Entry:
     """An entry that was not stored (the cache is off, the tree is racy): its parts' texts stay in memory."""
-    header = {"key": key, "compat": compat, "meta": meta, "index": [[name, 0, len(text)] for name, text in texts.items()]}
+    header = {"key": key, "compat": compat, "meta": meta,
+              "index": [[name, 0, len(text), None] for name, text in texts.items()]}
     return Entry("<memory>", header, b"", 0, None, texts)
 
 
 def _well_formed(header: Any) -> bool:
     return (isinstance(header, dict) and header.get("format") == FORMAT and isinstance(header.get("meta"), dict)
             and isinstance(header.get("index"), list)
-            and all(isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+            and all(isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)
                     and isinstance(item[1], int) and isinstance(item[2], int) and item[1] >= 0 and item[2] >= 0
-                    for item in header["index"]))
+                    and isinstance(item[3], str) for item in header["index"]))
 
 
 # -- what this process has read ---------------------------------------------------------------------------------
@@ -175,6 +198,7 @@ def _well_formed(header: Any) -> bool:
 # file is the one it was read from (inode, size, mtime); the least recently used go first.
 _ENTRIES: OrderedDict[str, Entry] = OrderedDict()
 _VALUES: OrderedDict[str, tuple[tuple[int, int, int], str | None, Any]] = OrderedDict()
+_BY_DIGEST: OrderedDict[str, Any] = OrderedDict()  # a part's digest -> its value, decoded once per process
 
 
 def _identity(path: str) -> tuple[int, int, int] | None:
@@ -185,10 +209,10 @@ def _identity(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def _remember(cache: OrderedDict, where: str, value: Any) -> None:
+def _remember(cache: OrderedDict, where: str, value: Any, keep: int | None = None) -> None:
     cache[where] = value
     cache.move_to_end(where)
-    while len(cache) > KEEP_IN_PROCESS:
+    while len(cache) > (KEEP_IN_PROCESS if keep is None else keep):
         cache.popitem(last=False)
 
 
@@ -214,6 +238,7 @@ def forget_all() -> None:
     """Nothing read yet, as in a new process (the tests)."""
     _ENTRIES.clear()
     _VALUES.clear()
+    _BY_DIGEST.clear()
 
 
 def forget(path: str) -> None:

@@ -38,6 +38,7 @@ from compat import __version__
 from compat.core.hashing import sha256
 from compat.core.tree import EngineTree
 from compat import fact_parts
+from compat.code_digest import PROBE_CODE, PROBE_FILES, code_digest, code_files  # noqa: F401  (this module's interface)
 from compat.fact_parts import DECODES
 
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
@@ -51,8 +52,6 @@ __all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot"
 
 FORMAT = 2  # 2: probe reports split by fact (compat/fact_parts.py)
 RACY_SECONDS = 2.0
-PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
-PROBE_FILES = ("compat.report",)  # how their answers become a report
 KEEP_PER_TREE = 48  # entries kept per tree (compat versions, worktrees, in-memory patches and the re-probed overlays of
 # every target family the matrix tries them for: ~20 a release, ~100 kB each); oldest go first
 KEEP_TREES = 64  # --path / installed trees remembered per engine
@@ -66,127 +65,6 @@ _TREE_KEYS: weakref.WeakKeyDictionary[EngineTree, dict[str, Any]] = weakref.Weak
 
 def enabled() -> bool:
     return os.environ.get("COMPAT_FACTS_CACHE", "").lower() not in ("0", "off", "no", "false")
-
-
-# -- the code digest ------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def _spec(name: str):
-    """The import spec of `compat.<x>` (mapped folders like probes/ included), without importing it."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-
-
-@functools.lru_cache(maxsize=None)
-def _module_file(name: str) -> str | None:
-    """The file of module `name` (a package's __init__.py); None when it is not a module of compat."""
-    parts = name.split(".")
-    if parts[0] != "compat":
-        return None
-    spec = _spec(".".join(parts[:2]))
-    if spec is None:
-        return None
-    if not spec.submodule_search_locations:  # a plain module: nothing below it
-        return spec.origin if len(parts) <= 2 else None
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts[2:])
-    if len(parts) > 2 and os.path.isfile(path + ".py"):
-        return path + ".py"
-    init = os.path.join(path, "__init__.py")
-    return init if os.path.isfile(init) else None
-
-
-def _imports_of(data: bytes) -> set[str]:
-    """Every `compat...` name an `import` / `from ... import` line of this source names (module or attribute)."""
-    names: set[str] = set()
-    pos = data.find(b"compat")
-    while pos != -1:
-        start = data.rfind(b"\n", 0, pos) + 1
-        end = data.find(b"\n", pos)
-        end = len(data) if end == -1 else end
-        line = data[start:end].split(b"#", 1)[0].strip()
-        if line.startswith(b"import "):
-            names.update(part.split(b" as ")[0].strip().decode() for part in line[7:].split(b","))
-        elif line.startswith(b"from compat") and b" import " in line:
-            raw_module, imported = line[5:].split(b" import ", 1)
-            if imported.strip().startswith(b"(") and b")" not in imported:  # a list over several lines
-                close = data.find(b")", end)
-                close = len(data) if close == -1 else close
-                imported += b"," + data[end:close]
-                end = close
-            module = raw_module.strip().decode()
-            names.add(module)
-            for item in imported.replace(b"(", b",").replace(b")", b",").replace(b"\n", b",").split(b","):
-                word = item.split(b"#", 1)[0].split(b" as ")[0].strip()
-                if word and word != b"*":
-                    names.add(f"{module}.{word.decode()}")
-        pos = data.find(b"compat", end)
-    return {name for name in names if name.startswith("compat")}
-
-
-def code_files(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> dict[str, str]:
-    """{label: path} of the code that computes a value; labels are module names and relative paths.
-
-    See `_collect` for what counts.
-    """
-    return {label: path for label, (path, _) in _collect(follow, content).items()}
-
-
-def _collect(follow: tuple[str, ...], content: tuple[str, ...]) -> dict[str, tuple[str, bytes]]:
-    """{label: (path, bytes)} of the code that computes a value.
-
-    `follow`: modules or packages (a package: every file under it) whose source counts, and so does the
-    source of every compat module they import, transitively (found by reading import lines, not by
-    importing); the `__init__.py` of such a module's parent packages counts too, without following its
-    imports. `content`: modules whose own source counts, without following their imports.
-    """
-    items: list[tuple[str, str, bool]] = []
-    for root, expand in [*((r, True) for r in follow), *((r, False) for r in content)]:
-        path = _module_file(root)
-        if path is None:
-            raise ValueError(f"facts: no module {root!r} to digest")
-        if not expand or not path.endswith("__init__.py"):
-            items.append((root, path, expand))
-            continue
-        folder = os.path.dirname(path)
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
-            rel = os.path.relpath(dirpath, folder)
-            items.extend((f"{root}/{rel}/{name}", os.path.join(dirpath, name), True)
-                         for name in sorted(filenames) if not name.endswith((".pyc", ".pyo")))
-    found: dict[str, tuple[str, bytes]] = {}
-    seen = {path for _, path, _ in items}
-    seen_names: set[str] = set()
-    while items:
-        label, path, expand = items.pop(0)
-        with open(path, "rb") as handle:
-            data = handle.read()
-        found[label] = (path, data)
-        if not expand or not path.endswith(".py"):
-            continue
-        for name in sorted(_imports_of(data) - seen_names):
-            seen_names.add(name)
-            parts = name.split(".")
-            for depth in range(1, len(parts) + 1):
-                module = ".".join(parts[:depth])
-                path_of = _module_file(module)
-                if path_of is not None and path_of not in seen:
-                    seen.add(path_of)
-                    # the imported module is followed; a parent package's __init__ only counts
-                    items.append((module, path_of, depth == len(parts) or not path_of.endswith("__init__.py")))
-    return found
-
-
-@functools.lru_cache(maxsize=16)
-def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> str:
-    """sha256 over `code_files(follow, content)`: their labels and bytes (not where they are installed)."""
-    digest = sha256()
-    for label, (_, data) in sorted(_collect(follow, content).items()):
-        digest.update(f"{label}\0{len(data)}\0".encode() + data)
-    return digest.hexdigest()
 
 
 # -- what identifies a tree ------------------------------------------------------------------------
@@ -226,8 +104,8 @@ def _in_memory(tree: EngineTree) -> str | None:
     for relpath in sorted(memory):
         data = memory[relpath]
         try:
-            with open(os.path.join(str(tree.root), relpath), "rb") as handle:
-                same = handle.read() == data
+            with open(os.path.join(str(tree.root), relpath), "rb") as handle:  # another size: changed, nothing to read
+                same = os.fstat(handle.fileno()).st_size == len(data) and handle.read() == data
         except OSError:
             same = False
         if not same:
@@ -416,8 +294,8 @@ def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[
 def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str] = PROBE_CODE) -> Any:
     """compute() once per tree content, `kind`, `inputs` (JSON-able) and digest of `code`; JSON in, JSON out.
 
-    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches: see
-    bench/doctor_memo_shim.py). A value of None is not kept (it is computed again next time).
+    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches, a class's loader);
+    read once per process while its file stays the same. A value of None is not kept (it is computed again next time).
     """
     place = slot(tree, kind, inputs, tuple(code))
     where = None if place.path is None else str(place.path)

@@ -13,9 +13,9 @@ from collections.abc import ItemsView, ValuesView
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable, Iterator, TextIO
 
-__all__ = ["Deferred", "LazyDict", "dumps_indented"]
+__all__ = ["Deferred", "LazyDict", "dumps_indented", "write_indented"]
 
 
 class Deferred:
@@ -125,9 +125,22 @@ def dumps_indented(doc: dict) -> str:
     """`json.dumps(doc, indent=2)`, the text of `doc`'s deferred values copied rather than encoded again."""
     if not isinstance(doc, LazyDict) or not doc:
         return json.dumps(doc, indent=2)
-    lines = []
-    for key in dict.keys(doc):
+    import io
+
+    out = io.StringIO()
+    write_indented(doc, out)
+    return out.getvalue()
+
+
+def write_indented(doc: LazyDict, out: TextIO) -> None:
+    """Write `dumps_indented(doc)` to `out` piece by piece (a probe report is 1.7 MB: no copy of it is made)."""
+    if not doc:
+        out.write("{}")
+        return
+    out.write("{\n")
+    for number, key in enumerate(dict.keys(doc)):
         deferred = doc.deferred(key)
         text = deferred.text() if deferred is not None else json.dumps(doc[key], indent=2).replace("\n", "\n  ")
-        lines.append(f"  {json.dumps(key)}: {text}")
-    return "{\n" + ",\n".join(lines) + "\n}"
+        out.write(f"{',' if number else ''}\n  {json.dumps(key)}: " if number else f"  {json.dumps(key)}: ")
+        out.write(text)
+    out.write("\n}")

@@ -54,9 +54,10 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
 
     options = options or Options()
     row = reuse.active()
-    report = row.report(tree, build_report) if row is not None else build_report(tree)
+    report = row.of_tree(tree, build_report) if row is not None else build_report(tree)
+    loaders = row.of_tree(tree, class_loaders) if row is not None else class_loaders(tree)
     finder: Callable[[str, str], str | None] | None = releases.bound(report.get("version")) if releases else None
-    ctx = Ctx(report, target, drafter, options, finder, class_loaders(tree))
+    ctx = Ctx(report, target, drafter, options, finder, loaders)
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_line(ctx, checks)

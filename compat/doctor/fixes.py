@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import os
 import shlex
 import tempfile
 from pathlib import Path
@@ -307,7 +308,18 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     """The drafter `compat convert ckpt` would write for this release (planned, nothing written), or why it refuses.
 
     The conversion reads the source's ids as doctor settled them (`ctx.drafter.settled`), or as `told`
-    (an answer the user may give: --layer-ids-convention X)."""
+    (an answer the user may give: --layer-ids-convention X). Planned once per drafter, target and answer within a
+    release's row (compat/doctor/reuse.py: its diagnosis and its readings ask for the same plans)."""
+    row = reuse.active()
+    if row is None:
+        return _converted_drafter(ctx, told, layer_ids)
+    key = ("converted", id(ctx.drafter), id(ctx.target), id(ctx.report), id(ctx.options), repr(told), repr(layer_ids))
+    return row.remember(key, (ctx.drafter, ctx.target, ctx.report, ctx.options),
+                        lambda: _converted_drafter(ctx, told, layer_ids))
+
+
+def _converted_drafter(ctx: Ctx, told: Settled | None,
+                       layer_ids: list[int] | None) -> tuple[Drafter | None, CompatError | None]:
     from compat.convert import Options as ConvertOptions
     from compat.convert import build_record, make_plan
 
@@ -315,14 +327,14 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
         return _converted_block_drafter(ctx)
     target_config = ctx.target.path / "config.json"
     layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
-    with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
-        dst = Path(tmp) / "converted"  # never created: make_plan only plans
-        try:
-            plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
-                                            target=target_config if target_config.is_file() else None,
-                                            layer_ids=layer_ids, convention=told or ctx.drafter.settled))
-        except CompatError as err:
-            return None, err
+    # DST is never created (make_plan only plans): a name no one has, in a folder that exists
+    dst = Path(tempfile.gettempdir()) / f"compat-doctor-{os.getpid()}-{os.urandom(8).hex()}"
+    try:
+        plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
+                                        target=target_config if target_config.is_file() else None,
+                                        layer_ids=layer_ids, convention=told or ctx.drafter.settled))
+    except CompatError as err:
+        return None, err
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
     config = {**plan.config_after, RECORD_KEY: build_record(plan)}  # what the conversion's record will say
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}

@@ -1,8 +1,8 @@
 """What one release's row reuses: its diagnosis and the readings of an ask (the drafter read again as the user might
 answer, compat/doctor/diagnose.py `answers`) share the probe report, the patched overlays and every check's answer.
 
-A check's answer depends on its context: the probe report, the target, the options and the release finder (the same
-objects within a row, compared by identity), and the drafter, of which it is known which fields the check read
+A check's answer depends on its context: the probe report, the target, the options, the release finder and the class
+loaders (the same objects within a row, compared by identity), and the drafter, of which it is known which fields the check read
 (`compat.checks.drafter_reads`). A check asked again in a context with the same objects and the same values in the
 drafter fields it read gives the answer it gave (a copy: the fixes set fields of the answer they are given); so a
 reading runs again only the checks that read what its answer changes (the layer-id reading: the checks that read the
@@ -17,7 +17,7 @@ import json
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from compat.checks import Ctx, Result, drafter_reads
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from compat.checks import Check
     from compat.core.tree import EngineTree
 
+T = TypeVar("T")
 _ACTIVE: ContextVar[Reuse | None] = ContextVar("compat_doctor_reuse", default=None)
 
 
@@ -33,12 +34,13 @@ class Reuse:
 
     def __init__(self) -> None:
         self._answers: dict[tuple[int, ...], list[tuple[dict[str, Any], Result]]] = {}
-        self._reports: dict[int, dict[str, Any]] = {}
+        self._of_trees: dict[tuple[int, Callable[[EngineTree], Any]], Any] = {}
         self._overlays: dict[tuple[int, str, str], tuple[EngineTree, dict[str, Any]] | None] = {}
+        self._made: dict[tuple[Any, ...], Any] = {}
         self._held: list[Any] = []  # the objects whose ids are keys above, kept alive so no id is given again
 
     def answer(self, check: Check, ctx: Ctx) -> Result:
-        key = (id(check), id(ctx.report), id(ctx.target), id(ctx.options), id(ctx.releases))
+        key = (id(check), id(ctx.report), id(ctx.target), id(ctx.options), id(ctx.releases), id(ctx.loaders))
         drafter = ctx.drafter
         seen = self._answers.get(key)
         for reads, result in seen or ():
@@ -48,17 +50,24 @@ class Reuse:
             result = check(ctx)
         if seen is None:
             seen = self._answers[key] = []
-            self._held.append((check, ctx.report, ctx.target, ctx.options, ctx.releases))
+            self._held.append((check, ctx.report, ctx.target, ctx.options, ctx.releases, ctx.loaders))
         seen.append(({name: _kept(getattr(drafter, name)) for name in sorted(read)}, replace(result)))
         return result
 
-    def report(self, tree: EngineTree, build: Callable[[EngineTree], dict[str, Any]]) -> dict[str, Any]:
-        """The tree's probe report, built once for the row."""
-        found = self._reports.get(id(tree))
-        if found is None:
-            found = self._reports[id(tree)] = build(tree)
+    def of_tree(self, tree: EngineTree, build: Callable[[EngineTree], T]) -> T:
+        """What `build` makes of the tree (its probe report, its class loaders), made once for the row."""
+        key = (id(tree), build)
+        if key not in self._of_trees:
+            self._of_trees[key] = build(tree)
             self._held.append(tree)
-        return found
+        return self._of_trees[key]
+
+    def remember(self, key: tuple[Any, ...], held: Any, make: Callable[[], T]) -> T:
+        """make() once for the row per `key` (whose ids are of `held`, kept alive with it)."""
+        if key not in self._made:
+            self._made[key] = make()
+            self._held.append(held)
+        return self._made[key]
 
     def overlay(self, tree: EngineTree, patch_id: str, options: dict[str, Any],
                 make: Callable[[], tuple[EngineTree, dict[str, Any]] | None]) -> tuple[EngineTree, dict[str, Any]] | None:

@@ -88,7 +88,7 @@ def test_a_reading_runs_again_only_the_checks_that_read_what_it_changes(release,
     monkeypatch.setattr(Check, "__call__", counted)
     with reuse.reusing() as row:
         diagnose(tree, target, drafter, options, releases=finder)
-        report = row.report(tree, build_report)  # the release's own (the fixes run checks on patched overlays too)
+        report = row.of_tree(tree, build_report)  # the release's own (the fixes run checks on patched overlays too)
         first = [check for check, on, about in runs if on is drafter and about is report]
         runs.clear()
         reading = diagnose(tree, target, told, options, releases=finder)
