@@ -12,7 +12,8 @@ the medians compared. Measured:
 - `python -m vllm.entrypoints.openai.api_server --help` in the engine's venv (vLLM imports itself).
 Facts go to a temporary COMPAT_FACTS_DIR, so the shared cache is neither used nor changed. The child
 processes may write bytecode (PYTHONDONTWRITEBYTECODE is dropped), as an installed package has it.
-Goal (issue 14): warm <= 0.1 s and >= 75x vLLM's --help.
+The machine is shared: the best run is the figure (what the command costs when nothing else runs), the median beside
+it. Goal (issue 42): warm under 80 ms, >= 100x vLLM's --help (issue 14's was 0.1 s and 75x).
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def timed(argv: list[str], env: dict) -> float:
     return elapsed
 
 
+GOAL_MS = 80
+
+
 def summary(name: str, times: list[float]) -> str:
-    return (f"{name:58} median {statistics.median(times) * 1000:7.0f} ms  min {min(times) * 1000:7.0f} ms  "
+    return (f"{name:58} best {min(times) * 1000:7.0f} ms  median {statistics.median(times) * 1000:7.0f} ms  "
             f"({len(times)} runs)")
 
 
@@ -79,12 +83,14 @@ def main() -> None:
                   + (f", vLLM --help {helps[-1]:.2f} s" if helps else ""), flush=True)
         print(f"\nload average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
         print(summary(f"{sys.executable} -c pass", bare))
-        print(summary(f"compat probe --engine vllm=={args.version} --json (warm)", warm))
+        print(summary(f"compat probe --engine vllm=={args.version} --json (warm)", warm)
+              + f"  (goal {GOAL_MS} ms: {'met' if min(warm) * 1000 < GOAL_MS else 'NOT met'})")
         print(summary(f"compat probe --engine vllm=={args.version} --json (facts cold)", cold))
         if helps:
             print(summary("python -m vllm.entrypoints.openai.api_server --help", helps))
             ratio = statistics.median(helps) / statistics.median(warm)
-            print(f"\nvLLM --help / compat probe (warm), medians of interleaved runs: {ratio:.0f}x")
+            best = min(helps) / min(warm)
+            print(f"\nvLLM --help / compat probe (warm): {ratio:.0f}x (medians of interleaved runs), {best:.0f}x (best runs)")
     finally:
         shutil.rmtree(facts_dir, ignore_errors=True)
 

@@ -40,8 +40,8 @@ from typing import Callable
 from compat import engines
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
-    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
-    Verdict, VenvQuestion,
+    DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DRAFTER_FIELDS, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay,
+    Options, Result, Verdict, VenvQuestion, drafter_reads,
 )
 # the launch doctor prints is `suggested_launch`: the check module launch_command.py, once imported, is the package's
 # attribute `launch_command`, so a function of that name here would be replaced by it

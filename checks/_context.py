@@ -8,10 +8,11 @@ runs the checks and fixes what they find; nothing here imports compat.doctor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Callable, Iterator, Literal, Mapping
 
 from packaging.version import InvalidVersion, Version
 
@@ -55,10 +56,38 @@ class Options:
     preflight: Preflight | None = None
 
 
+# The fields of a Drafter read while someone listens (`drafter_reads`): doctor runs again only the checks that read what
+# an answer to its question changes (compat/doctor/reuse.py), found from what each check reads, not from a list.
+_LISTENING: list[set[str]] = []
+
+
+@contextmanager
+def drafter_reads() -> Iterator[set[str]]:
+    """The names of the Drafter fields read (of any drafter, through any property) while inside."""
+    read: set[str] = set()
+    _LISTENING.append(read)
+    try:
+        yield read
+    finally:
+        _LISTENING.pop()
+        if _LISTENING:
+            _LISTENING[-1].update(read)
+
+
+def _note_reads(names: set[str]) -> None:
+    if _LISTENING:
+        _LISTENING[-1].update(names)
+
+
 @dataclass
 class Drafter:
     """The drafter as the checks see it: its config and tensor headers (never the weights), the layout that
     recognises it and how its layer ids are known (compat/doctor/inputs.py reads and settles it)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if _LISTENING and name in DRAFTER_FIELDS:
+            _LISTENING[-1].add(name)
+        return object.__getattribute__(self, name)
 
     path: Path
     config: dict[str, Any]
@@ -112,6 +141,9 @@ class Drafter:
             return (f"{ids.declared_field} = {ids.declared} read as {ids.convention} (the trainer's, from its fingerprint: "
                     f"no {CONVENTION_FLAG} needed); {settled.why}")
         return ids.origin
+
+
+DRAFTER_FIELDS = frozenset(f.name for f in fields(Drafter))
 
 
 @dataclass(frozen=True)
@@ -247,7 +279,11 @@ class Ctx:
         """The method family whose checks run and the name the user runs (settled once per context)."""
         found = self.__dict__.get("_method")
         if found is None:
-            found = self.__dict__["_method"] = method_in_play(self)
+            with drafter_reads() as read:
+                found = self.__dict__["_method"] = method_in_play(self)
+            self.__dict__["_method_reads"] = read
+        else:  # whoever asks depends on what it was settled from, as the first asker did
+            _note_reads(self.__dict__["_method_reads"])
         return found
 
     def with_drafter(self, drafter: Drafter) -> Ctx:

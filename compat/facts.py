@@ -11,6 +11,10 @@ change until the code that computes them does. The key of an entry is a digest o
   a `compat patch` or a revert (which change at least the ctime) is probed afresh;
 - what the tree holds in memory that differs from its files (doctor's in-memory patches).
 
+A probe report is stored split by fact (compat/fact_parts.py: an index, then each fact on its own), so a reader
+decodes only the facts it reads. Within a process every entry is read once and shared (checked by one stat of its
+file per use: an entry rewritten or corrupted meanwhile is read again), and so are the values of a tree's key.
+
 Entries live beside the release (`releases/<engine>/<version>/facts/<key>.json`); for other trees under
 the cache dir (`<cache>/facts/<engine>/<tree digest>/`), never in the user's engine directory;
 COMPAT_FACTS_DIR moves them all, COMPAT_FACTS_CACHE=off turns the cache off. Entries are written
@@ -27,23 +31,27 @@ import json
 import os
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from compat import __version__
 from compat.core.hashing import sha256
 from compat.core.tree import EngineTree
+from compat import fact_parts
+from compat.code_digest import PROBE_CODE, PROBE_FILES, code_digest, code_files  # noqa: F401  (this module's interface)
+from compat.fact_parts import DECODES
 
 TYPE_CHECKING = False  # typing itself costs milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
-__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "forget", "code_digest",
+    from compat.fact_parts import Entry
+
+__all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "code_memo", "forget", "code_digest",
            "code_files", "enabled", "pristine"]
 
-FORMAT = 1
+FORMAT = 2  # 2: probe reports split by fact (compat/fact_parts.py)
 RACY_SECONDS = 2.0
-PROBE_CODE = ("compat.probes",)  # the probes, and what they import from compat
-PROBE_FILES = ("compat.report",)  # how their answers become a report
 KEEP_PER_TREE = 48  # entries kept per tree (compat versions, worktrees, in-memory patches and the re-probed overlays of
 # every target family the matrix tries them for: ~20 a release, ~100 kB each); oldest go first
 KEEP_TREES = 64  # --path / installed trees remembered per engine
@@ -51,129 +59,12 @@ ORPHAN_SECONDS = 3600  # a temp file this old was left by a killed writer
 _REPORT = "probe-report"
 
 
+# tree -> what its key is made of, computed once per tree object (a release's record, the bytes it holds in memory)
+_TREE_KEYS: weakref.WeakKeyDictionary[EngineTree, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def enabled() -> bool:
     return os.environ.get("COMPAT_FACTS_CACHE", "").lower() not in ("0", "off", "no", "false")
-
-
-# -- the code digest ------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def _spec(name: str):
-    """The import spec of `compat.<x>` (mapped folders like probes/ included), without importing it."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-
-
-@functools.lru_cache(maxsize=None)
-def _module_file(name: str) -> str | None:
-    """The file of module `name` (a package's __init__.py); None when it is not a module of compat."""
-    parts = name.split(".")
-    if parts[0] != "compat":
-        return None
-    spec = _spec(".".join(parts[:2]))
-    if spec is None:
-        return None
-    if not spec.submodule_search_locations:  # a plain module: nothing below it
-        return spec.origin if len(parts) <= 2 else None
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts[2:])
-    if len(parts) > 2 and os.path.isfile(path + ".py"):
-        return path + ".py"
-    init = os.path.join(path, "__init__.py")
-    return init if os.path.isfile(init) else None
-
-
-def _imports_of(data: bytes) -> set[str]:
-    """Every `compat...` name an `import` / `from ... import` line of this source names (module or attribute)."""
-    names: set[str] = set()
-    pos = data.find(b"compat")
-    while pos != -1:
-        start = data.rfind(b"\n", 0, pos) + 1
-        end = data.find(b"\n", pos)
-        end = len(data) if end == -1 else end
-        line = data[start:end].split(b"#", 1)[0].strip()
-        if line.startswith(b"import "):
-            names.update(part.split(b" as ")[0].strip().decode() for part in line[7:].split(b","))
-        elif line.startswith(b"from compat") and b" import " in line:
-            raw_module, imported = line[5:].split(b" import ", 1)
-            if imported.strip().startswith(b"(") and b")" not in imported:  # a list over several lines
-                close = data.find(b")", end)
-                close = len(data) if close == -1 else close
-                imported += b"," + data[end:close]
-                end = close
-            module = raw_module.strip().decode()
-            names.add(module)
-            for item in imported.replace(b"(", b",").replace(b")", b",").replace(b"\n", b",").split(b","):
-                word = item.split(b"#", 1)[0].split(b" as ")[0].strip()
-                if word and word != b"*":
-                    names.add(f"{module}.{word.decode()}")
-        pos = data.find(b"compat", end)
-    return {name for name in names if name.startswith("compat")}
-
-
-def code_files(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> dict[str, str]:
-    """{label: path} of the code that computes a value; labels are module names and relative paths.
-
-    See `_collect` for what counts.
-    """
-    return {label: path for label, (path, _) in _collect(follow, content).items()}
-
-
-def _collect(follow: tuple[str, ...], content: tuple[str, ...]) -> dict[str, tuple[str, bytes]]:
-    """{label: (path, bytes)} of the code that computes a value.
-
-    `follow`: modules or packages (a package: every file under it) whose source counts, and so does the
-    source of every compat module they import, transitively (found by reading import lines, not by
-    importing); the `__init__.py` of such a module's parent packages counts too, without following its
-    imports. `content`: modules whose own source counts, without following their imports.
-    """
-    items: list[tuple[str, str, bool]] = []
-    for root, expand in [*((r, True) for r in follow), *((r, False) for r in content)]:
-        path = _module_file(root)
-        if path is None:
-            raise ValueError(f"facts: no module {root!r} to digest")
-        if not expand or not path.endswith("__init__.py"):
-            items.append((root, path, expand))
-            continue
-        folder = os.path.dirname(path)
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
-            rel = os.path.relpath(dirpath, folder)
-            items.extend((f"{root}/{rel}/{name}", os.path.join(dirpath, name), True)
-                         for name in sorted(filenames) if not name.endswith((".pyc", ".pyo")))
-    found: dict[str, tuple[str, bytes]] = {}
-    seen = {path for _, path, _ in items}
-    seen_names: set[str] = set()
-    while items:
-        label, path, expand = items.pop(0)
-        with open(path, "rb") as handle:
-            data = handle.read()
-        found[label] = (path, data)
-        if not expand or not path.endswith(".py"):
-            continue
-        for name in sorted(_imports_of(data) - seen_names):
-            seen_names.add(name)
-            parts = name.split(".")
-            for depth in range(1, len(parts) + 1):
-                module = ".".join(parts[:depth])
-                path_of = _module_file(module)
-                if path_of is not None and path_of not in seen:
-                    seen.add(path_of)
-                    # the imported module is followed; a parent package's __init__ only counts
-                    items.append((module, path_of, depth == len(parts) or not path_of.endswith("__init__.py")))
-    return found
-
-
-@functools.lru_cache(maxsize=16)
-def code_digest(follow: tuple[str, ...] = PROBE_CODE, content: tuple[str, ...] = PROBE_FILES) -> str:
-    """sha256 over `code_files(follow, content)`: their labels and bytes (not where they are installed)."""
-    digest = sha256()
-    for label, (_, data) in sorted(_collect(follow, content).items()):
-        digest.update(f"{label}\0{len(data)}\0".encode() + data)
-    return digest.hexdigest()
 
 
 # -- what identifies a tree ------------------------------------------------------------------------
@@ -213,8 +104,8 @@ def _in_memory(tree: EngineTree) -> str | None:
     for relpath in sorted(memory):
         data = memory[relpath]
         try:
-            with open(os.path.join(str(tree.root), relpath), "rb") as handle:
-                same = handle.read() == data
+            with open(os.path.join(str(tree.root), relpath), "rb") as handle:  # another size: changed, nothing to read
+                same = os.fstat(handle.fileno()).st_size == len(data) and handle.read() == data
         except OSError:
             same = False
         if not same:
@@ -253,7 +144,9 @@ class Slot:
         if self.path is None:
             return None
         try:
-            entry = json.loads(self.path.read_bytes())
+            data = self.path.read_bytes()
+            DECODES[(str(self.path), "")] += 1
+            entry = json.loads(data)
         except (OSError, ValueError):
             return None
         if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != self.key or "value" not in entry:
@@ -267,8 +160,13 @@ class Slot:
         except (TypeError, ValueError):  # not JSON: answer as computed, uncached
             return value
         stored = json.loads(text)["value"]
+        self._write(text)
+        return stored
+
+    def _write(self, text: str) -> bool:
+        """Write the entry's text atomically unless the tree is racy or changed meanwhile; True when written."""
         if self.path is None or not self._still_valid():
-            return stored
+            return False
         from compat.sources.cache import atomic_write
 
         try:
@@ -277,8 +175,32 @@ class Slot:
             if self.tree_state is not None:
                 _prune(self.path.parent.parent, KEEP_TREES, folders=True)
         except OSError:  # a read-only or full cache: answer anyway, uncached
-            pass
-        return stored
+            return False
+        return True
+
+    # -- an entry split by part (a probe report: compat/fact_parts.py), read once per process ------------------
+    def parts(self) -> Entry | None:
+        """The entry split by part (its index and small parts read; the rest when asked), or None: no entry, a
+        corrupt one, one of another key. Read once per process while its file stays the same."""
+        return None if self.path is None else fact_parts.known_entry(str(self.path), self.key)
+
+    def store_parts(self, parts: dict[str, Any], meta: dict[str, Any]) -> Entry | None:
+        """Keep `parts` ({name: JSON}) and `meta` (JSON) as an entry split by part, unless the tree is racy or changed
+        meanwhile; the entry as a reader sees it (kept in memory when it could not be stored); None: not JSON."""
+        try:
+            text, texts = fact_parts.encode(self.key or "", __version__, parts, meta)
+        except (TypeError, ValueError):
+            return None
+        if self._write(text):
+            entry = self.parts()
+            if entry is not None:
+                return entry
+        return fact_parts.in_memory(self.key or "", __version__, json.loads(json.dumps(meta)), texts)
+
+    def forget_parts(self) -> None:
+        """The entry turned out corrupt while its parts were read: read it afresh next time."""
+        if self.path is not None:
+            fact_parts.forget(str(self.path))
 
     def _still_valid(self) -> bool:
         if self.tree_state is None or self.base is None:  # a release: immutable (both are set for other trees)
@@ -327,15 +249,39 @@ def _tree_home(tree: EngineTree) -> tuple[Path, str, str | None, int]:
     return home, f"files:{state}", state, newest
 
 
+def _in_memory_once(tree: EngineTree) -> str | None:
+    """`_in_memory`, computed once per released tree object while it holds the same files in memory (a release is
+    immutable and a tree never changes a file it holds: it only reads more of them, which are the files' own bytes)."""
+    if tree.source.kind != "released":
+        return _in_memory(tree)
+    memory = tree.in_memory()
+    if memory is None:
+        return None
+    known = _TREE_KEYS.setdefault(tree, {})
+    if known.get("held") != len(memory):
+        known["memory"], known["held"] = _in_memory(tree), len(memory)
+    return known["memory"]
+
+
+def _tree_home_once(tree: EngineTree) -> tuple[Path, str, str | None, int]:
+    """`_tree_home`, read once per released tree object (other trees are scanned each time: they may be edited)."""
+    if tree.source.kind != "released":
+        return _tree_home(tree)
+    known = _TREE_KEYS.setdefault(tree, {})
+    if "home" not in known or known.get("moved") != os.environ.get("COMPAT_FACTS_DIR"):
+        known["home"], known["moved"] = _tree_home(tree), os.environ.get("COMPAT_FACTS_DIR")
+    return known["home"]
+
+
 def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[str, ...] = PROBE_CODE) -> Slot:
     """The entry of `kind` (with `inputs`) for `tree`, computed by `code`."""
     if not enabled():
         return Slot(None, reason="COMPAT_FACTS_CACHE is off")
-    memory = _in_memory(tree)
+    memory = _in_memory_once(tree)
     if memory is None:
         return Slot(None, reason="the tree holds syntax trees without their bytes")
     try:
-        home, identity, state, newest = _tree_home(tree)
+        home, identity, state, newest = _tree_home_once(tree)
     except OSError as err:
         return Slot(None, reason=f"cannot identify the tree ({err})")
     material = [FORMAT, __version__, sys.implementation.name, list(sys.version_info[:2]), code_digest(tuple(code)),
@@ -348,13 +294,40 @@ def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[
 def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str] = PROBE_CODE) -> Any:
     """compute() once per tree content, `kind`, `inputs` (JSON-able) and digest of `code`; JSON in, JSON out.
 
-    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches: see
-    bench/doctor_memo_shim.py). A value of None is not kept (it is computed again next time).
+    For work derived from a tree that is worth keeping across runs (doctor's in-memory patches, a class's loader);
+    read once per process while its file stays the same. A value of None is not kept (it is computed again next time).
     """
     place = slot(tree, kind, inputs, tuple(code))
-    value = place.load()
+    where = None if place.path is None else str(place.path)
+    value = fact_parts.known_value(where, place.key)
     if value is None:
-        value = place.store(compute())
+        value = place.load()
+        if value is None:
+            value = place.store(compute())
+        fact_parts.keep_value(where, place.key, value)
+    return value
+
+
+def code_memo(kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str]) -> Any:
+    """compute() once per `kind`, `inputs` (JSON-able) and digest of `code`, for what depends on compat's code alone
+    (the patches' catalog: compat/patches); JSON in, JSON out, kept under the cache's facts/code/."""
+    if not enabled():
+        return compute()
+    from compat.sources.cache import cache_root
+
+    moved = _facts_home()
+    home = moved / "code" if moved else cache_root() / "facts" / "code"
+    material = [FORMAT, __version__, sys.implementation.name, list(sys.version_info[:2]), code_digest(tuple(code)), kind,
+                inputs]
+    key = sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    place = Slot(home / f"{kind}-{key}.json", key)
+    where = str(place.path)
+    value = fact_parts.known_value(where, key)
+    if value is None:
+        value = place.load()
+        if value is None:
+            value = place.store(compute())
+        fact_parts.keep_value(where, key, value)
     return value
 
 

@@ -84,9 +84,10 @@ class PatchFix(Fix):
     @staticmethod
     def commands(ref: ReleaseRef, ids: list[str], settings: dict[str, dict[str, Any]]) -> tuple[str, str]:
         """(`compat patch ...`, `compat plugin install ...`) for these patches with these options (by patch id)."""
-        from compat.patching import every_patch, option_flags
+        from compat.patches import catalog
+        from compat.patching import option_flags
 
-        by_id = {p.id: p for p in every_patch()}
+        by_id = {p.id: p for p in catalog(ref.engine)} if any(settings.values()) else {}
         flags = [flag for pid, options in settings.items() if options for flag in option_flags(by_id[pid], options)]
         selected = [word for pid in ids for word in ("--select", pid)]
         return (_quoted(["compat", "patch", *ref.args("patch"), *selected, *flags]),

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 from compat import __version__
@@ -49,6 +48,8 @@ def sha256(data: bytes | None) -> str | None:
 
 def timestamp() -> str:
     """Now, in UTC; SOURCE_DATE_EPOCH (the reproducible-builds convention) pins it, so an image build's record is reproducible."""
+    from datetime import datetime, timezone  # not at the top: `compat probe` never needs it
+
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
     when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
     return when.isoformat(timespec="seconds")

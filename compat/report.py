@@ -12,39 +12,96 @@ each time. Nothing here imports rich, the probes or the patch registry until it 
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
 from compat import facts
+from compat.core.lazy_json import Deferred, LazyDict
 from compat.core.tree import EngineTree, UnparseableFile
 
 TYPE_CHECKING = False  # typing and rich cost milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
-    from typing import Any, TypeGuard
+    from typing import Any, Callable, TypeGuard
+
+    from compat.fact_parts import Entry
 
     from rich.console import Console, Group
     from rich.table import Table
 
 
 def build_report(tree: EngineTree) -> dict[str, Any]:
+    """The probe report of `tree`: a dict whose facts are decoded from the facts cache when first read (each fact of
+    a cached entry once per process, whoever reads it: doctor reads a few of them, never explain's raise sites)."""
     started = time.perf_counter()
-    report: dict[str, Any] = {
-        "engine": tree.engine,
-        "version": tree.version,
-        "source": tree.source.to_json(),
-    }
-    place = facts.slot(tree)
-    found = place.load()
-    if not _well_formed(found):
-        found = place.store(_probe(tree))
-    report.update(found["facts"])
+    report = LazyDict(engine=tree.engine, version=tree.version, source=tree.source.to_json())
+    found = _Facts(tree)
+    if isinstance(found.entry, dict):  # answers that are not JSON: as computed, uncached
+        report.update(found.entry["facts"])
+    else:
+        for name in found.entry.names:
+            dict.__setitem__(report, name, Deferred(functools.partial(found.value, name), functools.partial(found.text, name)))
     report["compat_patches"] = _applied_patches(tree)
     report["compat_plugin"] = _plugin_state(tree)
     if report.get("version") is None and isinstance(report.get("version_in_source"), dict):
         report["version"] = report["version_in_source"].get("version")
-    report["probe_errors"] = list(found["probe_errors"])
+    report["probe_errors"] = list(found.probe_errors)
     report["probe_seconds"] = round(time.perf_counter() - started, 3)
     return report
+
+
+class _Facts:
+    """A tree's probe answers, from its facts cache entry (probed and stored when it has none); an entry found corrupt
+    while its facts are read is ignored: the tree is probed again and the entry rewritten."""
+
+    def __init__(self, tree: EngineTree) -> None:
+        self.tree, self.place = tree, facts.slot(tree)
+        entry = self.place.parts()
+        self.entry: Entry | dict[str, Any] = entry if _well_formed(entry) else self._probe()
+
+    def _probe(self) -> Entry | dict[str, Any]:
+        found = _probe(self.tree)
+        stored = self.place.store_parts(found["facts"], {"probe_errors": found["probe_errors"]})
+        return stored if stored is not None else found
+
+    @property
+    def probe_errors(self) -> list[str]:
+        return self.entry["probe_errors"] if isinstance(self.entry, dict) else self.entry.meta["probe_errors"]
+
+    def value(self, name: str) -> Any:
+        return self._read(lambda entry: entry.value(name), name)
+
+    def text(self, name: str) -> str:
+        return self._read(lambda entry: entry.text(name).decode("ascii"), name)
+
+    def _read(self, how: Callable[[Entry], Any], name: str) -> Any:
+        from compat.fact_parts import Corrupt
+
+        for attempt in (1, 2):
+            entry = self.entry
+            if isinstance(entry, dict):  # only built from plain values, never deferred
+                raise KeyError(name)
+            try:
+                return how(entry)
+            except Corrupt:
+                if attempt == 2:
+                    raise
+                self.place.forget_parts()
+                self.entry = self._probe()
+        raise AssertionError("unreachable")
+
+
+def cached_fact(tree: EngineTree, name: str) -> Any | None:
+    """One fact of the tree's probe report when the facts cache holds it (decoded alone), else None (not probed)."""
+    from compat.fact_parts import Corrupt
+
+    entry = facts.slot(tree).parts()
+    if not _well_formed(entry) or name not in entry.index:
+        return None
+    try:
+        return entry.value(name)
+    except Corrupt:
+        return None
 
 
 def _plugin_state(tree: EngineTree):
@@ -70,7 +127,7 @@ def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int
     missing = []
     for tree in trees:
         place = facts.slot(tree)
-        if facts.pristine(tree) and place.path is not None and not _well_formed(place.load()):
+        if facts.pristine(tree) and place.path is not None and not _well_formed(place.parts()):
             missing.append(tree)
     workers = min(workers or os.cpu_count() or 1, len(missing))
     if workers <= 1:
@@ -89,7 +146,8 @@ def _probe_in_worker(job: tuple) -> None:
 
     engine, root, version, kind, location, detail = job
     tree = EngineTree(engine, root, version, SourceInfo(kind, location, detail))
-    facts.slot(tree).store(_probe(tree))
+    found = _probe(tree)
+    facts.slot(tree).store_parts(found["facts"], {"probe_errors": found["probe_errors"]})
 
 
 def _probe(tree: EngineTree) -> dict[str, Any]:
@@ -111,8 +169,8 @@ def _probe(tree: EngineTree) -> dict[str, Any]:
     return {"facts": values, "probe_errors": errors}
 
 
-def _well_formed(found: Any) -> TypeGuard[dict]:
-    return isinstance(found, dict) and isinstance(found.get("facts"), dict) and isinstance(found.get("probe_errors"), list)
+def _well_formed(entry: Entry | None) -> TypeGuard[Entry]:
+    return entry is not None and isinstance(entry.meta.get("probe_errors"), list)
 
 
 def _applied_patches(tree: EngineTree) -> list[dict]:

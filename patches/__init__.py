@@ -44,6 +44,11 @@ The registry fills itself: `all_patches(engine)` imports every module of the eng
 (compat/core/registry.py; the pyupgrade `_plugins/` pattern), so adding a patch is adding a file, and its
 before/after test, tests/patches/test_<engine>_<name>.py. Modules whose name starts with `_` are
 helpers, not patches.
+
+`catalog(engine)` is `all_patches(engine)` for a process that needs what the patches say, not their code (a warm
+doctor: the patched overlays' answers are in the facts cache): their fields, their options' spellings and what
+`options_for_target` answers, kept in the facts cache keyed by the patches' code, so libcst (half a second) is not
+imported; a catalog patch's module is imported when its code is first used.
 """
 
 from __future__ import annotations
@@ -106,6 +111,8 @@ class Patch:
     order: int = 50
     fixes_errors: tuple[str, ...] = ()  # the engine's messages of the failures it fixes
     target_classes: tuple[str, ...] = ()  # the target classes it makes servable (): any)
+    # a catalog's patch (its module not imported): how its options are spelled, [(dest, flags, nargs, const)]
+    spelled: tuple[tuple[str, tuple[str, ...], Any, Any], ...] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_module(cls, module: ModuleType) -> "Patch":
@@ -168,8 +175,35 @@ class Patch:
 
     def options_for_target(self, model_type: str | None, architecture: str | None) -> dict[str, Any]:
         """The options this patch needs to serve that target ({}: its defaults do, or it has no options)."""
+        if isinstance(self.module, _NotImported):  # what the hook answered, kept with the catalog
+            return dict(_targets_answers(self.engine, model_type, architecture)[self.id])
         hook = getattr(self.module, "options_for_target", None)
         return dict(hook(model_type, architecture)) if callable(hook) else {}
+
+    def option_actions(self) -> list[Any]:
+        """The argparse actions of the options the patch declares (its `add_args`), [] when none."""
+        import argparse
+
+        class Recorder:  # an argument group stand-in that keeps the actions `add_args` declares
+            def __init__(self) -> None:
+                self.parser = argparse.ArgumentParser(add_help=False)
+                self.actions: list[argparse.Action] = []
+
+            def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action:
+                action = self.parser.add_argument(*flags, **kwargs)
+                self.actions.append(action)
+                return action
+
+        recorder = Recorder()
+        self.add_args(recorder)
+        return recorder.actions
+
+    def option_spellings(self) -> list[tuple[str, tuple[str, ...], Any, Any]]:
+        """(dest, option strings, nargs, const) of each option the patch declares, in order (a catalog's patch: as
+        its catalog keeps them, its module not imported)."""
+        if self.spelled is not None:
+            return list(self.spelled)
+        return [(a.dest, tuple(a.option_strings), a.nargs, a.const) for a in self.option_actions()]
 
     def to_json(self) -> dict:
         return {
@@ -223,3 +257,91 @@ def _in_order(patches: list[Patch]) -> list[Patch]:
         ordered.append(ready[0])
         pending.remove(ready[0])
     return ordered
+
+
+# -- the catalog: what the patches say, without their code -----------------------------------------------------
+class _NotImported(ModuleType):
+    """A catalog patch's module, imported (through the registry) when its code is first used."""
+
+    def __init__(self, name: str, engine: str) -> None:
+        super().__init__(name)
+        self._engine = engine
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        real = self.__dict__.get("_real")
+        if real is None:
+            real = self.__dict__["_real"] = next(p.module for p in all_patches(self._engine)
+                                                 if p.module.__name__ == self.__name__)
+        return getattr(real, attribute)
+
+
+def _tagged(value: Any) -> Any:
+    """JSON that keeps tuples apart from lists (an option's default is a tuple, given values a list)."""
+    if isinstance(value, tuple):
+        return {"tuple": [_tagged(v) for v in value]}
+    if isinstance(value, list):
+        return [_tagged(v) for v in value]
+    if isinstance(value, dict):
+        return {"dict": {k: _tagged(v) for k, v in value.items()}}
+    return value
+
+
+def _untagged(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_untagged(v) for v in value]
+    if isinstance(value, dict):
+        return tuple(_untagged(v) for v in value["tuple"]) if "tuple" in value else \
+            {k: _untagged(v) for k, v in value["dict"].items()}
+    return value
+
+
+def _catalog_place(engine: str) -> tuple[Folder, str] | None:
+    """The engine's patch folder and package when a catalog can stand for it: the package's own folder alone (a test
+    may add one, whose files the code digest does not cover)."""
+    package = engines.get(engine).patches
+    if package is None:
+        return None
+    folder = _FOLDERS.get(package) or _FOLDERS.setdefault(package, Folder(package, CONTRACT, check=_in_its_engine_folder))
+    return (folder, package) if len(folder.paths()) == 1 else None
+
+
+def catalog(engine: str) -> list[Patch]:
+    """`all_patches(engine)`, read from the facts cache while this process has not imported the patches (see the
+    module's docstring); their modules are imported when their code is first used."""
+    from compat import facts
+
+    place = _catalog_place(engine)
+    if place is None:
+        return all_patches(engine)
+    folder, package = place
+
+    def describe() -> list[dict[str, Any]]:
+        return [{"id": p.id, "description": p.description, "why": list(p.why), "versions": str(p.versions),
+                 "options": _tagged(p.options), "requires": list(p.requires), "module": p.module.__name__,
+                 "order": p.order, "fixes_errors": list(p.fixes_errors), "target_classes": list(p.target_classes),
+                 "spelled": [[d, list(f), n, _tagged(c)] for d, f, n, c in p.option_spellings()]}
+                for p in all_patches(engine)]
+
+    described = facts.code_memo("patch-catalog", {"engine": engine, "patches": folder.names()}, describe,
+                                code=("compat.patches",))
+    return [Patch(id=d["id"], description=d["description"], why=tuple(d["why"]), engine=engine,
+                  versions=SpecifierSet(d["versions"]), options=_untagged(d["options"]), requires=tuple(d["requires"]),
+                  module=_NotImported(d["module"], engine), order=d["order"], fixes_errors=tuple(d["fixes_errors"]),
+                  target_classes=tuple(d["target_classes"]),
+                  spelled=tuple((dest, tuple(flags), nargs, _untagged(const)) for dest, flags, nargs, const in d["spelled"]))
+            for d in described]
+
+
+def _targets_answers(engine: str, model_type: str | None, architecture: str | None) -> dict[str, dict[str, Any]]:
+    """{patch id: what its options_for_target answers for this target}, kept in the facts cache like the catalog."""
+    from compat import facts
+
+    place = _catalog_place(engine)
+    inputs = {"engine": engine, "model_type": model_type, "architecture": architecture,
+              "patches": place[0].names() if place else None}
+    answers = facts.code_memo("patch-targets", inputs, lambda: {
+        p.id: _tagged(p.options_for_target(model_type, architecture)) for p in all_patches(engine)},
+        code=("compat.patches",))
+    return {pid: _untagged(value) for pid, value in answers.items()}

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "patches"))
 
 from patch_trees import snapshot, write_mini_vllm  # noqa: E402
 
-from compat import cli, facts, report  # noqa: E402
+from compat import cli, code_digest, facts, report  # noqa: E402
 from compat.report import build_report, build_reports, probe_missing  # noqa: E402
 from compat.sources import open_path  # noqa: E402
 from compat.core.tree import EngineTree, SourceInfo  # noqa: E402
@@ -60,7 +60,8 @@ def released_tree(folder: Path, version: str = "0.11.0") -> EngineTree:
 
 
 def entries(tmp_path: Path) -> list[Path]:
-    return sorted((tmp_path / "facts").rglob("*.json"))
+    """The trees' entries (not the records of code digests and catalogs under code/)."""
+    return sorted(p for p in (tmp_path / "facts").rglob("*.json") if p.relative_to(tmp_path / "facts").parts[0] != "code")
 
 
 # -- hits -------------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def test_the_key_changes_when_a_probe_file_changes(tmp_path, monkeypatch, mini):
     probes = Path(facts.code_files()["compat.probes/./__init__.py"]).parent
     copy = tmp_path / "probes-copy"
     shutil.copytree(probes, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    real_spec = facts._spec
+    real_spec = code_digest._spec
 
     def spec(name: str):
         if name == "compat.probes":
@@ -188,8 +189,8 @@ def test_the_key_changes_when_a_probe_file_changes(tmp_path, monkeypatch, mini):
             return moved
         return real_spec(name)
 
-    monkeypatch.setattr(facts, "_spec", spec)
-    facts._module_file.cache_clear()
+    monkeypatch.setattr(code_digest, "_spec", spec)
+    code_digest._module_file.cache_clear()
     facts.code_digest.cache_clear()
     tree = open_path(mini)
     key = facts.slot(tree).key
@@ -197,7 +198,46 @@ def test_the_key_changes_when_a_probe_file_changes(tmp_path, monkeypatch, mini):
     (copy / "vllm" / "eagle3_whitelist.py").write_text((copy / "vllm" / "eagle3_whitelist.py").read_text() + "\n# edited\n")
     facts.code_digest.cache_clear()
     assert facts.slot(open_path(mini)).key != key
-    facts._module_file.cache_clear()
+    code_digest._module_file.cache_clear()
+    facts.code_digest.cache_clear()
+
+
+def test_the_code_digest_is_read_from_its_record_while_no_file_or_folder_changed(tmp_path, monkeypatch):
+    """Reading and hashing the probes' 100-odd files costs more than the rest of a warm probe: a record of their
+    sizes and times stands for them until one changes (a file edited, added or removed)."""
+    probes = Path(facts.code_files()["compat.probes/./__init__.py"]).parent
+    copy = tmp_path / "probes-copy"
+    shutil.copytree(probes, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    real_spec = code_digest._spec
+
+    def spec(name: str):
+        if name == "compat.probes":
+            moved = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            moved.submodule_search_locations = [str(copy)]
+            return moved
+        return real_spec(name)
+
+    def digest() -> str:
+        code_digest._module_file.cache_clear()
+        facts.code_digest.cache_clear()
+        return facts.code_digest()
+
+    monkeypatch.setattr(code_digest, "_spec", spec)
+    monkeypatch.setattr(code_digest, "RACY_SECONDS", 0)
+    first = digest()
+    real_collect = code_digest._collect
+    monkeypatch.setattr(code_digest, "_collect", lambda *a: pytest.fail("read again"))
+    assert digest() == first  # from the record
+    monkeypatch.setattr(code_digest, "_collect", real_collect)
+    edited = copy / "vllm" / "eagle3_whitelist.py"
+    stat = edited.stat()
+    edited.write_text(edited.read_text().replace("def ", "def  ", 1)[:-1])  # the same size
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and mtime: the ctime tells
+    assert digest() != first
+    (copy / "vllm" / "new_fact.py").write_text("X = 1\n")
+    second = digest()
+    assert second != first and digest() == second
+    code_digest._module_file.cache_clear()
     facts.code_digest.cache_clear()
 
 

@@ -56,8 +56,20 @@ def add_json_argument(parser, help_text: str = "print the result as JSON (stable
 
 
 def print_json(document: dict, kind: str) -> None:
-    """One JSON document on stdout, with `schema` naming its kind and version first."""
-    print(json.dumps({"schema": f"compat.{kind}/{SCHEMA_VERSION}", **document}, indent=2))
+    """One JSON document on stdout, with `schema` naming its kind and version first (a probe report's facts not
+    decoded are copied as the facts cache holds their text: compat/core/lazy_json.py)."""
+    import sys
+
+    from compat.core.lazy_json import LazyDict, write_indented
+
+    if not isinstance(document, LazyDict):
+        print(json.dumps({"schema": f"compat.{kind}/{SCHEMA_VERSION}", **document}, indent=2))
+        return
+    full = LazyDict(schema=f"compat.{kind}/{SCHEMA_VERSION}")
+    for key, value in dict.items(document):
+        dict.__setitem__(full, key, value)
+    write_indented(full, sys.stdout)
+    sys.stdout.write("\n")
 
 
 def error_document(message: str, fix: str | None, exit_code: int) -> dict:

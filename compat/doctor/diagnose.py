@@ -19,6 +19,7 @@ from compat.checks import (FAIL, Ctx, Drafter, Options, Result, all_checks, laun
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
 from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
+from compat.doctor import reuse
 from compat.doctor.releases import ReleaseFinder, class_loaders
 from compat.core.errors import SourceError, UsageError
 from compat.target import Target
@@ -40,7 +41,9 @@ UNCHECKED = "cannot tell: some checks read facts compat does not read from this 
 
 
 def run_checks(ctx: Ctx) -> list[Result]:
-    return [check(ctx) for check in all_checks() if check.applies(ctx)]
+    """Every check that applies, in order (within a release's row, a check asked again in the same context is answered
+    from what it answered: compat/doctor/reuse.py)."""
+    return [reuse.run(check, ctx) for check in all_checks() if check.applies(ctx)]
 
 
 def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Options | None = None, *, try_fixes: bool = True,
@@ -52,9 +55,11 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     from compat.report import build_report
 
     options = options or Options()
-    report = build_report(tree)
+    row = reuse.active()
+    report = row.of_tree(tree, build_report) if row is not None else build_report(tree)
+    loaders = row.of_tree(tree, class_loaders) if row is not None else class_loaders(tree)
     finder: Callable[[str, str], str | None] | None = releases.bound(report.get("version")) if releases else None
-    ctx = Ctx(report, target, drafter, options, finder, class_loaders(tree))
+    ctx = Ctx(report, target, drafter, options, finder, loaders)
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_line(ctx, checks)
@@ -192,18 +197,20 @@ def release_row(version: str, tree: EngineTree | SourceError, target: Target, dr
     and the whole diagnosis."""
     if isinstance(tree, SourceError):
         return {"version": version, "verdict": SOURCE_UNAVAILABLE, "error": tree.message.split("\n")[0], "fixes": []}
-    diagnosis = diagnose(tree, target, drafter, options, releases=finder)
-    row = {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
-           "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
-           "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
-    told = answers(tree, target, drafter, diagnosis["verdict"], options, finder)
+    with reuse.reusing():  # the readings of an ask reuse the diagnosis: its report, overlays and check answers
+        diagnosis = diagnose(tree, target, drafter, options, releases=finder)
+        row = {"version": version, "verdict": diagnosis["verdict"], "fixes": fix_summary(diagnosis["checks"]),
+               "failing": [c["check"] for c in diagnosis["checks"] if c["verdict"] == FAIL],
+               "launch": diagnosis["launch"]["command"], "diagnosis": diagnosis}
+        told = answers(tree, target, drafter, diagnosis["verdict"], options, finder)
     return {**row, "answers": told} if told else row
 
 
 def answers(tree: EngineTree, target: Target, drafter: Drafter, verdict: str, options: Options | None,
             finder: ReleaseFinder | None) -> dict[str, str]:
     """For a verdict that waits on the user's answer: the answer, as the flag that gives it -> the verdict that answer
-    gives on this release (the drafter read again as told, the whole diagnosis run again). Layers other than the
+    gives on this release (the drafter read again as told, the whole diagnosis run again: within a row, only the
+    checks that read what the answer changes run again, compat/doctor/reuse.py). Layers other than the
     trainers' default are not listed: which they are is the user's, and doctor's fix for them is a conversion."""
     from compat.checkpoints import CONVENTION_FLAG, CONVENTIONS, LAYER_IDS_FLAG, default_layer_ids
     from compat.doctor.inputs import recognise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import os
 import shlex
 import tempfile
 from pathlib import Path
@@ -28,6 +29,7 @@ from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.convert.blocks import BLOCK_FAMILIES
 from compat.core.errors import CompatError
+from compat.doctor import reuse
 from compat.doctor.inputs import recognise
 from compat.fix import AskFix, ConvertFix, LineFix, NoFix, PatchFix, ReleaseFix
 from compat.hub import local_name, model_name
@@ -47,7 +49,7 @@ def may_fix(check: Result, kind: str) -> bool:
 
 
 def rerun(check: Result, ctx: Ctx) -> Result:
-    return get_check(check.check)(ctx)
+    return reuse.run(get_check(check.check), ctx)
 
 
 # -- the user's launch line, changed -------------------------------------------------------------------------
@@ -154,15 +156,25 @@ def fix_with_patches(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> None:
     current, applied, chosen = tree, [], {}
     last = {c.check: c.verdict for c in followed}
     turned_pass: dict[str, tuple[Patch, Result]] = {}
+    row = reuse.active()
     for patch in patches:
         options = patch_options(ctx, patch)
-        changes = apply_in_memory(patch, current, options)
-        if not changes:
+
+        def overlaid(tree: EngineTree = current, patch: Patch = patch, options: dict[str, Any] = options
+                     ) -> tuple[EngineTree, dict[str, Any]] | None:
+            changes = apply_in_memory(patch, tree, options)
+            if not changes:
+                return None
+            view = tree.overlay(changes)
+            return view, build_report(view)
+
+        made = row.overlay(current, patch.id, options, overlaid) if row is not None else overlaid()
+        if made is None:
             continue
-        current = current.overlay(changes)
+        current, report = made
         applied.append(patch.id)
         chosen[patch.id] = options
-        patched = ctx.with_report(build_report(current))
+        patched = ctx.with_report(report)
         for check in followed:
             again = rerun(check, patched)
             if again.verdict == PASS and last[check.check] != PASS:
@@ -197,9 +209,11 @@ def patch_options(ctx: Ctx, patch: Patch) -> dict[str, Any]:
 
 
 def applicable_patches(engine: str, version: str | None) -> list[Patch]:
-    from compat.patches import all_patches
+    """The engine's patches offered for `version`, as their catalog says (their code, libcst's half a second to
+    import, is imported only when a patch must be planned: its answer on the tree is not in the facts cache)."""
+    from compat.patches import catalog
 
-    return [p for p in all_patches(engine) if p.applies_to(version)]
+    return [p for p in catalog(engine) if p.applies_to(version)]
 
 
 def apply_in_memory(patch: Patch, tree: EngineTree, options: dict[str, Any]) -> dict[str, bytes]:
@@ -294,7 +308,18 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
     """The drafter `compat convert ckpt` would write for this release (planned, nothing written), or why it refuses.
 
     The conversion reads the source's ids as doctor settled them (`ctx.drafter.settled`), or as `told`
-    (an answer the user may give: --layer-ids-convention X)."""
+    (an answer the user may give: --layer-ids-convention X). Planned once per drafter, target and answer within a
+    release's row (compat/doctor/reuse.py: its diagnosis and its readings ask for the same plans)."""
+    row = reuse.active()
+    if row is None:
+        return _converted_drafter(ctx, told, layer_ids)
+    key = ("converted", id(ctx.drafter), id(ctx.target), id(ctx.report), id(ctx.options), repr(told), repr(layer_ids))
+    return row.remember(key, (ctx.drafter, ctx.target, ctx.report, ctx.options),
+                        lambda: _converted_drafter(ctx, told, layer_ids))
+
+
+def _converted_drafter(ctx: Ctx, told: Settled | None,
+                       layer_ids: list[int] | None) -> tuple[Drafter | None, CompatError | None]:
     from compat.convert import Options as ConvertOptions
     from compat.convert import build_record, make_plan
 
@@ -302,14 +327,14 @@ def converted_drafter(ctx: Ctx, told: Settled | None = None,
         return _converted_block_drafter(ctx)
     target_config = ctx.target.path / "config.json"
     layer_ids = layer_ids if layer_ids is not None else told_ids(ctx.drafter.settled)
-    with tempfile.TemporaryDirectory(prefix="compat-doctor-") as tmp:
-        dst = Path(tmp) / "converted"  # never created: make_plan only plans
-        try:
-            plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
-                                            target=target_config if target_config.is_file() else None,
-                                            layer_ids=layer_ids, convention=told or ctx.drafter.settled))
-        except CompatError as err:
-            return None, err
+    # DST is never created (make_plan only plans): a name no one has, in a folder that exists
+    dst = Path(tempfile.gettempdir()) / f"compat-doctor-{os.getpid()}-{os.urandom(8).hex()}"
+    try:
+        plan = make_plan(ConvertOptions(src=ctx.drafter.path, dst=dst, to=ctx.engine, engine_version=str(ctx.version),
+                                        target=target_config if target_config.is_file() else None,
+                                        layer_ids=layer_ids, convention=told or ctx.drafter.settled))
+    except CompatError as err:
+        return None, err
     tensors = {t.dest_name: (t.out_dtype, tuple(t.shape)) for t in plan.tensors if t.dest_name}
     config = {**plan.config_after, RECORD_KEY: build_record(plan)}  # what the conversion's record will say
     maps = {t.dest_name: PlannedMap(t) for t in plan.tensors if t.dest_name in ("d2t", "t2d")}

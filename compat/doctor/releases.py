@@ -21,6 +21,7 @@ class ReleaseFinder:
         self.engine, self.cache_dir, self.offline = engine, cache_dir, offline
         self._open, self._versions = open_release, versions
         self._memo: dict[tuple[str, str, str | None], str | None] = {}
+        self._bound: dict[str | None, BoundFinder] = {}
 
     def __call__(self, fact: str, key: str, after: str | None) -> str | None:
         if (fact, key, after) not in self._memo:
@@ -35,8 +36,12 @@ class ReleaseFinder:
         return self._memo[("", name, after)]
 
     def bound(self, after: str | None) -> BoundFinder:
-        """This finder for the releases after `after` (a check's `Ctx.releases`)."""
-        return BoundFinder(self, after)
+        """This finder for the releases after `after` (a check's `Ctx.releases`): one object per release, so the
+        checks' answers reused within a row (compat/doctor/reuse.py) know their context."""
+        found = self._bound.get(after)
+        if found is None:
+            found = self._bound[after] = BoundFinder(self, after)
+        return found
 
     def _first(self, after: str | None, holds: Callable[[dict], bool]) -> str | None:
         try:

@@ -60,12 +60,12 @@ def release_index(tree: EngineTree) -> SiteIndex:
 def _sites(tree: EngineTree) -> list[dict] | None:
     """The error_sites fact: from the release's probe report when it is kept, else by its one probe (a release
     searched only for its messages is not probed whole)."""
-    from compat import facts
     from compat.probes import all_probes
+    from compat.report import cached_fact
 
-    report = facts.slot(tree).load()
-    if isinstance(report, dict) and isinstance(report.get("error_sites"), dict):
-        return report["error_sites"].get("sites") or None
+    kept = cached_fact(tree, "error_sites")
+    if isinstance(kept, dict):
+        return kept.get("sites") or None
     probe = next((p for p in all_probes(tree.engine) if p.key == "error_sites"), None)
     value = probe(tree) if probe is not None else None
     return (value or {}).get("sites") or None

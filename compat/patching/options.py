@@ -17,37 +17,22 @@ from compat import engines
 from compat.patches import Patch, all_patches
 
 
-class _Recorder:
-    """An argument group stand-in that keeps the actions a patch's `add_args` declares."""
-
-    def __init__(self) -> None:
-        self.parser = argparse.ArgumentParser(add_help=False)
-        self.actions: list[argparse.Action] = []
-
-    def add_argument(self, *flags: str, **kwargs: Any) -> argparse.Action:
-        action = self.parser.add_argument(*flags, **kwargs)
-        self.actions.append(action)
-        return action
-
-
 def option_actions(patch: Patch) -> list[argparse.Action]:
     """The argparse actions of the options `patch` declares (its `add_args`), [] when none."""
-    recorder = _Recorder()
-    patch.add_args(recorder)
-    return recorder.actions
+    return patch.option_actions()
 
 
 def option_flags(patch: Patch, options: dict[str, Any]) -> list[str]:
     """The command-line spelling of option values for `patch`: {"model_types": ("kimi_k25",)}
     -> ["--model-type", "kimi_k25"] (a repeatable option once per value; a switch alone)."""
     flags: list[str] = []
-    for action in option_actions(patch):
-        if action.dest not in options:
+    for dest, option_strings, nargs, const in patch.option_spellings():
+        if dest not in options:
             continue
-        value = options[action.dest]
-        flag = max(action.option_strings, key=len)  # the long spelling
-        if action.nargs == 0:  # a switch (store_true / store_const)
-            flags += [flag] if value == action.const else []
+        value = options[dest]
+        flag = max(option_strings, key=len)  # the long spelling
+        if nargs == 0:  # a switch (store_true / store_const)
+            flags += [flag] if value == const else []
         elif isinstance(value, (list, tuple)):
             for item in value:
                 flags += [flag, str(item)]

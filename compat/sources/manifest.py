@@ -19,6 +19,7 @@ from compat.core.hashing import sha256
 __all__ = ["MANIFEST_NAME", "write_manifest", "check_manifest", "forget"]
 
 MANIFEST_NAME = "manifest.json"
+STAT_THREADS = 4
 _CHECKED: dict[str, str | None] = {}  # release folder -> problem (None: sound), for this process
 
 
@@ -63,18 +64,44 @@ def _problem(folder: Path, sealed: dict) -> str | None:
         files = json.loads(data)["files"]
     except (ValueError, KeyError, TypeError):
         return f"its {MANIFEST_NAME} cannot be read"
-    try:  # one stat per file, relative to the folder: no Path objects, no walk (about 3 ms for vLLM's 2,600 files)
+    try:  # one stat per file, relative to the folder: no Path objects, no walk
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return "its folder cannot be read"
     try:
-        for relpath, size in files.items():
+        return _sizes_problem(fd, list(files.items()))
+    finally:
+        os.close(fd)
+
+
+def _sizes_problem(fd: int, files: list[tuple[str, int]]) -> str | None:
+    """The first file (in the manifest's order) missing or of another size, in words; None when all are as listed.
+
+    vLLM has 2,600 files, and a stat costs 3 to 30 us on a busy virtual machine: the stats are shared by STAT_THREADS
+    threads (a stat releases the GIL), which takes about half the time on two cores."""
+    chunks = [files[i::STAT_THREADS] for i in range(STAT_THREADS)] if len(files) >= 4 * STAT_THREADS else [files]
+    found: list[tuple[int, str]] = []
+
+    def stat_all(chunk: list[tuple[str, int]], step: int, first: int) -> None:
+        for number, (relpath, size) in enumerate(chunk):
             try:
                 actual = os.stat(relpath, dir_fd=fd).st_size
             except OSError:
-                return f"{relpath} is missing"
+                found.append((first + number * step, f"{relpath} is missing"))
+                return
             if actual != size:
-                return f"{relpath} has {actual} bytes, the manifest says {size}"
-    finally:
-        os.close(fd)
-    return None
+                found.append((first + number * step, f"{relpath} has {actual} bytes, the manifest says {size}"))
+                return
+
+    if len(chunks) == 1:
+        stat_all(chunks[0], 1, 0)
+    else:
+        import threading
+
+        threads = [threading.Thread(target=stat_all, args=(chunk, len(chunks), first), daemon=True)
+                   for first, chunk in enumerate(chunks)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return min(found)[1] if found else None
