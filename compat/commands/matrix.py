@@ -39,7 +39,7 @@ read from the cache (<cache>/matrix/cells), and a whole engine's page is rebuilt
 EPILOG = EXAMPLES + "\n" + exit_codes(
     c0="the matrix was built (whatever its cells say)",
     c3="no release of the range could be obtained",
-    c4="--target or --drafter could not be read, or --out is not a directory",
+    c4="--target or --drafter could not be read, or --out is not a directory this user can write",
 )
 FORMATS = ("html", "json", "md")
 
@@ -143,12 +143,12 @@ def _user_pair(args) -> dict:
 
 
 def _check_out(args) -> Path:
-    """Where the page goes: a file there is the wrong kind of path (4)."""
+    """Where the page goes: a file on its path, or a folder this user may not write, is refused before the work (4)."""
     out = Path(args.out or "compat-matrix").expanduser()
-    if (args.out or args.format == "html") and out.exists() and not out.is_dir():
-        from compat.core.errors import RefusedError
+    if args.out or args.format == "html":
+        from compat.core.files import writable_folder
 
-        raise RefusedError(f"--out {out}: a file, not a directory", hint="name a directory (it is made when missing)")
+        writable_folder(out, "--out", "compat matrix ... --out ~/compat-matrix (made when missing)")
     return out
 
 
@@ -161,11 +161,9 @@ def _shown_argv() -> list[str]:
 
 def _emit(args, document: dict, console) -> None:
     import json
-    from datetime import datetime, timezone
 
-    from compat.matrix import render_html, render_markdown
+    from compat.matrix import render_markdown
     from compat.core.output import SCHEMA_VERSION
-    from compat.sources.cache import atomic_write
 
     document = {"schema": f"compat.matrix/{SCHEMA_VERSION}", **document}
     as_json = json.dumps(document, indent=1)
@@ -173,6 +171,22 @@ def _emit(args, document: dict, console) -> None:
         sys.stdout.write(as_json + "\n" if args.format == "json" else render_markdown(document))
         return
     out = _check_out(args)
+    try:
+        written = _write_page(args, document, as_json, out)
+    except OSError as err:  # the disk filling up while the page is written: one line, no half page
+        from compat.core.files import refuse_os_error
+
+        raise refuse_os_error(err, out, "writing the matrix") from None
+    if not args.quiet or args.quiet < 2:
+        _say_written(document, written, console)
+
+
+def _write_page(args, document: dict, as_json: str, out: Path) -> list[Path]:
+    from datetime import datetime, timezone
+
+    from compat.matrix import render_html, render_markdown
+    from compat.sources.cache import atomic_write
+
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if args.format in ("html", "json"):
@@ -186,8 +200,7 @@ def _emit(args, document: dict, console) -> None:
         atomic_write(out / "matrix.md", render_markdown(document))
         written.append(out / "matrix.md")
     _readable(written)
-    if not args.quiet or args.quiet < 2:
-        _say_written(document, written, console)
+    return written
 
 
 def _readable(paths: list[Path]) -> None:

@@ -41,15 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from compat.core.errors import EXIT_OK, RefusedError
+    from compat.core.errors import EXIT_OK
+    from compat.core.files import refuse_os_error, writable_folder
     from compat.core.output import print_json
     from compat.samples import write_samples
 
     args.dir = Path(args.dir)
-    if args.dir.exists() and not args.dir.is_dir():
-        raise RefusedError(f"{args.dir} is a file, not a folder", hint="name a folder (made if absent)")
+    writable_folder(args.dir, "DIR", "compat samples ~/compat-samples (made if absent)")
     args.change_made = None
-    written = write_samples(args.dir)
+    try:
+        written = write_samples(args.dir)
+    except OSError as err:  # the disk filling up, a folder changed under the run: one line, nothing left behind
+        raise refuse_os_error(err, args.dir, "writing the samples") from None
     args.change_made = f"the samples were written in {args.dir}"
     if args.json:
         print_json({"dir": str(args.dir), "samples": [

@@ -169,10 +169,9 @@ class Resolver:
             forget_listing(self.cache, self.engine)  # the hashes it lists may be what was mangled: ask again next time
             raise
         except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
-            raise SourceError(
-                f"cannot write {self.engine} {choice.version} into the cache {self.cache}: {err.strerror or err}",
-                hint="free some space or pick another folder with --cache-dir (or XDG_CACHE_HOME)",
-            ) from None
+            from compat.sources.cache import cache_os_error
+
+            raise cache_os_error(err, self.cache, f"writing {self.engine} {choice.version} into it") from None
 
     def _sound(self, entry: CacheEntry) -> bool:
         """True when the complete entry matches its manifest; a damaged one is said once, then fetched again."""

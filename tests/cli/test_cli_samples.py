@@ -65,7 +65,7 @@ def test_a_second_run_keeps_them_and_a_foreign_folder_is_refused(tmp_path):
 def test_a_file_is_not_a_folder(tmp_path):
     (tmp_path / "f").write_text("x")
     run = compat("samples", tmp_path / "f")
-    assert run.code == 4 and "is a file, not a folder" in run.err and "Traceback" not in run.err
+    assert run.code == 4 and "a file, not a directory" in run.err and "Traceback" not in run.err
 
 
 @pytest.mark.network
