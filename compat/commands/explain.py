@@ -56,6 +56,7 @@ def run(args, console) -> int:
     import sys
 
     from compat.commands._source import open_source
+    from compat.core.console import heartbeat, show_progress
     from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
     from compat.explain.run import explain_input, render
     from compat.core.output import print_json
@@ -69,7 +70,9 @@ def run(args, console) -> int:
         # an empty quote (a shell variable that was never set) would otherwise be searched and come back "not recognised"
         raise UsageError("the text to explain is empty", hint='paste the error message (compat explain "ValueError: ..."), '
                          "give the log (compat explain server.log), or pipe it in with -")
-    result = explain_input(args, open_source, progress=not args.json)
+    with heartbeat("explain", show_progress(args)) as beat:  # into a log: a line every few seconds however it goes
+        beat.state = "reading the text against the release's source"
+        result = explain_input(args, open_source, progress=not args.json)
     if args.json:
         print_json(result.to_json(), "explain")
     else:

@@ -135,7 +135,8 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
     `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
     trees, finder = release_trees(engine, specifier, versions=versions, open_release=open_release, cache_dir=cache_dir,
                                   offline=offline, progress=progress)
-    rows = [release_row(version, tree, target, drafter, options, finder) for version, tree in trees.items()]
+    versions_read = progress(list(trees), f"diagnosing {engine} releases") if progress else list(trees)
+    rows = [release_row(version, trees[version], target, drafter, options, finder) for version in versions_read]
     return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
 
 
@@ -166,7 +167,8 @@ def release_trees(engine: str, specifier: str, *, versions: list[str] | None = N
             trees[version] = open_release(version)
         except SourceError as err:
             trees[version] = err
-    probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
+    probe_missing([t for t in trees.values() if not isinstance(t, SourceError)],  # in parallel, into the facts cache
+                  progress=progress, what=f"probing {engine} releases")
     return trees, finder
 
 

@@ -164,9 +164,13 @@ def later_releases(engine: str, version: str | None, cache_dir, offline: bool, p
     from compat.sources import open_tree
 
     def index_of(release: str) -> SiteIndex | None:
+        from compat.core.console import heartbeat
+
         try:
-            return release_index(open_tree(f"{engine}=={release}", cache_dir=cache_dir, offline=offline,
-                                           progress=progress))
+            tree = open_tree(f"{engine}=={release}", cache_dir=cache_dir, offline=offline, progress=progress)
+            with heartbeat("explain", progress) as beat:
+                beat.state = f"reading where {engine} {release} raises"
+                return release_index(tree)
         except SourceError:
             return None
 

@@ -77,27 +77,28 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
     if spec is None or args.path:
         if args.path:
             tree = open_source(args, python=args.python, progress=progress)
-            found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+            found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
             return Result(found, [_searched(found)], input_name=name)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
-        found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+        found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
         return Result(found, [_searched(found)], input_name=name)
     try:
         tree = open_source(args, python=None, progress=progress)
     except SourceError:
         return _guess(args, lines, name, spec.engine, progress)
-    found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+    found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
     return Result(found, [_searched(found)], input_name=name)
 
 
-def _later(args, tree) -> tuple:
-    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them."""
+def _later(args, tree, progress: bool) -> tuple:
+    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them (a
+    release fetched says so, as the first did: a cold run across releases is never silent)."""
     from compat.explain.every_release import later_releases
 
-    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline)
+    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline, progress)
 
 
 def _searched(found: Explanation) -> dict:
@@ -109,6 +110,7 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
     """No release named and none installed: the releases the text names, else every release compat covers, each
     read against the text; explained against the one that fits best, each finding with the releases that raise it."""
     from compat import engines
+    from compat.core.console import heartbeat
     from compat.explain.every_release import best, raised_in, read_release, versions_to_search
     from compat.sources import open_tree
 
@@ -136,7 +138,9 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
         for version in candidates:
             try:
                 tree = open_tree(f"{engine}=={version}", cache_dir=args.cache_dir, offline=args.offline, progress=progress)
-                reading = read_release(tree, replay)
+                with heartbeat("explain", progress) as beat:
+                    beat.state = f"reading the text against {engine} {version}"
+                    reading = read_release(tree, replay)
             except SourceError as err:
                 searched.append({"version": version, "fits": None, "error": err.message})
                 continue
@@ -146,7 +150,7 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
             raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
                               hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
         chosen = best(readings)
-        found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree))
+        found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree, progress))
     for finding in found.findings:
         finding["raised_in"] = raised_in(finding, readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))
