@@ -154,6 +154,8 @@ class Result:
     convert_refused: str | None = None  # why the conversion that might fix it was refused, in words
     remedy: str | None = None  # when no patch, conversion or release can fix it: what would, in words
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
+    words: tuple[tuple[int, int], ...] = ()  # with --launch: the words [start, end) of the line it is about (a refused
+    # value), so that doctor --manifest cites the line where they are written
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
@@ -169,6 +171,8 @@ class Result:
             out["convert_refused"] = self.convert_refused
         if self.edits:
             out["line_edits"] = [e.to_json() for e in self.edits]
+        if self.words:
+            out["line_words"] = [list(span) for span in self.words]
         return out
 
 
@@ -285,8 +289,8 @@ DEFAULT_FAMILY = "eagle3"  # what doctor checked first, and checks when nothing 
 def method_in_play(ctx: Ctx) -> MethodInPlay:
     """The family whose checks run: the drafter's when its trainer's keys say which it was trained for (an EAGLE-3
     drafter launched as EAGLE is checked as EAGLE-3, whose checks say the method is wrong); else the family of the
-    name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a plain causal LM is only a weak
-    sign of a draft model: `--method draft_model` says it)."""
+    name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a causal LM's config alone is only a
+    weak sign of a draft model: `--method draft_model` says it; a whole causal LM, its embedding and layers, is one)."""
     from compat.methods import find_name, get_method
 
     line = ctx.options.launch

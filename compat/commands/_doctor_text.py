@@ -14,7 +14,7 @@ import json
 import shlex
 
 from compat.doctor import (
-    DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
+    DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_COMMAND_FIXED,
     WORKS_PATCHED_CONVERTED,
 )
 
@@ -23,7 +23,8 @@ LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whol
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
-                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red"}
+                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", WORKS_COMMAND_FIXED: "yellow",
+                  DOES_NOT_WORK: "bold red"}
 
 
 def _hanging(console, head, text) -> None:

@@ -29,6 +29,7 @@ WORKS_PATCHED = "works after compat patch"
 NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
 WORKS_LINE_FIXED = "works with the launch line as doctor prints it (your line, changed)"
+WORKS_COMMAND_FIXED = "works with the launch command as doctor prints it (not as your options asked)"  # no line given
 DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
@@ -59,7 +60,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
         fix_with_patches(tree, ctx, checks)
         fix_with_conversion(ctx, checks)
         fix_with_release(ctx, checks)
-    verdict = classify(checks)
+    verdict = classify(checks, line_given=options.launch is not None)
     steps = fix_steps(tree, ctx, checks) if verdict != DOES_NOT_WORK else []  # they would not make it work
     converted = next((step["dst"] for step in steps if step["kind"] == "convert"), None)
     if options.launch is not None:  # the user's own line, fixed
@@ -106,12 +107,14 @@ def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str
     return steps
 
 
-def classify(checks: list[Result]) -> str:
+def classify(checks: list[Result], line_given: bool = True) -> str:
+    """The verdict of the checks with their fixes; `line_given`: the user gave a launch line (a fix of the line is a
+    change of theirs), else the fixes change what doctor's options asked for (`--method eagle4`)."""
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
         return WORKS
     if kinds == {"line"}:
-        return WORKS_LINE_FIXED
+        return WORKS_LINE_FIXED if line_given else WORKS_COMMAND_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide
     if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK

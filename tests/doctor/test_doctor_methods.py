@@ -130,16 +130,16 @@ def test_a_method_named_as_another_release_names_it_is_fixed_by_the_command_prin
     """`--method mtp` on vLLM 0.10.0, which names DeepSeek's heads 'deepseek_mtp' (its Literal has no 'mtp'): the
     command doctor prints runs 'deepseek_mtp', so the pair works with it; it was "does not work", with no fix."""
     target, _ = pair(DEEPSEEK_V3, None)
-    from compat.doctor import WORKS_LINE_FIXED, Options, diagnose as run, no_drafter, read_target
+    from compat.doctor import WORKS_COMMAND_FIXED, Options, diagnose as run, no_drafter, read_target
     from doctor_helpers import open_release
 
     t = read_target(target)
     result = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp"))
     name = check(result, "method-name")
     assert name["verdict"] == "fail" and name["fix"]["kind"] == "line" and "'deepseek_mtp'" in name["fix"]["text"]
-    assert result["verdict"] == WORKS_LINE_FIXED and result["launch"]["speculative_config"]["method"] == "deepseek_mtp"
+    assert result["verdict"] == WORKS_COMMAND_FIXED and result["launch"]["speculative_config"]["method"] == "deepseek_mtp"
     unknown = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp_of_my_own"))
-    assert unknown["verdict"] != WORKS_LINE_FIXED  # the control: a name no release has is not fixed so
+    assert unknown["verdict"] != WORKS_COMMAND_FIXED  # the control: a name no release has is not fixed so
 
 
 def test_p_eagle_on_0_33_and_0_34(diagnose, pair):
