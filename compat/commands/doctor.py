@@ -295,6 +295,8 @@ def run(args, console) -> int:
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine) if args.engine else None
+    if args.python is not None:
+        args.python.must_exist()  # beside a release it would only be named in the fixes, never run: said now
     line = _launch_line(args, spec.engine if spec else None)
     early = None  # the release, opened before the inputs when only its parser can say which word is the model
     if line is not None and args.target is None and line.model_unread:

@@ -96,6 +96,24 @@ def make_consoles(args):
     return console, err_console
 
 
+def print_hanging(console, head, text) -> None:
+    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent, as doctor and
+    explain print a field under its label); into a pipe the line is never wrapped, so a path or command stays whole."""
+    from rich.table import Table
+    from rich.text import Text
+
+    head = head if isinstance(head, Text) else Text(head)
+    text = text if isinstance(text, Text) else Text(text)
+    if console.soft_wrap:
+        console.print(head + text)
+        return
+    grid = Table.grid(padding=0)
+    grid.add_column(no_wrap=True, width=head.cell_len)
+    grid.add_column(overflow="fold")
+    grid.add_row(head, text)
+    console.print(grid)
+
+
 def show_progress(args) -> bool:
     """Progress bars and waiting messages on stderr: not under --json, not with -q."""
     return not getattr(args, "json", False) and not (getattr(args, "quiet", 0) or 0)

@@ -79,6 +79,9 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
             tree = open_source(args, python=args.python, progress=progress)
             found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
             return Result(found, [_searched(found)], input_name=name)
+        engine = _engine_the_log_names(name) if os.path.isfile(name) else None
+        if engine is not None:  # a log says which engine and release wrote it: read against the release it names
+            return _guess(args, lines, name, engine, progress)
         raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
                          "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
     if spec.released or args.python:
@@ -91,6 +94,22 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
         return _guess(args, lines, name, spec.engine, progress)
     found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
     return Result(found, [_searched(found)], input_name=name)
+
+
+def _engine_the_log_names(path: str) -> str | None:
+    """The engine whose own words in the log name its release (`vLLM API server version 0.11.0`), else None."""
+    from compat import engines
+
+    try:
+        handle = open(path, "rb")
+    except OSError:
+        return None
+    with handle:
+        for line in from_stream(handle, path):
+            for engine in engines.names():
+                if engines.get(engine).version_in_log_pattern.search(line.text):
+                    return engine
+    return None
 
 
 def _later(args, tree, progress: bool) -> tuple:
@@ -159,6 +178,9 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
 # -- what people read --------------------------------------------------------------------------------------------
 def render(result: Result, console) -> None:
     from rich.markup import escape
+    from rich.text import Text
+
+    from compat.core.console import print_hanging
 
     found = result.chosen
     assert found is not None
@@ -187,34 +209,44 @@ def render(result: Result, console) -> None:
         style = {"error": "red", "warning": "yellow", "unrelated": "cyan", "acceptance": "magenta"}.get(f["kind"], "")
         count = f" (x{f['count']})" if f.get("count", 1) > 1 else ""
         role = {"failure": " (what the engine stopped on)", "after the failure": " (after the failure)"}.get(f.get("role") or "", "")
-        process = f" in {escape(f['process'])}" if f.get("process") else ""
-        console.print(f"[bold]{number}. [{style}]{f['kind']}[/]{role}[/]{count}  line {f['line']}{process}: "
-                      f"{escape(_cut(f['message'].replace(chr(10), ' | ')))}")
+        process = f" in {f['process']}" if f.get("process") else ""
+        print_hanging(console, Text(f"{number}. ", style="bold"), Text.assemble(
+            (f["kind"], f"bold {style}".strip()), (role, "bold"), f"{count}  line {f['line']}{process}: ",
+            _cut(f["message"].replace(chr(10), " | "))))
         if f["site"]:
             function = f" in {f['function']}" if f.get("function") else ""
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
-            console.print(f"   [cyan]site[/]   {escape(f['site'])}{escape(function)} (located by the {f['located_by']}{also})")
+            _field(console, "site   ", f"{f['site']}{function} (located by the {f['located_by']}{also})")
         if f.get("raised_in"):
             sites = _raised_where(f["raised_in"]["sites"], result)
-            console.print(f"   [cyan]raised by[/] {found.engine} {escape(f['raised_in']['ranges'])}"
-                          + (f" ({escape(sites)})" if len(f["raised_in"]["sites"]) > 1 else ""))
+            _field(console, "raised by ", f"{found.engine} {f['raised_in']['ranges']}"
+                   + (f" ({sites})" if len(f["raised_in"]["sites"]) > 1 else ""))
         if f.get("match"):
-            console.print(f"   [cyan]match[/]  {escape(f['match']['says'])}: {escape(_cut(f['match']['template'], 160))}")
+            _field(console, "match  ", f"{f['match']['says']}: {_cut(f['match']['template'], 160)}")
         for maybe in f.get("could_be") or ():
-            console.print(f"   [cyan]could be[/] {escape(maybe['site'])}: {escape(_cut(maybe['checks'] or '', 200))}")
+            _field(console, "could be ", f"{maybe['site']}: {_cut(maybe['checks'] or '', 200)}")
         for near in f.get("also_fits") or ():
-            console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
-                          f"{escape(_cut(near['template'], 160))}")
+            _field(console, "also fits ", f"{near['site']}: {near['says']}: {_cut(near['template'], 160)}")
         if f.get("during"):
-            console.print(f"   [cyan]during[/] {escape(_cut(f['during'], 200))}")
-        console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
+            _field(console, "during ", _cut(f["during"], 200))
+        _field(console, "cause  ", f["cause"])
         if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
-            console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")
+            _field(console, "check  ", f["check"]["says"])
         if f["kind"] == "acceptance":
             trend = ", ".join(f"{_first(i)}" for i in f["over_time"][:12])
-            console.print(f"   [cyan]over time[/]  {escape(trend)}{' ...' if len(f['over_time']) > 12 else ''}")
+            _field(console, "over time  ", f"{trend}{' ...' if len(f['over_time']) > 12 else ''}")
         if f["fix"]:
-            console.print(f"   [cyan]fix[/]    {escape(f['fix']['text'])}")
+            _field(console, "fix    ", f["fix"]["text"])
+
+
+def _field(console, label: str, text: str) -> None:
+    """`   label  text`: on a terminal what wraps is indented under the text, as doctor's fields are."""
+    from rich.text import Text
+
+    from compat.core.console import print_hanging
+
+    name = label.rstrip(" ")
+    print_hanging(console, Text.assemble("   ", (name, "cyan"), label[len(name):]), text)
 
 
 def _render_nearest(nearest: list[dict], console) -> None:

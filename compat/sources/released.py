@@ -32,7 +32,7 @@ from pathlib import Path
 from compat import engines
 from compat.core.errors import SourceError
 from compat.core.tree import EngineTree
-from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, plain_pin
+from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, listing_path, plain_pin
 
 TYPE_CHECKING = False  # packaging and index.py are imported only when the cache cannot answer
 if TYPE_CHECKING:
@@ -104,7 +104,24 @@ class Resolver:
         spec = self.spec
         if spec is not None and self.exact:
             return cached_pin(self.cache, self.engine, spec)
+        if self.offline and not listing_path(self.cache, self.engine).is_file():
+            return self._newest_cached(spec)
         return None
+
+    def _newest_cached(self, spec: SpecifierSet | None) -> CacheEntry | None:
+        """Offline with no index listing in the cache: `latest` (or a range) is the newest cached release it matches,
+        said once; what the index has since is not known (run once online)."""
+        from compat.sources.choice import parse_specifier
+
+        wanted = spec if spec is not None else parse_specifier(">=0")
+        assert wanted is not None
+        hit = cached_pin(self.cache, self.engine, wanted)
+        if hit is not None and self.progress:
+            import sys
+
+            print(f"note: offline, and no index listing in the cache: {self.engine} {self.specifier} is taken as the newest "
+                  f"cached release, {hit.version}", file=sys.stderr, flush=True)
+        return hit
 
     def listing(self, *, fresh: bool = False) -> Listing:
         """What the indexes list (the cached listing when recent, or offline; `fresh`: the indexes asked again)."""

@@ -121,3 +121,13 @@ def test_a_cache_the_user_may_not_read_is_one_line_naming_it(tmp_path, env, argv
     assert f"cannot use the cache {cache}" in err and "Permission denied" in err
     assert "chown" in err and "--cache-dir" in err and "free" not in err  # not a full disk
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cache_the_user_may_not_write_is_not_a_full_disk(read_only, tmp_path):
+    """A fetch into a cache this user may not write said 'free some space'; it names the permission and its fix."""
+    from cli_helpers import file_index, isolated_env
+
+    env = isolated_env(tmp_path, PIP_INDEX_URL=file_index(tmp_path / "index", {"vllm": ["0.20.0"]}))
+    err = one_line_error(as_user("probe", "--engine", "vllm==0.20.0", "--cache-dir", read_only, env=env), 3)
+    assert f"cannot use the cache {read_only}" in err and "Permission denied" in err and "chown" in err, err
+    assert "free" not in err
