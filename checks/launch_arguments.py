@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
+from compat.core.output import plural
 from compat.checks._launch_args import read_against
 from compat.hub import model_name
 from compat.launch_line import LineEdit
@@ -50,7 +51,7 @@ def launch_arguments(ctx: Ctx) -> Result:
         return Result(FAIL, head + "; ".join(refused), where,
                       evidence=evidence, edits=tuple(edits), words=tuple(_refused_word(g) for g in read.problems),
                       remedy="change the line: give each refused argument a value this release takes (above)")
-    return Result(PASS, f"{len(read.given)} options, each one this release's parser takes "
+    return Result(PASS, f"{plural(len(read.given), 'option')}, each one this release's parser takes "
                   f"({ctx.fact('cli_arguments').get('location')})", None, evidence=evidence)
 
 

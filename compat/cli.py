@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
-               "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
+DESCRIPTION = ("Make speculative-decoding drafters (EAGLE-3, DFlash, DSpark, P-EAGLE, MTP heads, draft models, n-gram, ...) "
+               "work on the vLLM and SGLang releases you run: probe what a release supports, patch what it lacks, convert "
+               "drafters to what it loads, diagnose a target + drafter pair, explain an engine's error, and measure "
+               "acceptance.")
 
 _VALUED_GLOBALS = ("--color",)  # global options that take a value (the next word is not the command)
 

@@ -14,6 +14,7 @@ import json
 import shlex
 
 from compat.core.console import print_hanging
+from compat.core.output import plural
 from compat.doctor import (
     DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_COMMAND_FIXED,
     WORKS_PATCHED_CONVERTED,
@@ -49,7 +50,7 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
         console.print(Text("  drafter none (the method takes none)"))
     else:
         console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
-                           f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
+                           f"({dr['layout'] or 'unknown'} layout, {plural(dr['tensors'], 'tensor')})"))
     for note in d.get("notes") or []:
         print_hanging(console, Text("  warning: ", style="yellow"), note)
     console.print()

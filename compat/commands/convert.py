@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 
 from compat import engines
-from compat.core.output import exit_codes
+from compat.core.output import exit_codes, plural
 
 NAME = "convert"
 ORDER = 30
 SUMMARY = "rewrite a drafter checkpoint into the layout an engine release loads"
 DESCRIPTION = ("Rewrite a drafter checkpoint into the layout an engine release loads. One subcommand:\n"
-               "  compat convert ckpt SRC DST --to vllm|sglang|speculators|eagle|mla [--engine SPEC | --path DIR]\n"
-               "('compat convert ckpt --help' lists its options).")
+               "  compat convert ckpt SRC DST --to LAYOUT [--engine SPEC | --path DIR]\n"
+               "('compat convert ckpt --help' lists its options and every layout).")
 EPILOG = exit_codes()
 
 CKPT_EPILOG = (
@@ -52,7 +52,9 @@ def _ckpt_description() -> str:
 
     layouts = checkpoints.all_layouts()
     return (
-        "Rewrite an EAGLE-3 drafter checkpoint into the layout an engine release loads.\n\n"
+        "Rewrite a drafter checkpoint into what an engine release loads: an EAGLE-3 drafter into any of the layouts\n"
+        "below; a DFlash or DSpark drafter's config.json for one release and target (--engine, --target), its\n"
+        "tensors copied as they are (the engines load the trainer's names).\n\n"
         "Tensor bytes are copied unchanged (only the safetensors header is rewritten) unless --dtype\n"
         "is given; config.json is rewritten for the destination; layer ids are translated so the\n"
         "engine feeds the drafter the same target hidden states it was trained on. The output is written\n"
@@ -213,7 +215,7 @@ def run(args, console) -> int:
         print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result.to_json()}, "convert")
     else:
         say(f"wrote {result.dst} ({', '.join(result.files)}; {_size(result.bytes_written)}); "
-            f"verified {len(result.tensors)} tensors byte for byte against the source")
+            f"verified {plural(len(result.tensors), 'tensor')} byte for byte against the source")
         for note in result.notes:
             say(f"note: {note}")
     return EXIT_OK
@@ -262,7 +264,7 @@ def _run_blocks(args, options, recovered: list[str], console) -> int:
     if args.json:
         print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result}, "convert")
     else:
-        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {result['verified']} files (sha256) against the source")
+        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {plural(result['verified'], 'file')} (sha256) against the source")
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from compat.core.output import exit_codes
+from compat.core.output import exit_codes, plural
 
 NAME = "matrix"
 ORDER = 45
@@ -225,6 +225,6 @@ def _say_written(document: dict, written: list[Path], console) -> None:
     for engine, about in document["engines"].items():
         rows = [r for r in document["rows"] if r["engine"] == engine]
         counts = Counter(r["verdict"] for r in rows)
-        console.print(Text(f"  {engine} {about['releases']}: {len(about['versions'])} releases x "
-                           f"{len(document['columns'])} columns; " + ", ".join(f"{n} {v}" for v, n in counts.most_common())))
+        console.print(Text(f"  {engine} {about['releases']}: {plural(len(about['versions']), 'release')} x "
+                           f"{plural(len(document['columns']), 'column')}; " + ", ".join(f"{n} {v}" for v, n in counts.most_common())))
 

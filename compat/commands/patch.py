@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from compat.core.output import EXIT_CODES, print_json
+from compat.core.output import EXIT_CODES, plural, print_json
 from compat.commands._source import add_source_arguments
 from compat.core.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
 from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
@@ -175,7 +175,7 @@ def _revert(tree: EngineTree, record: dict | None, args, out: "_Output") -> int:
         out.note(note)
     out.data.update(action="revert", reverted=ids, files=restored)
     if not out.json:
-        out.console.print(f"Reverted {', '.join(ids) or 'nothing'}: restored {len(restored)} file(s) byte for byte; removed {record_path(tree)}")
+        out.console.print(f"Reverted {', '.join(ids) or 'nothing'}: restored {plural(len(restored), 'file')} byte for byte; removed {record_path(tree)}")
         for rel in restored:
             out.console.print(f"  {rel}")
     return out.finish(EXIT_OK)
@@ -238,7 +238,7 @@ class _Output:
         if text:
             self.console.print()
             self.console.out(text, highlight=False, end="")  # plain text: pipe it to `patch -p1` or a pager
-            self.console.print(f"\n[dim]dry run: nothing was written ({len(edits)} file(s) would change)[/]")
+            self.console.print(f"\n[dim]dry run: nothing was written ({plural(len(edits), 'file')} would change)[/]")
         else:
             self.console.print("dry run: nothing would change")
 
@@ -254,7 +254,7 @@ class _Output:
             self.console.print("Nothing to do, no file changed: " + ("; ".join(parts) or "no patch applies to this version"))
             return
         ids = [p.patch.id for p in planned if p.state == APPLY]
-        self.console.print(f"Applied {', '.join(ids)}: {len(edits)} file(s) changed; record {record_path(self.tree)}")
+        self.console.print(f"Applied {', '.join(ids)}: {plural(len(edits), 'file')} changed; record {record_path(self.tree)}")
         where = f"--path {self.tree.root}" if self.tree.source.kind == "path" else f"--engine {self.tree.engine}"
         from compat.sources.installed import installed_interpreter
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.core.output import EXIT_CODES, print_json
+from compat.core.output import EXIT_CODES, plural, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,7 +130,7 @@ def _show_install(r: dict[str, Any], console: Console, args: argparse.Namespace)
     for p in r["patches"]:
         console.print(f"  [bold green]in memory[/]  [bold]{p['id']}[/]  [dim]({p['versions']})[/]  {', '.join(p['files'])}")
     verb = "Replaced the plugin" if r["replaced"] else "Installed the plugin"
-    console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({len(r['files'])} files, no engine file changed)")
+    console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({plural(len(r['files']), 'file')}, no engine file changed)")
     for name in r["modules"]:
         module = r["modules"][name]
         console.print(f"  {name}: patched at import time while its file matches sha256 {module['sha256_original'][:12]}...")
@@ -177,7 +177,7 @@ def _show_remove(r: dict[str, Any], console: Console, args: argparse.Namespace) 
     if not r["removed"]:
         console.print(f"Nothing to remove: no compat plugin for {r['engine']} in {r['site_packages']}")
         return
-    console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({len(r['removed'])} files)")
+    console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({plural(len(r['removed']), 'file')})")
 
 
 def _manifest(args: argparse.Namespace, console: Console, options: dict[str, Any]) -> int:

@@ -13,9 +13,10 @@ FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "what an engine release supports for EAGLE-3, read from its own source"
 DESCRIPTION = (
     "Read a vLLM or SGLang release's source (installed, released or a tree) statically and report, with file "
-    "and line, how it does EAGLE-3: SpeculativeConfig fields and methods, the target model-type whitelist, which "
-    "target classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the "
-    "speculative CLI flags. No GPU, no engine import."
+    "and line, how it does speculative decoding: every method it accepts (EAGLE-3, DFlash, DSpark, MTP, draft models, "
+    "n-gram, ...; --methods: family by family), SpeculativeConfig's fields, the EAGLE-3 target gate and which target "
+    "classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the speculative "
+    "CLI flags. No GPU, no engine import."
 )
 EPILOG = """examples:
   compat probe                                  which engines are installed here

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat.core.output import add_json_argument, exit_codes
+from compat.core.output import add_json_argument, exit_codes, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OK
     say = lambda text: console.out(text, highlight=False)  # noqa: E731 - plain lines, never wrapped
     fresh = sum(w.state == "written" for w in written)
-    say(f"{fresh} sample(s) written in {args.dir}" + (f", {len(written) - fresh} already there" if fresh < len(written) else ""))
+    say(f"{plural(fresh, 'sample')} written in {args.dir}" + (f", {len(written) - fresh} already there" if fresh < len(written) else ""))
     width = max(len(w.sample.name) for w in written)
     for w in written:
         say(f"  {w.sample.name:<{width}}  {w.sample.kind:<7}  {w.sample.about}")

@@ -122,3 +122,14 @@ class GuardedStdout:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 finding`, `2 findings`, `1 class`, `3 classes`, `1 entry`, `0 entries`: a count with its noun, as said."""
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return f"{n} {noun}es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}s"

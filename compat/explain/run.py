@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.core.output import plural
 from compat.core.errors import RefusedError, SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
@@ -185,7 +186,7 @@ def render(result: Result, console) -> None:
     found = result.chosen
     assert found is not None
     where = found.source.get("location") or ""
-    console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({found.lines} lines) against "
+    console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({plural(found.lines, 'line')}) against "
                   f"{found.engine} {found.version or '?'} ({escape(str(where))})")
     if result.guessed and result.named:
         console.print(f"the release was not named: tried the ones the text names: "
@@ -289,7 +290,7 @@ def _fit_text(searched: dict) -> str:
         return f"{searched['version']}: not available ({searched['error']})"
     fits = {True: "fits (every traceback frame shows its code)", False: "does not fit (traceback frames show other code)",
             None: "no traceback frame to compare"}[searched["fits"]]
-    return f"{searched['version']}: {fits}, {searched['findings']} findings"
+    return f"{searched['version']}: {fits}, {plural(searched['findings'], 'finding')}"
 
 
 def _cut(text: str, width: int = 300) -> str:
