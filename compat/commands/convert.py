@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from compat import engines
-from compat.core.output import exit_codes, plural
+from compat.core.output import EXAMPLES_HERE, examples_yours, exit_codes, plural
 
 NAME = "convert"
 ORDER = 30
@@ -35,10 +35,14 @@ CKPT_EPILOG = (
     "--engine <the --to layout's engine>==X (deprecated; validated the same way).\n\n"
     "SRC, DST and --target are directories (or --target's config.json); SRC and --target may also be a\n"
     "Hugging Face id (org/name, org/name@rev) found in the local Hugging Face cache (never downloaded).\n\n"
-    "Examples:\n"
-    "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine vllm==0.20.0 --target ./Kimi-K2\n"
+    + EXAMPLES_HERE + "\n"
+    "  compat convert ckpt kimi-k2-eagle3 kimi-k2-eagle3-vllm --to vllm --engine vllm==0.20.0 --target Kimi-K2-Instruct\n"
+    "  compat convert ckpt kimi-k2-eagle3 kimi-k2-eagle3-sglang --to sglang --engine sglang==0.5.8 --dry-run\n"
+    "  compat convert ckpt kimi-k25-eagle3-ft kimi-k25-eagle3-spec --to speculators --target Kimi-K2.5 "
+    "--layer-ids-convention output-of\n"
+    "  compat convert ckpt qwen3-8b-dflash qwen3-8b-dflash-vllm --to vllm --engine vllm==0.20.0 --target Qwen3-8B\n\n"
+    + examples_yours("a serving venv, a model in your Hugging Face cache") + "\n"
     "  compat convert ckpt ./drafter ./drafter-vllm --to vllm --engine vllm --python ./venv-serve/bin/python\n"
-    "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine sglang==0.5.8 --dry-run\n"
     "  compat convert ckpt ./drafter ./drafter-spec --to speculators --target moonshotai/Kimi-K2.5\n\n"
     + exit_codes(c1="what was written did not verify against SRC (DST is not put in place)",
                  c3="--engine names a release the package index cannot be asked about (offline, no listing)",

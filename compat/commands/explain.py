@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat.core.output import add_json_argument, exit_codes
+from compat.core.output import EXAMPLES_HERE, add_json_argument, examples_yours, exit_codes
 from compat.commands._source import add_source_arguments
 
 NAME = "explain"
@@ -19,14 +19,18 @@ DESCRIPTION = (
     "matches nothing is said to be not recognised; a failure that is not about speculative decoding (out of memory, "
     "an exception in your own code) is said to be unrelated."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat explain "ValueError: Eagle3 is only supported for ['llama', 'qwen'] models. Got model_type='kimi_k2'" --engine vllm==0.11.0
+  compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
+                                                    (no vLLM installed: every release compat covers)
+
+""" + examples_yours("the engine's log, a serving venv") + """
+  compat explain --log server.log                   the release the log states (`vLLM API server version ...`)
   compat explain --log server.log --engine vllm --python /opt/venv/bin/python    the serving venv's vLLM
   vllm serve ... 2>&1 | tail -200 | compat explain - --engine vllm==0.32.0
   compat explain --log server.log --engine vllm==0.32.0 --json                      for CI
   compat explain server.log --engine vllm            no vLLM installed here: the releases the log names, else every
                                                     release compat covers; each finding says which releases raise it
-  compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
 
 The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
 --python for the installed one, or --path for a source tree. With --engine vllm and no vLLM installed, the releases

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from compat.core.output import exit_codes, plural
+from compat.core.output import EXAMPLES_HERE, exit_codes, plural
 
 NAME = "matrix"
 ORDER = 45
@@ -24,13 +24,13 @@ DESCRIPTION = (
     "each linked to the upstream source line at that release's tag. Written: matrix.html (one file, nothing loaded "
     "from the network) and matrix.json beside it; --format md a markdown table."
 )
-EXAMPLES = """examples:
+EXAMPLES = EXAMPLES_HERE + """
   compat matrix --engine vllm --out site/                  every vLLM release from 0.10.0: site/matrix.html + matrix.json
-  compat matrix --engine vllm --engine sglang --target ./Kimi-K2-Instruct --drafter ./kimi-k2-eagle3 --out site/
+  compat matrix --engine vllm --engine sglang --target Kimi-K2-Instruct --drafter kimi-k2-eagle3 --out site/
                                    both engines on one page, your pair first, beside the families
   compat matrix --engine sglang --releases '>=0.5.5' --family kimi-k2 --family llama --format md
   compat matrix --engine vllm --engine sglang --releases 'vllm:>=0.30' --releases 'sglang:>=0.5.8' --out site/
-  compat matrix --engine vllm --target ./Llama-3.1-8B --drafter ./eagle3 --kind specforge --format json | jq '.rows[0]'
+  compat matrix --engine vllm --target Llama-3.3-70B-Instruct --drafter Llama-3.3-70B-Instruct-Eagle3 --kind specforge --format json | jq '.rows[0]'
   compat matrix --engine sglang --method dspark --method dflash --format md     the block drafters only
 
 The first run fetches and probes the releases it lacks (a progress bar on a terminal); after that the cells are

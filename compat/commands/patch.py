@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from compat.core.output import EXIT_CODES, plural, print_json
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, examples_yours, plural, print_json
 from compat.commands._source import add_source_arguments
 from compat.core.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
 from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
@@ -30,7 +30,11 @@ DESCRIPTION = (
     "atomic writes, a record for a byte-identical --revert."
 )
 
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
+  compat patch --engine vllm==0.11.0 --dry-run      preview on a release from the package index
+                                                    (released trees are a shared cache: preview only)
+
+""" + examples_yours("an installed engine, a serving venv, a source tree") + """
   compat patch --engine vllm --dry-run              what would change in this interpreter's vLLM (a diff; nothing written)
   compat patch --engine vllm                        apply every patch offered for its version
   compat patch --engine vllm --python /opt/venv/bin/python   ... in the serving venv
@@ -40,8 +44,6 @@ EPILOG = """examples:
   compat patch --engine vllm --skip vllm-kimi-k25-eagle3
   compat patch --engine vllm --status               what is applied (also shown by compat probe)
   compat patch --engine vllm --revert               put every patched file back, byte for byte
-  compat patch --engine vllm==0.11.0 --dry-run      preview on a release from the package index
-                                                    (released trees are a shared cache: preview only)
 
 Patches are pinned to engine version ranges and find their files by content. Running again
 is a no-op; a file that is not what a patch expects (a hand edit, a fork) is refused unless

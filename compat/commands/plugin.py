@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.core.output import EXIT_CODES, plural, print_json
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, examples_yours, plural, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,17 +26,19 @@ DESCRIPTION = (
     "with one log line."
 )
 
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
+  compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0 --name qwen-eagle3 > compat-plugin.yaml
+                                            Kubernetes: an init container that installs the plugin at every pod
+                                            start (a Kustomize patch: init container, emptyDir, PYTHONPATH); the
+                                            plugin is built here on vLLM 0.11.0 and carried in it (no index needed)
+
+""" + examples_yours("the serving venv's python, PY: /opt/venv/bin/python") + """
   compat plugin install --engine vllm --python /opt/venv/bin/python
                                             every patch offered for that venv's vLLM, applied in memory
   compat plugin install --engine vllm --python PY --select vllm-cpu-attn-block16
   compat plugin install --engine vllm --select vllm-eagle3-whitelist --model-type glm4_moe
   compat plugin status --engine vllm --python PY     what is installed, and does each file still match
   compat plugin remove --engine vllm --python PY     remove it (pip uninstall compat-plugin-vllm does too)
-  compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0 --name qwen-eagle3 > compat-plugin.yaml
-                                            Kubernetes: an init container that installs the plugin at every pod
-                                            start (a Kustomize patch: init container, emptyDir, PYTHONPATH); the
-                                            plugin is built here on vLLM 0.11.0 and carried in it (no index needed)
   compat plugin install --engine vllm --target DIR   into DIR, not site-packages (what that init container runs;
                                             the serving processes get PYTHONPATH=DIR)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from compat.core.output import EXIT_CODES, add_json_argument
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, add_json_argument, examples_yours
 from compat.commands._source import add_source_arguments
 
 NAME = "probe"
@@ -18,15 +18,17 @@ DESCRIPTION = (
     "classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the speculative "
     "CLI flags. No GPU, no engine import."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat probe                                  which engines are installed here
-  compat probe --engine vllm                    the vLLM installed in this interpreter
-  compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached): the summary
   compat probe --engine vllm==0.11.0 --full     ... then every fact, with its file and line
   compat probe --engine sglang==0.5.23 --methods    every method, family by family (names, aliases, drafters)
   compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
   compat probe --engine vllm==latest --json     for CI
+
+""" + examples_yours("an installed engine, a serving venv, a source tree") + """
+  compat probe --engine vllm                    the vLLM installed in this interpreter
+  compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --path ./vllm-checkout           a source tree (checkout, unpacked or patched copy)
 
 """ + EXIT_CODES

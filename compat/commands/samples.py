@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat.core.output import add_json_argument, exit_codes, plural
+from compat.core.output import EXAMPLES_HERE, add_json_argument, exit_codes, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,11 +21,11 @@ DESCRIPTION = (
     "never runs a model, it reads names and configs). The seed case is among them: Kimi-K2.5 with a SpecForge-"
     "trained drafter whose ids vLLM reads one layer low. Every example in the README and docs/ runs in DIR."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat samples demo                   write them into ./demo (made if absent)
-  cd demo && compat doctor Kimi-K2.5 kimi-k25-eagle3-ft --engine vllm==0.16.0 -q
-                                        the seed case, diagnosed against vLLM 0.16.0's source
   compat samples demo --json            what was written, for scripts
+  compat doctor Kimi-K2.5 kimi-k25-eagle3-ft --engine vllm==0.16.0 -q
+                                        the seed case, diagnosed against vLLM 0.16.0's source
 
 A folder already in DIR with a sample's name is kept when it holds that sample's files (an earlier run), and
 refused otherwise (exit 4, nothing written): it may be a real model of the same name.

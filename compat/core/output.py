@@ -133,3 +133,13 @@ def plural(n: int, noun: str) -> str:
     if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
         return f"{n} {noun[:-1]}ies"
     return f"{n} {noun}s"
+
+
+# The two kinds of --help examples (tools/readme_examples.py holds every example to them): those that run as written
+# in the folder `compat samples .` writes, and those that need what the user brings (a serving venv, a server, ...).
+EXAMPLES_HERE = "examples, in the folder `compat samples .` writes (each runs as written there):"
+
+
+def examples_yours(what: str) -> str:
+    """The heading of the --help examples that need what the user brings: `what`, in words."""
+    return f"examples with what you bring ({what}):"
