@@ -34,16 +34,20 @@ shares with them (_context.py, _launch.py: the launch command the launch-command
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
+
+from compat import engines
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay, Options, Result,
-    Verdict,
+    Verdict, VenvQuestion,
 )
 # the launch doctor prints is `suggested_launch`: the check module launch_command.py, once imported, is the package's
 # attribute `launch_command`, so a function of that name here would be replaced by it
 from compat.checks._launch import launch_command as suggested_launch, launch_from_line  # noqa: F401
 from compat.checks._launch_args import served_model  # noqa: F401
+from compat.checks._resolve import resolve as resolve_method  # noqa: F401  (the method as the release resolves it)
 from compat.core.registry import Contract, Field, Folder
 
 FIX_KINDS = ("patch", "convert", "release", "line")
@@ -70,10 +74,23 @@ class Check:
             return False  # only a speculators-format drafter is translated by the release
         return self.methods == ANY_METHOD or ctx.method.family in self.methods
 
+    def unread_facts(self, engine: str) -> str | None:
+        """What this check needs that no probe of `engine` reads (a third engine before its checks are written):
+        a check run without its facts would answer with another engine's assumptions."""
+        if isinstance(self.needs, dict) and engine not in self.needs:  # an engine it names no fact for: none it reads
+            named = sorted({k for keys in self.needs.values() for k in keys})  # (vLLM in speculative-tree's: it has one)
+            return None if set(named) & _probe_keys(engine) else ", ".join(named)
+        missing = [key for key in self.needed_facts(engine) if key not in _probe_keys(engine)]
+        return ", ".join(missing) if missing else None
+
     def needed_facts(self, engine: str) -> tuple[str, ...]:
         return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
 
     def __call__(self, ctx: Ctx) -> Result:
+        unread = self.unread_facts(ctx.engine)
+        if unread is not None:
+            return self._answer(Result(WARN, f"cannot tell: this check reads {unread}, which compat does not read "
+                                             f"from {engines.get(ctx.engine).display_name} yet", unread=True))
         for key in self.needed_facts(ctx.engine):
             error = ctx.probe_error(key)
             if error:
@@ -83,6 +100,14 @@ class Check:
     def _answer(self, result: Result) -> Result:
         result.check, result.title = self.id, self.title
         return result
+
+
+@lru_cache(maxsize=None)
+def _probe_keys(engine: str) -> frozenset[str]:
+    """The facts the probes of `engine` read (compat/engines/ENGINE.py PROBES), whatever a report holds."""
+    from compat.probes import all_probes
+
+    return frozenset(p.key for p in all_probes(engine))
 
 
 _REGISTRY: dict[str, Check] = {}

@@ -135,6 +135,18 @@ class LaterRelease:
         return f">={self.first}" if self.first else None
 
 
+@dataclass(frozen=True)
+class VenvQuestion:
+    """What only the serving venv can answer (a package the method imports that the engine does not depend on), and
+    the command that asks it: doctor's verdict then depends on the user's environment, never "works as is"."""
+
+    packages: tuple[str, ...]
+    command: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"packages": list(self.packages), "command": self.command}
+
+
 @dataclass
 class Result:
     """A check's answer. `evidence` is what it saw, shown as is under --json (nothing in compat decides on
@@ -148,6 +160,7 @@ class Result:
     convert_with: ConvertWith | None = None
     release: LaterRelease | None = None  # a "release" fix: the releases that have what this one lacks
     needs_input: bool = False  # only the user can settle it (the layer-id convention): the fix asks
+    unread: bool = False  # not checked: compat reads none of the facts it needs from this engine yet
     check: str = ""
     title: str = ""
     fix: Fix | None = None  # compat/fix.py: one typed value from doctor's fixes to what is shown
@@ -156,6 +169,7 @@ class Result:
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
     words: tuple[tuple[int, int], ...] = ()  # with --launch: the words [start, end) of the line it is about (a refused
     # value), so that doctor --manifest cites the line where they are written
+    venv: VenvQuestion | None = None  # only the serving venv can answer: the command that asks it
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form of a check in doctor's --json (its keys and their order are a stable interface)."""
@@ -173,6 +187,8 @@ class Result:
             out["line_edits"] = [e.to_json() for e in self.edits]
         if self.words:
             out["line_words"] = [list(span) for span in self.words]
+        if self.venv is not None:
+            out["venv_question"] = self.venv.to_json()
         return out
 
 
@@ -198,6 +214,9 @@ class Ctx:
     options: Options
     # (fact, key) -> the first later release whose probe fact holds key, "" when none does, None when unknown
     releases: Callable[[str, str], str | None] | None = None
+    # architecture -> how this release's class for it loads a checkpoint (compat.probes.model_loader.class_loader,
+    # read on demand and kept in the facts cache); None: not known here (a check then cannot tell)
+    loaders: Callable[[str], dict[str, Any]] | None = None
 
     @property
     def engine(self) -> str:
@@ -229,10 +248,22 @@ class Ctx:
         return found
 
     def with_drafter(self, drafter: Drafter) -> Ctx:
-        return Ctx(self.report, self.target, drafter, self.options, self.releases)
+        return Ctx(self.report, self.target, drafter, self.options, self.releases, self.loaders)
 
     def with_report(self, report: dict[str, Any]) -> Ctx:
-        return Ctx(report, self.target, self.drafter, self.options, self.releases)
+        """The same inputs judged by another report (a later release, or this one patched in memory): the class
+        loaders stay when the release is the same."""
+        same = report.get("version") == self.report.get("version") and report.get("engine") == self.report.get("engine")
+        given = report.get("class_loaders")  # a later release's, handed over with its report (doctor's release finder)
+        return Ctx(report, self.target, self.drafter, self.options, self.releases,
+                   self.loaders if same else given if callable(given) else None)
+
+    def with_options(self, options: Options) -> Ctx:
+        return Ctx(self.report, self.target, self.drafter, options, self.releases, self.loaders)
+
+    def class_loader(self, architecture: str) -> dict[str, Any] | None:
+        """How this release's class registered under `architecture` loads a checkpoint (None: not known here)."""
+        return self.loaders(architecture) if self.loaders is not None else None
 
     def first_release_with(self, fact: str, key: str) -> str | None:
         """The first release after this one whose probe fact `fact` has `key` ("" none; None: not looked)."""
@@ -291,20 +322,66 @@ def method_in_play(ctx: Ctx) -> MethodInPlay:
     drafter launched as EAGLE is checked as EAGLE-3, whose checks say the method is wrong); else the family of the
     name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a causal LM's config alone is only a
     weak sign of a draft model: `--method draft_model` says it; a whole causal LM, its embedding and layers, is one)."""
-    from compat.methods import find_name, get_method
+    from compat.methods import family_of
 
     line = ctx.options.launch
     launched, source = (line.method, "the launch line") if line is not None else (ctx.options.method, "--method")
-    match = find_name(ctx.engine, launched) if launched else None
+    # the engine's own name, else compat's id (`--method dflash` on SGLang, `--method DSpark`), else the other engine's
+    # (`--method STANDALONE` on vLLM is the draft-model family)
+    match = family_of(ctx.engine, launched) if launched else None
     launched_family = match.method.family if match is not None else None
-    if launched and launched_family is None:  # compat's own id: `--method dflash` on SGLang, `--method DSpark`
-        try:
-            launched_family = get_method(launched.lower()).family
-        except KeyError:
-            launched_family = None
     found = ctx.drafter.recognised
     if isinstance(found, Recognition) and found.certain and ctx.drafter.present:
         return MethodInPlay(found.family, launched, source if launched else "the drafter", launched_family)
+    detected = _detected_family(ctx) if line is not None and not launched else None
+    if detected is not None:  # a line without a method: the release picks one from the draft checkpoint
+        return MethodInPlay(detected, None, "the release's auto-detection", None)
     if launched_family is not None:
         return MethodInPlay(launched_family, launched, source, launched_family)
     return MethodInPlay(DEFAULT_FAMILY, launched, source if launched else "doctor's default", launched_family)
+
+
+def _detected_family(ctx: Ctx) -> str | None:
+    """The family of the method the release detects for a line's draft checkpoint, when the replay is certain."""
+    from compat.methods import find_name
+
+    found = replay_detection(ctx, None)
+    if not found or not found.get("certain"):
+        return None
+    if not found.get("method"):  # the release raises before it picks one: the drafter's own (weak) family is checked
+        weak = ctx.drafter.recognised
+        return weak.family if found.get("raises") and isinstance(weak, Recognition) else None
+    match = find_name(ctx.engine, found["method"])
+    return match.method.family if match is not None else None
+
+
+def replay_detection(ctx: Ctx, method: str | None) -> dict[str, Any] | None:
+    """The release's method auto-detection (its method_autodetection chain) replayed on the draft checkpoint as the
+    release sees it (the line's word for it: a hub id or path, its model_type and architectures), for `method` as
+    configured (None: none); None when the release has no such chain or there is no draft checkpoint."""
+    from compat.probes.vllm.method_autodetection import detect_method
+
+    auto = ctx.fact("method_autodetection")
+    if not auto.get("present") or not ctx.drafter.present:
+        return None
+    config = ctx.drafter.config
+    listed = config.get("architectures")
+    archs = [a for a in listed if isinstance(a, str)] if isinstance(listed, list) else []
+    model_type = _draft_model_type(ctx, config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+                                   archs)
+    line = ctx.options.launch
+    name = line.drafter if line is not None and line.drafter else str(ctx.drafter.path)
+    return detect_method(auto, method, str(name), model_type, archs)
+
+
+def _draft_model_type(ctx: Ctx, model_type: str | None, archs: list[str]) -> str | None:
+    """The draft's model_type as the release's detection sees it: after SpeculativeConfig.hf_config_override (the
+    draft's ModelConfig is built with it), which rewrites a DeepSeek-V3 NextN export to deepseek_mtp, ... (the
+    drafter_architecture_rename fact's mtp_override)."""
+    override = ctx.fact("drafter_architecture_rename").get("mtp_override")
+    if not isinstance(override, dict):
+        return model_type
+    rules = [(override.get("model_types") or {}).get(model_type or "")] + [
+        (override.get("architectures") or {}).get(a) for a in archs]
+    found = next((r["model_type"] for r in rules if isinstance(r, dict) and isinstance(r.get("model_type"), str)), None)
+    return found or model_type

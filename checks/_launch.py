@@ -81,16 +81,24 @@ def _config_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, An
 def _flags_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, Any]:
     steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
     draft_tokens = steps + 1 if topk == 1 else steps * topk
-    wanted = [("--speculative-algorithm", method_name(ctx)), ("--speculative-draft-model-path", drafter),
+    # the draft's flag as the release spells it (LMDeploy: --speculative-draft-model)
+    draft_flag = next((n for n in ("--speculative-draft-model-path", "--speculative-draft-model") if ctx.flag(n)),
+                      "--speculative-draft-model-path")
+    wanted = [("--speculative-algorithm", method_name(ctx)), (draft_flag, drafter),
               ("--speculative-num-steps", str(steps)), ("--speculative-eagle-topk", str(topk)),
               ("--speculative-num-draft-tokens", str(draft_tokens))]
+    if unit.draft_shape == "chain":  # no tree: the draft tokens are the steps, one after another
+        wanted = [*wanted[:2], ("--speculative-num-draft-tokens", str(steps))]
     if ctx.method.family not in ("eagle3", "eagle", "mtp"):  # the EAGLE worker's tree flags are EAGLE's
         wanted = wanted[:2]
     if not _takes_drafter(ctx):
-        wanted = [w for w in wanted if w[0] != "--speculative-draft-model-path"]
+        wanted = [w for w in wanted if w[0] != draft_flag]
     problems = [f"no {name} flag in this release" for name, _ in wanted if ctx.flag(name) is None]
     args = [part for pair in wanted for part in pair]
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
+    backend = ctx.fact("speculative_backend")  # LMDeploy: only --backend pytorch speculates; the default drops the drafter
+    if backend.get("present") and (backend.get("flag") or {}).get("default") != backend.get("speculates"):
+        extra += [backend["flag"]["name"], str(backend["speculates"])]
     target = [unit.model_option, model_name(ctx.target.path)] if unit.model_option else [model_name(ctx.target.path)]
     argv = [*unit.launch_entry(), *target, *extra, *args]
     return {"engine": unit.name, "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},

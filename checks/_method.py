@@ -35,12 +35,16 @@ def release_name(ctx: Ctx, family: str) -> Name | None:
     EAGLE-3 name it shares."""
     accepted = accepted_names(ctx)
     names = get_method(family).engine_names(ctx.engine)
+    # a name the release only promotes to (SGLang's FROZEN_KV_MTP, which EAGLE/NEXTN become for a Gemma4 assistant
+    # draft) is reached through the promotion, not named: the name the release promotes from comes first
+    promoted = {str(p.get("to")) for p in ctx.fact("methods").get("promotions") or [] if isinstance(p, dict)}
     for name in names:
-        if accepted is not None and name.name in accepted and not name.alias_of:
+        if accepted is not None and name.name in accepted and not name.alias_of and name.name not in promoted:
             return name
         if accepted is None and name.accepted_in(str(ctx.report.get("version"))):
             return name
-    return next((n for n in names if accepted is not None and n.name in accepted), None)
+    return next((n for n in sorted(names, key=lambda n: n.name in promoted) if accepted is not None and n.name in accepted),
+                None)
 
 
 def launched_match(ctx: Ctx) -> NameMatch | None:

@@ -30,8 +30,9 @@ def draft_attention_backend(ctx: Ctx) -> Result:
     setting = draft_setting(ctx, read, config_key="attention_backend", config_target=("--attention-backend",),
                             flag="--speculative-draft-attention-backend",
                             flag_target=("--attention-backend", "--decode-attention-backend"))
-    drafter_mla = "kv_lora_rank" in ctx.drafter.config
     target_mla = "kv_lora_rank" in (ctx.target.text_config or ctx.target.config)
+    # no separate drafter: MTP heads are the target's own layers (its attention), n-gram and suffix draft without one
+    drafter_mla = "kv_lora_rank" in ctx.drafter.config if ctx.drafter.present else target_mla
     backend = setting.effective
     how = (f"its own ({setting.own_option})" if setting.own is not None
            else f"inherited from the target ({setting.target_option})")

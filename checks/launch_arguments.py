@@ -38,6 +38,10 @@ def launch_arguments(ctx: Ctx) -> Result:
         where = refusal.location
         edits += _model_first(ctx, read)
     edits += [LineEdit("drop", f"no positional argument takes {word}", i, i + 1) for i, word in read.extra_positionals]
+    ignored = _ignored_model(ctx, read)
+    if ignored is not None:
+        refused.append(ignored[0])
+        edits += ignored[1]
     if engines.get(ctx.engine).spec_in_config:
         keys_refused, key_edits, sc_where = _spec_keys(ctx, read.line.spec)
         refused += keys_refused
@@ -60,6 +64,21 @@ def _refused_word(given) -> tuple[int, int]:
     if given.argument is not None and given.value is not None:
         return (given.end - 1, given.end)
     return (given.start, given.start + 1)
+def _ignored_model(ctx: Ctx, read) -> tuple[str, list[LineEdit]] | None:
+    """`python -m vllm.entrypoints.openai.api_server MODEL`: the module parses the positional but never serves it (the
+    `positional_model` fact: only `vllm serve` copies it to --model), so the release's default model starts instead."""
+    fact = ctx.fact("positional_model")
+    if not read.line.module_form or not read.positionals or not fact.get("present") or fact.get("module_copies"):
+        return None
+    index, word = read.positionals[0]
+    if read.find("--model") is not None:
+        return (f"{word!r} is parsed as the module's positional model but never served ({fact.get('module_location')}; "
+                "--model is)", [LineEdit("drop", "the module form serves --model, not a positional", index, index + 1)])
+    return (f"{word!r} is parsed as the module's positional model but never served: the module form serves --model, "
+            f"so the release's default model {fact.get('default_model')!r} starts instead ({fact.get('default_location')}; "
+            f"only `vllm serve` copies the positional, {fact.get('serve_copies')})",
+            [LineEdit("drop", "the module form serves --model, not a positional", index, index + 1),
+             LineEdit("set", "the module form serves --model", option="--model", value=word)])
 
 
 def _model_first(ctx: Ctx, read) -> list[LineEdit]:

@@ -16,6 +16,7 @@ from compat import engines
 from compat.checkpoints import LAYER_IDS_FLAG, default_layer_ids
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.checks._drafter import loaded_config
+from compat.runner_choice import choose, feeds_for
 
 
 @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
@@ -26,7 +27,9 @@ def layer_ids(ctx: Ctx) -> Result:
     if not n:
         return Result(WARN, "the target config has no num_hidden_layers: cannot compute the layers fed", None)
     default = aux_layers.default_ids(ctx.report, n)
-    feeds = aux_layers.fed_layers(ctx.report, loaded_config(ctx), n, ctx.target.architecture)
+    # only the runners the release takes on this platform feed it (compat/runner_choice.py: the method-path check)
+    feeds = feeds_for(aux_layers.fed_layers(ctx.report, loaded_config(ctx), n, ctx.target.architecture),
+                      choose(ctx.report, ctx.options.platform))
     fed = [f.to_json() for f in feeds]
     trained = ctx.drafter.trained_ids
     reads = key_locations(ctx, aux)

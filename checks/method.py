@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compat import engines
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
+from compat.checks._method import release_name
 from compat.launch_line import LineEdit
 
 
@@ -27,7 +28,7 @@ def _asked(ctx: Ctx) -> tuple[str | None, str]:
         return ctx.options.method, "--method"
     if engines.get(ctx.engine).spec_in_config:
         return ctx.options.extra_spec.get("method", "eagle3"), "--spec"
-    return "EAGLE3", "doctor's launch command"
+    return _eagle3_name(ctx, (ctx.flag("--speculative-algorithm") or {}).get("choices")), "doctor's launch command"
 
 
 def _in_config(ctx: Ctx) -> Result:
@@ -73,25 +74,34 @@ def _without_method(ctx: Ctx) -> str:
     return detail
 
 
+def _eagle3_name(ctx: Ctx, choices: list | None) -> str:
+    """EAGLE-3's name in this release: its methods' name for it, else the flag's choice that is EAGLE3 in any case."""
+    found = release_name(ctx, "eagle3")
+    if found is not None:
+        return found.name
+    return next((c for c in choices or [] if isinstance(c, str) and c.upper() == "EAGLE3"), "EAGLE3")
+
+
 def _in_flags(ctx: Ctx) -> Result:
     flag = ctx.flag("--speculative-algorithm")
     if flag is None:
         return Result(FAIL, "no --speculative-algorithm flag in this release", None)
     where = flag.get("location")
     choices = flag.get("choices")
-    if isinstance(choices, list) and "EAGLE3" not in choices:
-        return Result(FAIL, f"--speculative-algorithm accepts {choices}, not EAGLE3", where)
+    name = _eagle3_name(ctx, choices)  # as the release spells it: EAGLE3 (SGLang), eagle3 (LMDeploy)
+    if isinstance(choices, list) and name not in choices:
+        return Result(FAIL, f"--speculative-algorithm accepts {choices}, not {name}", where)
     asked, source = _asked(ctx)
-    fix = (LineEdit("set", "EAGLE-3 drafter", option="--speculative-algorithm", value="EAGLE3"),)
+    fix = (LineEdit("set", "EAGLE-3 drafter", option="--speculative-algorithm", value=name),)
     if asked is None:
         return Result(FAIL, "the launch line gives no --speculative-algorithm: the drafter is not used at all "
                       "(no speculative decoding)", where, edits=fix)
-    if asked.upper() != "EAGLE3":
+    if asked.upper() != name.upper():
         return Result(FAIL, f"{source} runs --speculative-algorithm {asked}: an EAGLE-3 drafter run as {asked} drafts with "
                       "the wrong head (EAGLE with an EAGLE-3 drafter runs at accept length 1.00, no error)", where, edits=fix)
-    if asked != "EAGLE3" and isinstance(choices, list):
+    if asked != name and isinstance(choices, list):
         return Result(FAIL, f"--speculative-algorithm {asked}: not among this release's choices {choices} "
                       "(argparse compares them as typed)", where, edits=fix)
     who = "the launch command" if source == "doctor's launch command" else source
-    return Result(PASS, f"{who} passes --speculative-algorithm EAGLE3 "
+    return Result(PASS, f"{who} passes --speculative-algorithm {name} "
                   "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", where)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
 from compat.block_drafters import fed, reads_by_runner, trained
 from compat.checks._method import release_name
+from compat.runner_choice import choose, feeds_for
 
 
 @check("method-layer-ids", "layer ids: the layers this release feeds the block drafter = the ones it was trained on",
@@ -28,7 +29,9 @@ def method_layer_ids(ctx: Ctx) -> Result:
     if wanted.ids is None:
         return Result(WARN, f"cannot tell which layers the drafter was trained on: {wanted.how}")
     own = release_name(ctx, ctx.method.family)
-    feeds = fed(ctx.report, ctx.drafter.config, ctx.target, own.name if own else None)
+    # only the runners the release takes on this platform feed it (compat/runner_choice.py: the method-path check)
+    feeds = feeds_for(fed(ctx.report, ctx.drafter.config, ctx.target, own.name if own else None),
+                      choose(ctx.report, ctx.options.platform))
     shown = "; ".join(f"{f.by}: {f.ids} ({f.how})" for f in feeds)
     evidence = {"trained_layer_ids": wanted.ids, "fed": [f.to_json() for f in feeds]}
     where = (ctx.fact("aux_layer_ids").get("runners") or [{}])[0].get("location") if reads_by_runner(ctx.report) else None

@@ -2,7 +2,8 @@
 
 vLLM: a registered class for the target's architecture implementing SupportsEagle3 (else "Model does
 not support EAGLE3 interface" at model load, after the target weights are loaded). SGLang: the class
-has `set_eagle3_layers_to_capture` (else AttributeError when the runner asks for aux hidden states).
+has `set_eagle3_layers_to_capture` (else AttributeError when the runner asks for aux hidden states). LMDeploy: the
+class captures the layers its config builder sets (else the drafter gets the last hidden state, silently).
 Whether the whitelist lets the target through first is _whitelist.py's reading, the one target-whitelist reports.
 """
 
@@ -20,7 +21,14 @@ def target_interface(ctx: Ctx) -> Result:
     if not arch:
         return Result(FAIL, "the target config.json has no architectures", None)
     entry = ctx.target_entry(arch)
-    if engines.get(ctx.engine).target_gate == "interface":
+    gate = engines.get(ctx.engine).target_gate
+    if gate == "config_builder":  # LMDeploy: the builder sets the layers, the class captures them; no error without
+        if entry is not None:
+            return Result(PASS, f"{arch} -> {entry['class']} captures the layers its config builder sets for EAGLE-3",
+                          entry.get("capture_location") or entry.get("location"))
+        return Result(FAIL, f"no class of this release captures aux hidden states for {arch}: the drafter is fed the "
+                      "target's last hidden state instead, with no error (acceptance near zero)", None)
+    if gate == "interface":
         if entry is not None and entry.get("interface"):
             return Result(PASS, f"{arch} -> {entry['class']} implements {entry['interface']}", entry.get("location"))
         trap = (" It passes config validation, then fails at model load, after the target weights are loaded"

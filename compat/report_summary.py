@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compat import engines
 from compat.core.output import plural
 
 TYPE_CHECKING = False
@@ -105,7 +106,8 @@ def _offset_rule(rule: str) -> str:
 
 def accepted(report: dict[str, Any]) -> tuple[str, str | None]:
     spec = report.get("speculative_config")
-    if isinstance(spec, dict) and spec.get("fields"):
+    unit = engines.find(report.get("engine"))
+    if isinstance(spec, dict) and spec.get("fields") and (unit is None or unit.spec_in_config):  # not LMDeploy's class
         fields = [f["name"] for f in spec["fields"] if isinstance(f, dict)]
         unknown = "refused" if spec.get("rejects_unknown_keys") else "dropped silently" if spec.get(
             "rejects_unknown_keys") is False else "?"

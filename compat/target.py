@@ -55,10 +55,45 @@ class Target:
         return bool(self.config.get("auto_map"))
 
     @property
+    def quantized(self) -> bool:
+        """The checkpoint declares a quantization (what an engine builds its quantized layers from)."""
+        return any(isinstance(h.get(k), dict) for h in (self.config, self.text_config)
+                   for k in ("quantization_config", "compression_config"))
+
+    @property
     def text_config(self) -> dict:
         """The nested language-model config ({} when the config is flat)."""
         text = self.config.get("text_config")
         return text if isinstance(text, dict) else {}
+
+
+@dataclass(frozen=True)
+class WeightNames:
+    """The tensor names a checkpoint directory holds, from its safetensors index or its one file's header (never
+    the weights), and where they were read."""
+
+    names: frozenset[str]
+    source: str  # the file read
+
+
+def weight_names(directory: Path) -> WeightNames | None:
+    """The names of `model.safetensors.index.json`'s weight_map, else of `model.safetensors`'s header; None when the
+    directory has neither (or they cannot be read: the caller says it cannot tell)."""
+    from compat.core.errors import CompatError
+    from compat.safetensors_stream.header import read_header
+
+    index = directory / "model.safetensors.index.json"
+    single = directory / "model.safetensors"
+    try:
+        if index.is_file():
+            data = read_json(index, input_roots(directory), "a safetensors index")
+            weights = data.get("weight_map") if isinstance(data, dict) else None
+            return WeightNames(frozenset(weights), str(index)) if isinstance(weights, dict) else None
+        if single.is_file():
+            return WeightNames(frozenset(read_header(single).tensors), str(single))
+    except (CompatError, OSError):
+        return None
+    return None
 
 
 def read_target(path: str | Path) -> Target:

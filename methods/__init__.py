@@ -37,7 +37,7 @@ from ._unit import (  # the vocabulary method files use, re-exported: import the
 __all__ = [
     "CAPTURE_BEFORE", "OUTPUT_OF", "TRAINERS", "BlockRule", "LayerIdKey", "Name", "Recognition", "VenvPackage",
     "architectures", "speculators_type", "CONTRACT", "Method", "NameMatch", "Unrecognised", "all_methods", "get_method",
-    "find_name", "families", "recognise_drafter", "names_for",
+    "find_name", "families", "recognise_drafter", "names_for", "FamilyMatch", "family_of", "takes_drafter",
 ]
 
 CONTRACT = Contract("method", (
@@ -151,6 +151,41 @@ def find_name(engine: str, name: str) -> NameMatch | None:
             if folded is None and entry.name.lower() == name.lower():
                 folded = NameMatch(method, entry, exact=False)
     return folded
+
+
+@dataclass(frozen=True)
+class FamilyMatch:
+    """A method name matched to its family, and how: "engine" (a name this engine gives it), "family" (compat's id,
+    `doctor --method draft_model`), or "other" (another engine's name for it: SGLang's STANDALONE asked of vLLM)."""
+
+    method: Method
+    how: str
+    name: Name | None = None  # the engine's own Name, when `how` is "engine"
+    other_engine: str | None = None  # whose name it is, when `how` is "other"
+
+
+def family_of(engine: str, name: str) -> FamilyMatch | None:
+    """The family a name given to doctor means for `engine`: the engine's own name first (find_name), then compat's id
+    of a family, then another engine's name for it (each with the case folded); None: no family has it."""
+    own = find_name(engine, name)
+    if own is not None:
+        return FamilyMatch(own.method, "engine", own.name)
+    folded = name.lower()
+    for method in all_methods():
+        if method.family == folded:
+            return FamilyMatch(method, "family")
+    for method in all_methods():
+        for other, entries in sorted(method.names.items()):
+            if other != engine and any(not n.shared and n.name.lower() == folded for n in entries):
+                return FamilyMatch(method, "other", other_engine=other)
+    return None
+
+
+def takes_drafter(engine: str, name: str | None) -> bool | None:
+    """Whether the method a name means takes a drafter checkpoint (n-gram, suffix, MTP heads take none); None: no
+    family has the name."""
+    match = family_of(engine, name) if name else None
+    return match.method.takes_drafter if match is not None else None
 
 
 def names_for(engine: str, family: str) -> tuple[Name, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from compat.probes.drafter_code import Function, ModuleCode, Parents, is_self_attr, methods, nodes_of
+from compat.probes.drafter_code import Function, ModuleCode, Parents, class_attribute, is_self_attr, methods, nodes_of
 from compat.probes.drafter_values import Scope, Value, resolve, sources
 
 BaseFinder = Callable[[ModuleCode, ast.ClassDef], tuple[ModuleCode, ast.ClassDef] | None]
@@ -41,8 +41,29 @@ def drafter_code(code: ModuleCode, class_name: str, base_finder: BaseFinder | No
     if cls is None:
         return None
     inner, attr = _inner_model(code, cls)
-    base = base_finder(code, cls) if base_finder and _calls_super_load(cls) else None
+    inherits = "load_weights" not in methods(cls)  # the loader of the first base that has one runs
+    base = base_finder(code, cls) if base_finder and (_calls_super_load(cls) or inherits) else None
     return DrafterCode(code, cls, inner, attr, base)
+
+
+def base_class(code: ModuleCode, cls: ast.ClassDef) -> tuple[ModuleCode, ast.ClassDef] | None:
+    """The first base of `cls` that compat can read (local, or imported from the engine), with its module."""
+    for base in cls.bases:
+        name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+        if not name or name in ("Module", "object"):
+            continue
+        local = code.classes.get(code.resolve_class_name(name))
+        if local is not None and local is not cls:
+            return code, local
+        origin = code.imported(name)
+        if origin is not None:
+            relpath = origin[0].replace(".", "/") + ".py"
+            if code.tree.exists(relpath):
+                other = ModuleCode(code.tree, relpath)
+                found = other.classes.get(other.resolve_class_name(origin[1]))
+                if found is not None:
+                    return other, found
+    return None
 
 
 def find_base(code: ModuleCode, cls: ast.ClassDef) -> tuple[ModuleCode, ast.ClassDef] | None:
@@ -64,16 +85,37 @@ def find_base(code: ModuleCode, cls: ast.ClassDef) -> tuple[ModuleCode, ast.Clas
 
 
 def _inner_model(code: ModuleCode, cls: ast.ClassDef) -> tuple[ast.ClassDef | None, str | None]:
-    """`self.model = LlamaModel(...)`: the module class the drafter wraps (defined in the same file)."""
+    """`self.model = LlamaModel(...)`: the module class the drafter wraps (defined in the same file). The one that
+    creates `fc` (an EAGLE head) wins; else the first that builds modules of its own (an MTP predictor, a whole causal
+    LM's `self.model = self._init_model(...)`, which returns one)."""
     init = methods(cls).get("__init__")
+    candidates: list[tuple[ast.ClassDef, str]] = []
     for node in nodes_of(init) if init else []:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and is_self_attr(node.targets[0]):
             target = node.targets[0]
-            inner = code.classes.get(code.resolve_class_name(node.value.func.id))
-            if is_self_attr(target) and inner is not None and "__init__" in methods(inner):
+            assert isinstance(target, ast.Attribute)
+            inner = code.classes.get(code.resolve_class_name(_called_class(cls, node.value.func) or ""))
+            if inner is not None and inner is not cls and "__init__" in methods(inner):
                 if any(creates_fc(n) for n in ast.walk(methods(inner)["__init__"])):
                     return inner, target.attr
-    return None, None
+                candidates.append((inner, target.attr))
+    named = [c for c in candidates if c[1] == "model"]  # a wrapped model is `self.model` in both engines
+    chosen = (named or candidates)[:1]
+    return (chosen[0][0], chosen[0][1]) if chosen else (None, None)
+
+
+def _called_class(cls: ast.ClassDef, func: ast.expr) -> str | None:
+    """`LlamaModel(...)` -> "LlamaModel"; `self._init_model(...)` -> the class that method returns a call of."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if is_self_attr(func) and class_attribute(cls, func.attr):
+        return class_attribute(cls, func.attr)  # self.model_cls(...) with `model_cls = DFlashQwen3Model`
+    if is_self_attr(func):
+        method = methods(cls).get(func.attr)
+        for node in nodes_of(method) if method else []:
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                return node.value.func.id
+    return None
 
 
 def creates_fc(node: ast.AST) -> TypeGuard[ast.Assign | ast.AnnAssign]:
@@ -105,7 +147,8 @@ def condition(d: DrafterCode, cls: ast.ClassDef, func: Function, test: ast.AST, 
             return out
     if isinstance(inner_test, ast.UnaryOp) and isinstance(inner_test.op, ast.Not):
         inner_test, truthy = inner_test.operand, not truthy
-    if isinstance(inner_test, (ast.Name, ast.Attribute)):
+    if isinstance(inner_test, (ast.Name, ast.Attribute)) or (isinstance(inner_test, ast.Call)
+                                                             and getattr(inner_test.func, "id", None) == "getattr"):
         value = _switch_value(d, cls, func, inner_test)
         found = [s for s in sources(value) if "key" in s or "default" in s]
         if any("key" in s for s in found):

@@ -73,6 +73,31 @@ def methods(cls: ast.ClassDef) -> dict[str, Function]:
     return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
+def class_attribute(cls: ast.ClassDef, name: str) -> str | None:
+    """`model_cls = DFlashQwen3Model` in a class body: the class name a class attribute holds."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and any(
+                isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            return stmt.value.id
+    return None
+
+
+def load_function(cls: ast.ClassDef) -> Function | None:
+    """The function that runs a class's `load_weights`: itself, or the method it hands the weights to on the path
+    taken by default (`return self._legacy_load_weights(weights)` after an opt-in branch), two hops at most."""
+    own = methods(cls)
+    func = own.get("load_weights")
+    for _ in range(2):
+        if func is None or any(isinstance(n, ast.For) for n in ast.walk(func)):
+            return func
+        last = func.body[-1] if func.body else None
+        call = last.value if isinstance(last, (ast.Return, ast.Expr)) else None
+        if not (isinstance(call, ast.Call) and is_self_attr(call.func) and call.func.attr in own):
+            return func
+        func = own[call.func.attr]
+    return func
+
+
 def nodes_of(node: ast.AST) -> list[ast.AST]:
     """Every node below `node`, in ast.walk order (kept on the node, like parents_of)."""
     cached = getattr(node, "_compat_nodes", None)

@@ -21,7 +21,12 @@ is read by the module named:
 - `fc` (drafter_modules): the input width rule (`sources` chains from drafter_values), and its bias;
 - `layers` (drafter_modules): how many decoder layers are built (from `num_hidden_layers` or fixed)
   and the `raise` that refuses other counts;
-- `config_reads` (drafter_config_reads): every key the module reads from the drafter config.
+- `config_reads` (drafter_config_reads): every key the module reads from the drafter config;
+- `returns_loaded`, `completeness`, `prologue` (drafter_complete): what it does about what the checkpoint lacks.
+
+Every method's model class is read the same way (an MTP predictor, a Medusa or MLP head, a DFlash/DSpark drafter, a
+whole causal LM run as a draft model): compat.probes.model_loader.class_loader finds the class a release registers
+under an architecture and describes it; drafter_helpers keeps the helpers its loop calls, name_eval runs them.
 
 `drafter_replay.land(entry, name, config)` replays the steps on one checkpoint name against the
 modules, so a doctor check (and the probes' `samples`) need no engine knowledge of their own.
@@ -34,6 +39,7 @@ from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, drafter_code, find_base
 from compat.probes.drafter_code import ModuleCode, methods
+from compat.probes.drafter_complete import completeness, mtp_layers, prologue, returns_loaded
 from compat.probes.drafter_config_reads import config_reads
 from compat.probes.drafter_modules import fc_rule, layers_rule, modules
 from compat.probes.drafter_replay import land, module_index, name_matches
@@ -67,6 +73,10 @@ def describe(code: ModuleCode, class_name: str, fallback_unknown: dict[str, Any]
     out["layers"] = layers_rule(d, module_map)
     out["samples"] = samples(out)
     out["config_reads"] = [_required(r) for r in config_reads(code)]
+    out["returns_loaded"] = returns_loaded(d)
+    out["completeness"] = completeness(d)
+    out["prologue"] = prologue(d)
+    out["mtp_layers"] = mtp_layers(d)
     return out
 
 
@@ -93,7 +103,7 @@ def vocab_map(entry: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for tensor in ("d2t", "t2d"):
         step = next((s for s in entry["steps"] if s["op"] in ("skip", "consume", "rename") and "when" not in s
-                     and name_matches(s["match"], tensor)), None)
+                     and "match" in s and name_matches(s["match"], tensor)), None)
         if step is None:
             out[tensor] = {"fate": None}
             continue

@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from compat.probes.drafter_class import DrafterCode, branch_conditions, creates_fc
-from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
+from compat.probes.drafter_class import DrafterCode, base_class, branch_conditions, creates_fc
+from compat.probes.drafter_code import Function, Parents, class_attribute, is_self_attr, methods, nodes_of, parents_of
 from compat.probes.drafter_values import Scope, Value, config_keys, normalize, resolve, sources
 
 
@@ -30,8 +30,12 @@ def modules(d: DrafterCode) -> dict[str, dict]:
     return out
 
 
-def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict) -> None:
+def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict, depth: int = 0) -> None:
     init = methods(cls).get("__init__")
+    if (init is None or _calls_super_init(init)) and depth < 4:  # what the base builds first, then this class
+        found = base_class(d.code, cls)
+        if found is not None:
+            _collect_modules(DrafterCode(found[0], found[1], None, d.inner_attr), found[1], prefix, out, depth + 1)
     if init is None:
         return
     parents = parents_of(init)
@@ -46,21 +50,47 @@ def _collect_modules(d: DrafterCode, cls: ast.ClassDef, prefix: str, out: dict) 
               and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             out[prefix + node.args[0].value] = _module_entry(d, cls, init, node, parents, "buffer")
             continue
+        if len(targets) == 1 and isinstance(targets[0], ast.Tuple) and isinstance(value, ast.Call):
+            stack = _layer_stack(d, cls, init, targets[0], value)  # self.start_layer, self.end_layer, self.layers = make_layers(n, ...)
+            if stack is not None:
+                out[prefix + stack[0]] = {**_module_entry(d, cls, init, node, parents, "list"), **stack[1]}
+            continue
         for target in targets:
             if not is_self_attr(target) or target.attr == (d.inner_attr if prefix == "" else None):
                 continue
-            kind = _module_kind(value)
+            kind = _module_kind(value, cls)
             if kind is None:
                 continue
             path = prefix + target.attr
             entry = _module_entry(d, cls, init, node, parents, kind)
             if kind == "alias" and value is not None:
-                entry["alias_of"] = ast.unparse(value).removeprefix("self.")
+                entry["alias_of"] = _alias_of(value)
             if kind == "list" and isinstance(value, ast.Call):
                 entry["count"] = _list_count(d, cls, init, value)
+            if kind == "dict" and isinstance(value, ast.Call):
+                entry.update(_dict_keys(d, cls, init, value))
+            if kind in ("module", "list", "dict", "parameter") and isinstance(value, ast.Call):
+                entry["builds"] = _builds(value, cls)
             _merge_module(out, path, entry)
     for path in [p for p, e in out.items() if e["kind"] == "absent"]:
         del out[path]  # `self.x = None` alone (hot_token_id): not a module
+
+
+def _layer_stack(d: DrafterCode, cls: ast.ClassDef, init: Function, target: ast.Tuple,
+                 value: ast.Call) -> tuple[str, dict[str, Any]] | None:
+    """`..., self.layers = make_layers(config.num_hidden_layers, ...)`: the decoder stack, its count the first argument."""
+    callee = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    stack = next((t for t in target.elts if is_self_attr(t) and t.attr.endswith("layers")), None)
+    if "layers" not in callee or stack is None or not value.args:
+        return None
+    assert isinstance(stack, ast.Attribute)
+    return stack.attr, {"count": sources(resolve(value.args[0], d.scope(cls, init), value.lineno)), "builds": callee}
+
+
+def _calls_super_init(init: Function) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+               and isinstance(n.func.value, ast.Call) and getattr(n.func.value.func, "id", None) == "super"
+               for n in nodes_of(init))
 
 
 def _merge_module(out: dict, path: str, entry: dict) -> None:
@@ -107,7 +137,7 @@ def _module_entry(d: DrafterCode, cls: ast.ClassDef, init: Function, node: ast.A
     return entry
 
 
-def _module_kind(value: ast.AST | None) -> str | None:
+def _module_kind(value: ast.AST | None, cls: ast.ClassDef | None = None) -> str | None:
     if isinstance(value, ast.Constant) and value.value is None:
         return "absent"
     if (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Attribute) and is_self_attr(value.value)
@@ -117,11 +147,72 @@ def _module_kind(value: ast.AST | None) -> str | None:
         return None
     func = value.func
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name == "tie_weights" and value.args and _alias_of(value):
+        return "alias"  # self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)
     if name == "Parameter":
         return "parameter"
     if name == "ModuleList":
         return "list"
+    if name == "ModuleDict":
+        return "dict"
+    if cls is not None and is_self_attr(func) and (_built_by_method(cls, func.attr) or class_attribute(cls, func.attr)):
+        return "module"  # self.model = self._init_model(...) / self.model_cls(...): a method or class attribute
+    if name.endswith("_cls"):
+        return "module"  # self.norm = norm_cls(...): a local holding the class (RMSNorm or GemmaRMSNorm)
     return "module" if name[:1].isupper() and name not in ("LogitsProcessor",) else None
+
+
+def _alias_of(value: ast.AST) -> str:
+    """`self.model.embed_tokens` / `self.lm_head.tie_weights(self.model.embed_tokens)` -> "model.embed_tokens"."""
+    if isinstance(value, ast.Call) and value.args:
+        value = value.args[0]
+    text = ast.unparse(value)
+    return text.removeprefix("self.") if text.startswith("self.") else ""
+
+
+def _built_by_method(cls: ast.ClassDef, name: str) -> str | None:
+    """The class a method of `cls` returns a call of (`return LlamaModel(...)`), if it returns one."""
+    func = methods(cls).get(name)
+    for node in nodes_of(func) if func else []:
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            callee = node.value.func
+            called = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if called[:1].isupper():
+                return called
+    return None
+
+
+def _builds(value: ast.Call, cls: ast.ClassDef) -> str:
+    """The class a module is built from (`ParallelLMHead`, `RMSNorm`, the element of a ModuleList/ModuleDict)."""
+    func = value.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if is_self_attr(func):
+        return _built_by_method(cls, func.attr) or class_attribute(cls, func.attr) or name
+    if name in ("ModuleList", "ModuleDict") and value.args:
+        inner = value.args[0]
+        elt = inner.elt if isinstance(inner, (ast.ListComp, ast.GeneratorExp)) else inner.value if isinstance(
+            inner, ast.DictComp) else inner.elts[0] if isinstance(inner, ast.List) and inner.elts else None
+        if isinstance(elt, ast.Call):
+            called = elt.func
+            return called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", name)
+    return name
+
+
+def _dict_keys(d: DrafterCode, cls: ast.ClassDef, init: Function, value: ast.Call) -> dict[str, Any]:
+    """nn.ModuleDict({str(i): ... for i in range(first, first + count)}) -> its keys as sources."""
+    arg = value.args[0] if value.args else None
+    if isinstance(arg, ast.DictComp) and len(arg.generators) == 1:
+        it = arg.generators[0].iter
+        if isinstance(it, ast.Call) and getattr(it.func, "id", None) == "range" and it.args:
+            scope = d.scope(cls, init)
+            if len(it.args) == 1:
+                return {"first": [{"default": 0}], "count": sources(resolve(it.args[0], scope, value.lineno))}
+            start, stop = it.args[0], it.args[1]
+            if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and ast.unparse(stop.left) == ast.unparse(start):
+                return {"first": sources(resolve(start, scope, value.lineno)),
+                        "count": sources(resolve(stop.right, scope, value.lineno))}
+            return {"first": sources(resolve(start, scope, value.lineno)), "count": [{"unknown": ast.unparse(stop)}]}
+    return {"count": [{"unknown": ast.unparse(arg) if arg is not None else "ModuleDict()"}]}
 
 
 def _list_count(d: DrafterCode, cls: ast.ClassDef, init: Function, value: ast.Call) -> list[dict[str, Any]]:

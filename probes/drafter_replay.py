@@ -10,6 +10,22 @@ knowledge of their own. Doctor checks call `land` per tensor; the probes use it 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from compat.probes.name_eval import Params, Unsupported, evaluate
+
+
+def _helper_args(step: dict, name: str, bound: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for param, given in step["args"].items():
+        if given == "name":
+            out[param] = name
+        elif isinstance(given, dict) and "var" in given:
+            out[param] = bound.get(given["var"])
+        elif isinstance(given, dict) and "const" in given:
+            out[param] = given["const"]
+    return out
+
 
 def name_matches(match: dict, name: str) -> bool:
     if "any" in match:
@@ -53,7 +69,12 @@ def holds(when: list | None, config: dict | None, names: set[str] | None = None,
     return False if False in values else None if None in values else True
 
 
+PIPELINE_RANK = ("is_last_rank", "is_first_rank")  # one pipeline stage (doctor's case) is both the first and the last
+
+
 def _clause(clause: dict, config, names, target_vocab) -> bool | None:
+    if any(rank in clause.get("test", "") for rank in PIPELINE_RANK):
+        return not clause["test"].startswith("not ")
     if "unless_checkpoint_has" in clause:
         return None if names is None else not any(name_matches(clause["unless_checkpoint_has"], n) for n in names)
     if "config" in clause:
@@ -67,6 +88,18 @@ def _clause(clause: dict, config, names, target_vocab) -> bool | None:
     return None
 
 
+def entries(module: dict, config: dict | None) -> range:
+    """The indices a list (`range(count)`) or dict (`range(first, first + count)`) module holds for this config;
+    every index when the config does not say."""
+    count = config_value(module.get("count", []), config)
+    first = config_value(module.get("first", [{"default": 0}]), config)
+    if not isinstance(first, int) or isinstance(first, bool):
+        return range(0, 1 << 30)
+    if not isinstance(count, int) or isinstance(count, bool):
+        return range(first, 1 << 30)
+    return range(first, first + count)
+
+
 def module_index(entry: dict) -> dict[str, dict]:
     """An entry's modules by path."""
     mods = entry["modules"]
@@ -78,12 +111,11 @@ def _module_for(name: str, module_map: dict[str, dict], config: dict | None) -> 
     for path, entry in module_map.items():
         if entry.get("kind") == "absent" and "absent_when" not in entry:
             continue
-        if entry.get("kind") == "list":
+        if entry.get("kind") in ("list", "dict"):
             m = re.match(re.escape(path) + r"\.(\d+)\.", name)
             if not m:
                 continue
-            count = config_value(entry.get("count", []), config)
-            if isinstance(count, int) and int(m.group(1)) >= count:
+            if int(m.group(1)) not in entries(entry, config):
                 continue
         elif not (name == path or name.startswith(path + ".")):
             continue
@@ -106,10 +138,35 @@ def land(entry: dict, name: str, config: dict | None = None, names: set[str] | N
     module_map = module_index(entry)
     inner = (entry.get("inner_attr") or "model") + "."
     current, stacked, pending = name, False, []
+    bound: dict[str, Any] = {}
     for step in entry["steps"]:
         scoped = step["stage"] == "model" and current.startswith(inner)
         subject = current[len(inner):] if scoped else current
-        if step["op"] == "prefix":
+        if "helper" in step:
+            try:
+                result = evaluate(step["helper"], _helper_args(step, subject, bound), config,
+                                  Params(lambda n: _module_for(n, module_map, config)[0] is not None))
+            except Unsupported as err:
+                return {"fate": "depends", "name": current, "depends_on": [{"helper": step["helper"]["name"], "why": str(err),
+                                                                            "location": step["location"]}]}
+            if step["op"] == "skip":
+                if result:
+                    return {"fate": "skip", "name": current, "step": step}
+                continue
+            if step["op"] == "select":
+                if result is None and not any(name_matches(m, subject) for m in step.get("keeps") or []):
+                    if "params_dict" in step["helper"]["source"]:  # no parameter has the name: dropped
+                        return {"fate": "skip", "name": current, "unknown": step["helper"]["name"],
+                                "location": step["location"]}
+                    return {"fate": "skip", "name": current, "step": step}
+                bound[step["binds"]] = result
+                if not isinstance(result, str):
+                    continue
+                # a helper that gives the name to look up (`resolve_param_name`): the name from here on
+            if not isinstance(result, str):
+                continue
+            subject = result
+        elif step["op"] == "prefix":
             # `unless` tests come from the if/elif chain around the prefix: earlier branches (`if "d2t" in
             # name:` renames it) were tested on the name before their own rename, later ones on the current name
             if any(name_matches(m, subject) or name_matches(m, name) for m in step.get("unless", [])):

@@ -16,7 +16,8 @@ import re
 from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, branch_conditions
-from compat.probes.drafter_code import Function, Parents, is_self_attr, methods, nodes_of, parents_of
+from compat.probes.drafter_code import Function, Parents, is_self_attr, load_function, methods, nodes_of, parents_of
+from compat.probes.drafter_helpers import helper_steps
 
 MAPPER_KINDS: dict[str | None, str] = {  # WeightsMapper's keyword -> how its keys match a name
     "orig_to_new_substr": "contains", "orig_to_new_prefix": "startswith", "orig_to_new_suffix": "endswith",
@@ -32,18 +33,18 @@ STACKED_HINTS = ("stacked", "mapping")
 
 def load_steps(d: DrafterCode) -> list[Step]:
     steps: list[dict] = []
-    load = methods(d.cls).get("load_weights")
+    load = load_function(d.cls)
     if load is not None:
         steps += _loop_steps(d, d.cls, load, "drafter")
         steps += _loader_steps(d, d.cls, load, "drafter")
-    if d.inner is not None and "load_weights" in methods(d.inner):
-        inner_load = methods(d.inner)["load_weights"]
+    inner_load = load_function(d.inner) if d.inner is not None else None
+    if d.inner is not None and inner_load is not None:
         steps += _loop_steps(d, d.inner, inner_load, "model")
         steps += _loader_steps(d, d.inner, inner_load, "model")
     if d.base is not None:
         base_code, base_cls = d.base
         base = DrafterCode(base_code, base_cls, None, None)
-        base_load = methods(base_cls).get("load_weights")
+        base_load = load_function(base_cls)
         if base_load is not None:
             steps += _loop_steps(base, base_cls, base_load, "base")
     return steps
@@ -55,7 +56,31 @@ def weights_loop(func: Function) -> tuple[ast.For, str] | None:
             first_target = node.target.elts[0]
             if isinstance(first_target, ast.Name) and "weight" in ast.unparse(node.iter):
                 return node, first_target.id
-    return None
+    return _mapped(func)
+
+
+def _mapped(func: Function) -> tuple[ast.For, str] | None:
+    """`def transform(inputs): name, w = inputs; ...` applied as `map(transform, weights)`: its body is the loop's
+    (an ast.For made of it, kept on the function: the readers walk it like a loop)."""
+    cached = getattr(func, "_compat_mapped", None)
+    if cached is not None:
+        return cached or None
+    found: tuple[ast.For, str] | None = None
+    mapped = {n.args[0].id for n in nodes_of(func) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "map"
+              and len(n.args) == 2 and isinstance(n.args[0], ast.Name) and "weight" in ast.unparse(n.args[1])}
+    for node in nodes_of(func):
+        if isinstance(node, ast.FunctionDef) and node.name in mapped and len(node.body) > 1 and node.args.args:
+            first = node.body[0]
+            if (isinstance(first, ast.Assign) and isinstance(first.targets[0], ast.Tuple) and first.targets[0].elts
+                    and isinstance(first.targets[0].elts[0], ast.Name)
+                    and getattr(first.value, "id", None) == node.args.args[0].arg):
+                loop = ast.For(target=first.targets[0], iter=ast.Name("weights", ast.Load()), body=node.body[1:], orelse=[])
+                ast.copy_location(loop, node)
+                loop.end_lineno = node.end_lineno
+                found = (loop, first.targets[0].elts[0].id)
+                break
+    setattr(func, "_compat_mapped", found or ())
+    return found
 
 
 def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
@@ -69,6 +94,9 @@ def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
         inner = name_test(ast.Compare(test.left, [ast.In()], test.comparators), names)
         return {"not": inner} if inner else None
+    if (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "any" and len(test.args) == 1
+            and isinstance(test.args[0], ast.GeneratorExp) and len(test.args[0].generators) == 1):
+        return _any_of(test.args[0], names)  # any(key in name for key in ["embed_tokens", "lm_head"])
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Constant):
         comp = test.comparators[0]
         if isinstance(comp, ast.Name) and comp.id in names and isinstance(test.ops[0], ast.In):
@@ -82,6 +110,31 @@ def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
             and isinstance(test.args[0], ast.Constant)):
         return {test.func.attr: test.args[0].value}
     return None
+
+
+def _any_of(gen: ast.GeneratorExp, names: set[str]) -> dict[str, Any] | None:
+    comp = gen.generators[0]
+    if not isinstance(comp.target, ast.Name) or not isinstance(comp.iter, (ast.List, ast.Tuple)) or comp.ifs:
+        return None
+    keys = [e.value for e in comp.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if len(keys) != len(comp.iter.elts):
+        return None
+    parts, var = [], comp.target.id
+    for key in keys:  # the element test with the loop variable replaced by each constant
+        elt = _Substitute(var, key).visit(ast.parse(ast.unparse(gen.elt), mode="eval").body)
+        part = name_test(elt, names)
+        if part is None:
+            return None
+        parts.append(part)
+    return {"any": parts}
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, var: str, value: str) -> None:
+        self.var, self.value = var, value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Constant(self.value) if node.id == self.var else node
 
 
 def name_vars(loop: ast.For, name: str) -> set[str]:
@@ -112,7 +165,7 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
         for s in step or []:
             s["stage"] = stage
             steps.append((getattr(node, "lineno", 0), s))
-    for line, s in _dispatch_skip(d, loop, names):
+    for line, s in _dispatch_skip(d, loop, names) + helper_steps(d, cls, loop, names, name_test):
         s["stage"] = stage
         steps.append((line, s))
     steps.sort(key=lambda x: x[0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from compat.probes.drafter_class import DrafterCode
-from compat.probes.drafter_code import ModuleCode, Parents, methods, nodes_of, parents_of
+from compat.probes.drafter_code import ModuleCode, Parents, load_function, nodes_of, parents_of
 from compat.probes.drafter_steps import STACKED_HINTS, name_vars, weights_loop
 
 
@@ -22,7 +22,7 @@ WARN_CALLS = ("warning", "warn", "warning_once", "info")
 def unknown_names(d: DrafterCode, cls: ast.ClassDef, code: ModuleCode | None = None) -> dict | None:
     """How `cls.load_weights`'s own loop treats a name missing from params_dict (None: no such loop)."""
     code = code or d.code
-    func = methods(cls).get("load_weights")
+    func = load_function(cls)
     if func is None:
         return None
     found = weights_loop(func)
@@ -42,13 +42,28 @@ def unknown_names(d: DrafterCode, cls: ast.ClassDef, code: ModuleCode | None = N
             branch = "stacked" if _in_stacked_loop(node, parents, loop) else "other"
             verdicts[branch].append((_guard(node, key.id, dicts, parents, loop), node))
     if not any(verdicts.values()):
-        return None
+        return _collected(code, cls, loop, names, dicts)
     summary = {b: _worst([v for v, _ in vs]) for b, vs in verdicts.items() if vs}
     results = set(summary.values())
     result = results.pop() if len(results) == 1 else "mixed"
     first_node = next(n for vs in verdicts.values() for _, n in vs)
     out = {"result": result, **summary, "by": f"{cls.name}.load_weights", "location": code.loc(first_node)}
     return out
+
+
+def _collected(code: ModuleCode, cls: ast.ClassDef, loop: ast.For, names: set[str], dicts: set[str]) -> dict | None:
+    """A loop that only collects known names (`elif name in params_dict: weights_map[name] = w`, `param =
+    params_dict.get(name)` then `if param is not None:`): any other name is dropped without a word."""
+    for node in nodes_of(loop):
+        key = None
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In):
+            key = node.left if getattr(node.comparators[0], "id", None) in dicts else None
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and getattr(node.func.value, "id", None) in dicts and node.args):
+            key = node.args[0]
+        if isinstance(key, ast.Name) and key.id in names:
+            return {"result": "skip", "other": "skip", "by": f"{cls.name}.load_weights", "location": code.loc(node)}
+    return None
 
 
 def _worst(verdicts: list[str]) -> str:
@@ -98,11 +113,18 @@ def _guard(node: ast.AST, key: str, dicts: set[str], parents: Parents, loop: ast
         body = _block_holding(parent, child)
         if body is not None:
             for stmt in body[:body.index(child)]:
-                if isinstance(stmt, ast.If) and _membership(stmt.test, key, dicts) == "not in":
+                if isinstance(stmt, ast.If) and (_membership(stmt.test, key, dicts) == "not in" or _is_none(stmt.test, key)):
                     if any(isinstance(s, (ast.Continue, ast.Return, ast.Break)) for s in stmt.body):
                         return "warn" if _warns(stmt.body) else "skip"
         child = parent
     return "raise"
+
+
+def _is_none(test: ast.AST, key: str) -> bool:
+    """`key is None`: the name a resolver gave back is None (no parameter has it), tested before the lookup."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == key
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None)
 
 
 def _block_holding(parent: ast.AST, child: ast.AST) -> list[ast.AST] | None:

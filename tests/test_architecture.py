@@ -276,7 +276,7 @@ def _engine_comparisons(module: str) -> list[str]:
 
 
 def test_engine_names_are_the_units():
-    assert ENGINE_NAMES == {"vllm", "sglang"}
+    assert ENGINE_NAMES == {"vllm", "sglang", "lmdeploy"}
     assert _engine_home("compat.probes.vllm.cli_flags") and _engine_home("compat.checkpoints.sglang")
     assert not _engine_home("compat.launch_line") and not _engine_home("compat.checks.layer_ids")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 import venv
 from pathlib import Path
@@ -61,7 +62,7 @@ def test_questions_run_isolated_from_the_shell_and_the_working_directory(tmp_pat
 
 def test_a_missing_interpreter_is_named_with_the_fix(tmp_path):
     missing = Interpreter.of(tmp_path / "nope")  # not a directory: taken as the python itself
-    with pytest.raises(NoSuchInterpreter) as err:
+    with pytest.raises(NoSuchInterpreter, match=f"^--python {re.escape(str(tmp_path / 'nope'))}: no such interpreter\n  fix: ") as err:
         missing.run_json(ASK, what="answer")
     assert isinstance(err.value, CompatError) and err.value.exit_code == EXIT_USAGE  # a path naming nothing: 2
     assert err.value.message == f"--python {tmp_path / 'nope'}: no such interpreter"
@@ -74,21 +75,22 @@ def test_a_missing_interpreter_is_named_with_the_fix(tmp_path):
 
 def test_failures_are_typed_and_say_what_happened(tmp_path):
     this = Interpreter.current()
-    with pytest.raises(InterpreterFailed) as err:
+    with pytest.raises(InterpreterFailed, match=f"^--python {re.escape(sys.executable)}: could not look for engines: the engine is broken here\n  fix: ") as err:
         this.run_json("import sys; sys.exit('the engine is broken here')", what="look for engines")
     assert err.value.reason == "exit code" and err.value.returncode == 1 and err.value.started
     assert err.value.message == f"--python {sys.executable}: could not look for engines: the engine is broken here"
     assert err.value.hint and f"{sys.executable} -E -c" in err.value.hint  # how to see it for oneself
-    with pytest.raises(InterpreterFailed) as err:
+    with pytest.raises(InterpreterFailed, match=f"^--python {re.escape(sys.executable)}: could not answer: it printed no answer\n") as err:
         this.run_json("print('not json')", what="answer")
     assert err.value.reason == "no answer" and err.value.started
-    with pytest.raises(InterpreterFailed) as err:
+    with pytest.raises(InterpreterFailed, match=f"^--python {re.escape(sys.executable)}: could not answer: it did not answer within ") as err:
         this.run_json("import time; time.sleep(30)", what="answer", timeout=0.5)
     assert err.value.reason == "timeout" and err.value.returncode is None and not err.value.started
     assert "did not answer within" in err.value.message
     script = tmp_path / "not-a-python"
     script.write_text("not an executable\n")
-    with pytest.raises(NotAnInterpreter) as err:  # there, but not a program: the wrong kind of input (4)
+    with pytest.raises(NotAnInterpreter, match=f"^--python {re.escape(str(script))}: not a program this system can run") as err:
+        # there, but not a program: the wrong kind of input (4)
         Interpreter.of(script).run_json(ASK, what="answer")
     assert "not a program this system can run (Permission denied)" in err.value.message
     assert err.value.exit_code == EXIT_REFUSED

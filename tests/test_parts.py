@@ -4,21 +4,81 @@ parts are made to read as missing with COMPAT_TEST_WITHOUT, as the machine's own
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 import parts
 
 ROOT = Path(__file__).resolve().parents[1]
+REGISTERED = {line.split(":")[0] for line in tomllib.loads((ROOT / "pyproject.toml").read_text())
+              ["tool"]["pytest"]["ini_options"]["markers"]}
 
 
 def test_every_marker_is_registered():
-    registered = {line.split(":")[0] for line in tomllib.loads((ROOT / "pyproject.toml").read_text())
-                  ["tool"]["pytest"]["ini_options"]["markers"]}
-    assert set(parts.markers()) <= registered, set(parts.markers()) - registered
+    assert set(parts.markers()) <= REGISTERED, set(parts.markers()) - REGISTERED
+
+
+def _whole_suite(config) -> bool:
+    """This session collected every test (CI's `pytest`, no selection): its items are the census."""
+    selected = (config.option.markexpr, config.option.keyword, config.getoption("deselect", None),
+                config.getoption("lf", False))
+    if any(selected):
+        return False
+    tests = (ROOT / "tests").resolve()
+    return config.args_source == pytest.Config.ArgsSource.TESTPATHS or \
+        all(Path(config.invocation_params.dir, a).resolve() == tests for a in config.args)
+
+
+def test_every_registered_marker_selects_tests(request, tmp_path):
+    """A marker that selects nothing deselects nothing either: `-m "not torch"` would promise what it does not do."""
+    if _whole_suite(request.config):
+        counts = parts.marker_census(request.session.items)
+    else:  # a collection of the whole suite in a child process (conftest.py writes the census)
+        out = tmp_path / "census.json"
+        run = _pytest("--collect-only", COMPAT_MARKER_CENSUS=str(out))
+        assert run.returncode == 0 and out.is_file(), run.stdout[-3000:]
+        counts = json.loads(out.read_text())
+    empty = sorted(m for m in REGISTERED if not counts.get(m))
+    assert not empty, f"markers registered in pyproject.toml that no test carries: {empty} ({counts})"
+
+
+def test_a_marker_shared_by_parts_names_its_part():
+    """`engine` is two parts' marker: bare, with neither fixture, it says nothing checkable; named, it needs that one."""
+    engine, older = parts.BY_NAME["engine-venv"], parts.BY_NAME["engine-venv-0.16.0"]
+    assert parts.needed(set(), {"engine": ("engine-venv-0.16.0",)}) == [older]
+    assert parts.needed({"engine_python"}, {"engine": ()}) == [engine]
+    assert parts.needed({"older_engine_python"}, {"engine": ()}) == [older]
+    assert parts.needed(set(), {"strace": ()}) == [parts.BY_NAME["strace"]]
+    with pytest.raises(ValueError, match=r"pytest.mark.engine belongs to the parts engine-venv, engine-venv-0.16.0: "
+                                         r"name the one this test needs \(pytest.mark.engine\('engine-venv'\)\)"):
+        parts.needed(set(), {"engine": ()})
+    with pytest.raises(ValueError, match=r"pytest.mark.engine\('vllm'\): vllm is not a part of the marker"):
+        parts.needed(set(), {"engine": ("vllm",)})
+
+
+def test_under_ci_a_skip_fails_but_a_stress_campaigns(tmp_path):
+    """conftest.py: CI sets up every part, so a skip there is a test left out: it fails, and the summary counts the
+    stress campaigns (COMPAT_STRESS) apart, the only skips allowed."""
+    (tmp_path / "test_skips.py").write_text(
+        "import pytest\n"
+        "def test_left_out():\n    pytest.skip('no such thing here')\n"
+        "@pytest.mark.stress\ndef test_campaign():\n    pass\n"
+        "def test_run():\n    pass\n")
+    # the suite's conftest.py as a plugin (tests/ on the path), its pyproject for the markers; the file is elsewhere
+    words = ("-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), "-p", "conftest", str(tmp_path / "test_skips.py"))
+    path = {"PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
+    local, ci = _pytest(*words, **path, COMPAT_STRESS="0"), _pytest(*words, **path, COMPAT_STRESS="0", CI="true")
+    assert local.returncode == 0 and "2 skipped" in local.stdout, local.stdout[-2000:]
+    assert "skipped: 1 stress campaign (COMPAT_STRESS=1 runs them), 1 other test (CI=true fails these)" in local.stdout
+    assert ci.returncode == 1 and "1 failed" in ci.stdout and "1 skipped" in ci.stdout, ci.stdout[-2000:]
+    assert "skipped under CI=true, where only the stress campaigns (COMPAT_STRESS) may be: no such thing here" in ci.stdout
+    assert "skipped: 1 stress campaign (COMPAT_STRESS=1 runs them), 0 other tests" in ci.stdout
 
 
 def _pytest(*words: str, **env: str) -> subprocess.CompletedProcess:

@@ -53,7 +53,7 @@ def test_rules_are_read_with_their_defaults_and_helpers_are_left_out(package):
 def test_a_missing_field_names_the_module_and_the_field(package):
     name, _, write = package
     write("alpha", "NAME = 'alpha'\n")
-    with pytest.raises(ContractError) as err:
+    with pytest.raises(ContractError, match=f"^widget {name}.alpha: run is missing: a widget must define it") as err:
         Folder(name, CONTRACT).rules()
     assert err.value.owner == f"{name}.alpha" and err.value.field == "run"
     assert str(err.value) == f"widget {name}.alpha: run is missing: a widget must define it (a function)"
@@ -128,7 +128,7 @@ def test_decorator_fields_are_checked_by_the_same_contract():
 
 
 def test_a_contract_names_its_key_among_its_fields():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^contract of widget: fields \['NAME'\], key 'ID'$"):
         Contract("widget", (Field("NAME", str),), key="ID")
     assert repr(REQUIRED) == "REQUIRED" and Field("X", int).required and not Field("X", int, default=0).required
 

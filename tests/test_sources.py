@@ -1,5 +1,6 @@
 """Engine sources: --engine specs, --path trees and engines installed in another interpreter."""
 
+import re
 import subprocess
 import sys
 import venv
@@ -28,9 +29,11 @@ def test_engine_spec_forms(text, engine, spec):
     assert parsed.released == (spec is not None)
 
 
-@pytest.mark.parametrize("text", ["tensorrt", "vllm==banana", "", "vllm=0.11"])
-def test_bad_engine_spec_is_a_usage_error(text):
-    with pytest.raises(UsageError) as err:
+@pytest.mark.parametrize("text, said", [
+    ("tensorrt", "expected vllm or sglang, optionally with a version"), ("vllm==banana", "'==banana' is not a version specifier"),
+    ("", "expected vllm or sglang, optionally with a version"), ("vllm=0.11", "'=0.11' is not a version specifier")])
+def test_bad_engine_spec_is_a_usage_error(text, said):
+    with pytest.raises(UsageError, match=f"^--engine {re.escape(repr(text))}: {re.escape(said)}\n  fix: e.g. ") as err:
         parse_engine_spec(text)
     assert err.value.exit_code == EXIT_USAGE
     assert "--engine" in str(err.value)
@@ -63,7 +66,8 @@ def test_path_may_name_the_package_folder_or_an_sglang_checkout(tmp_path):
 
 def test_path_that_is_not_a_tree_says_what_was_looked_for(tmp_path):
     (tmp_path / "random").mkdir()
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(SourceError, match=f"^{re.escape(str(tmp_path / 'random'))} is not an engine source tree: no "
+                                          r"vllm/__init__.py or sglang/__init__.py in it\n  fix: point --path at ") as err:
         open_path(tmp_path / "random")
     assert err.value.exit_code == EXIT_SOURCE
     assert "vllm/__init__.py or sglang/__init__.py" in str(err.value)
@@ -73,9 +77,9 @@ def test_path_that_is_not_a_tree_says_what_was_looked_for(tmp_path):
 
 def test_engine_and_path_must_agree(tmp_path):
     _write_pkg(tmp_path, "vllm")
-    with pytest.raises(SourceError):
+    with pytest.raises(SourceError, match=f"^{re.escape(str(tmp_path))} is not an engine source tree: no sglang/__init__.py"):
         open_tree("sglang", path=tmp_path)  # it holds vllm, not sglang
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="^give either --path or a released --engine version, not both$"):
         open_tree("vllm==0.11.0", path=tmp_path)
 
 
@@ -111,7 +115,7 @@ def test_installed_engine_in_another_interpreter_is_found_without_importing_it(t
 
 def test_engine_missing_from_an_interpreter_is_a_source_error_with_a_way_out(tmp_path):
     python, _ = _fake_venv(tmp_path, "sglang", "0.5.8", "sglang")
-    with pytest.raises(SourceError) as err:
+    with pytest.raises(SourceError, match=f"^vllm is not installed in {re.escape(str(python))}\n  fix: point --python at ") as err:
         open_tree("vllm", python=str(python))
     assert "not installed" in str(err.value) and "vllm==VERSION" in str(err.value)
 

@@ -16,15 +16,15 @@ import shlex
 from compat.core.console import print_hanging
 from compat.core.output import plural
 from compat.doctor import (
-    DEPENDS, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_COMMAND_FIXED,
-    WORKS_PATCHED_CONVERTED,
+    DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_COMMAND_FIXED, WORKS_LINE_FIXED,
+    WORKS_PATCHED, WORKS_PATCHED_CONVERTED,
 )
 
 LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whole reason is under -v and in --json
 
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
-_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow",
+_VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow", DEPENDS_VENV: "yellow",
                   WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", WORKS_COMMAND_FIXED: "yellow",
                   DOES_NOT_WORK: "bold red"}
 
@@ -45,7 +45,11 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
         from compat.methods import get_method
 
         launched = f"{method['launched']} ({method['from']})" if method.get("launched") else f"from {method.get('from')}"
-        console.print(Text(f"  method  {get_method(method['family']).title}: {launched}"))
+        resolved = method.get("resolved") or {}
+        runs = resolved.get("runs_as")
+        shown = runs if runs and runs != (resolved.get("given") or runs) else None  # the release runs it as another name
+        console.print(Text(f"  method  {get_method(method['family']).title}: {launched}" + (f", run as {shown}" if shown else "")
+                           + (f"  [--platform {method['platform']}]" if method.get("platform") not in (None, "cuda") else "")))
     if dr.get("present") is False:
         console.print(Text("  drafter none (the method takes none)"))
     else:
@@ -67,6 +71,8 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
             console.print(Text("(the whole reasons: -v; every fact: --json)", style="dim"))
     console.print()
     console.print(Text.assemble(("verdict: ", "bold"), (d["verdict"], _VERDICT_STYLE.get(d["verdict"], "bold"))))
+    for question in dict.fromkeys(c["venv_question"]["command"] for c in d["checks"] if c.get("venv_question")):
+        console.print(Text("  check the serving venv: ", style="cyan") + Text(question), soft_wrap=True)
     if steps:
         console.print(Text("fix, in this order:", style="bold"))
         for number, step in enumerate(steps, 1):

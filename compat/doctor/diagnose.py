@@ -14,11 +14,12 @@ from typing import Any, Callable
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from compat.checks import FAIL, Ctx, Drafter, Options, Result, all_checks, launch_from_line, suggested_launch
+from compat.checks import (FAIL, Ctx, Drafter, Options, Result, all_checks, launch_from_line, resolve_method,
+                           suggested_launch)
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
 from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
-from compat.doctor.releases import ReleaseFinder
+from compat.doctor.releases import ReleaseFinder, class_loaders
 from compat.core.errors import SourceError, UsageError
 from compat.target import Target
 from compat.core.tree import EngineTree
@@ -33,7 +34,9 @@ WORKS_COMMAND_FIXED = "works with the launch command as doctor prints it (not as
 DOES_NOT_WORK = "does not work"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
 DEPENDS_LAYERS = "depends on which layers the drafter was trained on (say --layer-ids)"
+DEPENDS_VENV = "depends on the serving venv: it needs a package the engine does not install (check it: the command shown)"
 SOURCE_UNAVAILABLE = "source unavailable"
+UNCHECKED = "cannot tell: some checks read facts compat does not read from this engine yet"
 
 
 def run_checks(ctx: Ctx) -> list[Result]:
@@ -51,7 +54,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
     options = options or Options()
     report = build_report(tree)
     finder: Callable[[str, str], str | None] | None = releases.bound(report.get("version")) if releases else None
-    ctx = Ctx(report, target, drafter, options, finder)
+    ctx = Ctx(report, target, drafter, options, finder, class_loaders(tree))
     checks = run_checks(ctx)
     if try_fixes:
         fix_with_line(ctx, checks)
@@ -75,14 +78,15 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
                     "layout": drafter.layout.NAME if drafter.layout else None, "tensors": len(drafter.tensors),
                     "trained_layer_ids": drafter.trained_ids,
                     **({} if drafter.present else {"present": False})},
-        "method": {"family": ctx.method.family, "launched": ctx.method.launched, "from": ctx.method.source},
+        "method": {"family": ctx.method.family, "launched": ctx.method.launched, "from": ctx.method.source,
+                   "resolved": resolve_method(ctx).to_json(), "platform": options.platform},
         "checks": [c.to_json() for c in checks],
         "verdict": verdict,
         "fix_steps": steps,
         "instead": [f"{c.check}: {c.fix.text}" for c in checks if c.verdict == FAIL and isinstance(c.fix, ReleaseFix)],
         "launch": {"argv": launch["argv"], "module_argv": launch["module_argv"], "command": shlex.join(launch["argv"]),
                    "speculative_config": launch.get("speculative_config"),
-                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS), "after": [step["kind"] for step in steps],
+                   "runnable": verdict not in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS, UNCHECKED), "after": [step["kind"] for step in steps],
                    **({"typed": launch["typed"], "edits": launch["edits"]} if "typed" in launch else {})},
         "probe_errors": report.get("probe_errors") or [],
     }
@@ -110,9 +114,17 @@ def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str
 def classify(checks: list[Result], line_given: bool = True) -> str:
     """The verdict of the checks with their fixes; `line_given`: the user gave a launch line (a fix of the line is a
     change of theirs), else the fixes change what doctor's options asked for (`--method eagle4`)."""
+    verdict = _classify(checks, line_given)
+    if verdict in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS):
+        return verdict
+    # what the release needs from the serving venv, which doctor could not ask: it works only if the venv has it
+    return DEPENDS_VENV if any(c.venv is not None and c.verdict != FAIL for c in checks) else verdict
+
+
+def _classify(checks: list[Result], line_given: bool) -> str:
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
-        return WORKS
+        return UNCHECKED if any(c.unread for c in checks) else WORKS  # a third engine before its checks are written
     if kinds == {"line"}:
         return WORKS_LINE_FIXED if line_given else WORKS_COMMAND_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide

@@ -64,7 +64,7 @@ def fix_with_line(ctx: Ctx, checks: list[Result]) -> None:
         if not check.edits or not may_fix(check, "line"):
             continue
         changed = read_line(fixed_words(line, list(check.edits)))
-        again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
+        again = rerun(check, ctx.with_options(replace(ctx.options, launch=changed)))
         if again.verdict != FAIL:
             check.fix = LineFix("the launch line below: " + "; ".join(e.why for e in check.edits))
 
@@ -80,7 +80,7 @@ def fix_with_method(ctx: Ctx, checks: list[Result]) -> None:
         if not renames or not may_fix(check, "line"):
             continue
         name = renames[-1].value
-        again = rerun(check, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, method=name), ctx.releases))
+        again = rerun(check, ctx.with_options(replace(ctx.options, method=name)))
         if again.verdict != FAIL:
             check.fix = LineFix(f"the launch command below runs {name!r}, not --method {ctx.options.method}: "
                                 + renames[-1].why)

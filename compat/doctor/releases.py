@@ -5,7 +5,7 @@ over the releases after this one, each probed like any other (fetched once, then
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from packaging.version import Version
 
@@ -69,7 +69,9 @@ class ReleaseFinder:
                                                            offline=self.offline, progress=False)))(version)
         except SourceError:
             return False
-        return holds(build_report(tree))
+        report = build_report(tree)
+        report["class_loaders"] = class_loaders(tree)  # a check that asks how a later release's class loads
+        return holds(report)
 
 
 def _holds_key(report: dict, fact: str, key: str) -> bool:
@@ -88,3 +90,19 @@ class BoundFinder:
 
     def where(self, name: str, holds: Callable[[dict], bool]) -> str | None:
         return self.finder.where(name, holds, self.after)
+
+
+def class_loaders(tree: EngineTree) -> Callable[[str], dict[str, Any]]:
+    """architecture -> how this release's class for it loads a checkpoint (compat.probes.model_loader), read once
+    per release and class and kept in the facts cache: doctor reads only the classes a diagnosis needs."""
+    from compat import facts
+    from compat.probes.model_loader import class_loader
+
+    seen: dict[str, dict[str, Any]] = {}
+
+    def loader(architecture: str) -> dict[str, Any]:
+        if architecture not in seen:
+            seen[architecture] = facts.memo(tree, "class-loader", architecture, lambda: class_loader(tree, architecture))
+        return seen[architecture]
+
+    return loader

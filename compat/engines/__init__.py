@@ -45,14 +45,18 @@ CONTRACT = Contract("engine", (
           'object, vLLM\'s --speculative-config) or "flags" (one --speculative-* option each, SGLang\'s)'),
     Field("DRAFT_SETTINGS_FROM", str, doc='where the draft takes the quantization, attention backend and tensor '
           'parallelism the line does not give it: "draft" (its own config and attention: vLLM) or "target" (the '
-          'target\'s server arguments, unless a --speculative-draft-* option says otherwise: SGLang)'),
+          'target\'s server arguments, unless a --speculative-draft-* option says otherwise: SGLang) or '
+          '"target_engine_config" (the target\'s dtype, model format and overrides, no draft option; its own '
+          'parallelism for EAGLE drafts: LMDeploy)'),
     Field("DRAFT_SHAPE", str, doc='what a draft step proposes: "chain" (num_speculative_tokens, one after the '
           'other: vLLM) or "tree" (steps x topk, verified as a tree of num_draft_tokens: SGLang)'),
     Field("TARGET_GATE", str, doc='what admits an EAGLE-3 target: "interface" (its class implements SupportsEagle3, '
           'checked at model load; before that, a model-type whitelist in SpeculativeConfig: vLLM) or "capture_hook" '
-          '(its class defines set_eagle3_layers_to_capture: SGLang)'),
+          '(its class defines set_eagle3_layers_to_capture: SGLang) or "config_builder" (the target\'s config builder '
+          'sets the layers to capture for eagle3 and its class captures them: LMDeploy)'),
     Field("LAYER_IDS_FED_BY", str, doc='who reads the drafter\'s layer ids: "runners" (each model runner reads them '
-          'from the drafter config and tells the target: vLLM) or "target_hook" (the target\'s capture hook: SGLang)'),
+          'from the drafter config and tells the target: vLLM), "target_hook" (the target\'s capture hook: SGLang) or '
+          '"config_builder" (no one: the target\'s config builder fixes them: LMDeploy)'),
     Field("MHA_ATTENTION_BACKENDS", tuple, default=(), doc="the attention backends an MHA drafter runs on, as its "
           "options spell them, preferred first (the line compat prints for an MHA drafter behind an MLA target)"),
     Field("LOG_PREFIXES", tuple, default=(), doc="regexes of what its processes write before a log line (named "
@@ -72,6 +76,9 @@ CONTRACT = Contract("engine", (
     Field("IMAGE_REPOSITORIES", tuple, default=(), doc="its container images' repositories (docker.io names)"),
     Field("IMAGE_TAGS", tuple, default=(), doc="regexes with a `version` group: how an image tag names the release"),
     Field("IMAGE_ENTRY", tuple, default=(), doc="the entry point its image starts when a manifest gives only args"),
+    Field("IMAGE_ENTRY_BEFORE", tuple, default=(), doc="((release, words), ...): the releases before `release` start "
+          "`words` instead (the images' ENTRYPOINT changed: modelled from each release's docker/Dockerfile, which the "
+          "package compat reads does not carry)"),
     Field("IMAGE_DOCS", str, default="", doc="where its image naming is documented"),
     Field("PROBES", str, default=None, doc="the package of its probes (compat.probes.<name>)"),
     Field("PATCHES", str, default=None, doc="the package of its patches (compat.patches.<name>)"),
@@ -88,9 +95,9 @@ def _named_after_its_file(rule: Rule) -> None:
 
 
 # the values a field takes (the code branches on them, never on an engine's name)
-CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target"),
-           "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook"), "LAYER_IDS_FED_BY": ("runners", "target_hook"),
-           "SERVER_ACCEPTANCE": ("counters", "server_info")}
+CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target", "target_engine_config"),
+           "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook", "config_builder"),
+           "LAYER_IDS_FED_BY": ("runners", "target_hook", "config_builder"), "SERVER_ACCEPTANCE": ("counters", "server_info")}
 
 
 def _checked(rule: Rule) -> None:
@@ -142,6 +149,7 @@ class Engine:
     image_repositories: tuple[str, ...]
     image_tags: tuple[str, ...]
     image_entry: tuple[str, ...]
+    image_entry_before: tuple[tuple[str, tuple[str, ...]], ...]
     image_docs: str
     probes: str | None
     patches: str | None
@@ -175,6 +183,20 @@ class Engine:
     @cached_property
     def version_in_log_pattern(self) -> re.Pattern[str]:
         return re.compile(self.version_in_log)
+
+    def image_entry_for(self, version: str | None) -> tuple[str, ...]:
+        """The entry point the image of `version` starts (IMAGE_ENTRY, or an earlier one IMAGE_ENTRY_BEFORE gives);
+        with no release known, IMAGE_ENTRY."""
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            release = Version(version) if version else None
+        except InvalidVersion:
+            release = None
+        for before, words in sorted(self.image_entry_before, key=lambda gate: Version(gate[0])):
+            if release is not None and release < Version(before):
+                return tuple(words)
+        return self.image_entry
 
     def release_tag(self, version: str) -> str:
         return self.tag.format(version=version)

@@ -49,7 +49,7 @@ DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases w
 # docs.sglang.ai start/install (Docker): `lmsysorg/sglang:v<release>-cu<cuda>` (and -xeon, -rocm... builds);
 # the image has no server entry point: a manifest gives `python3 -m sglang.launch_server ...` as its command.
 IMAGE_REPOSITORIES = ("lmsysorg/sglang", "lmsysorg/sglang-rocm")
-IMAGE_TAGS = (r"^v?(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?(?:rc\d+)?)(?:[-_+].*)?$",)
+IMAGE_TAGS = (r"^v?(?P<version>\d+\.\d+\.\d+(?:\.\d+)?(?:\.post\d+)?(?:[.-]?rc\d+)?)(?:[-_+].*)?$",)
 IMAGE_ENTRY = ()
 IMAGE_DOCS = "https://docs.sglang.ai/get_started/install.html"
 

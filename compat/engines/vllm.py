@@ -50,15 +50,19 @@ PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins
 
 DEFAULT_RELEASES = ">=0.10.0"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)
 
-# docs.vllm.ai deployment/docker: `vllm/vllm-openai:v<release>` (latest, nightly: no release); its Dockerfile's
-# last stage is `ENTRYPOINT ["vllm", "serve"]`, so a Deployment's args start with the model. The CPU images are
-# published on AWS ECR (docs.vllm.ai getting_started/installation/cpu), ROCm builds as rocm/vllm with the
-# release inside the tag (rocm6.3.1_vllm_0.8.5_20250513).
+# docs.vllm.ai deployment/docker: `vllm/vllm-openai:v<release>` (latest, nightly: no release; v0.10.1.1: four parts;
+# v0.11.1rc1 a release candidate); the vllm-openai stage of the release's docker/Dockerfile is `ENTRYPOINT ["vllm",
+# "serve"]` from 0.11.1 (docker/Dockerfile:500 in the 0.11.1 sdist, :543 in 0.12.0), so a Deployment's args start with
+# the model; before it `ENTRYPOINT ["python3", "-m", "vllm.entrypoints.openai.api_server"]` (:526 in 0.10.0, :532 in
+# 0.10.1.1, :535 in 0.10.2, :542 in 0.11.0), which takes no positional model (`--model`). Modelled: the Dockerfile is
+# in the release's sdist, not in the package compat keeps of it. The CPU images are published on AWS ECR (docs.vllm.ai
+# getting_started/installation/cpu), ROCm builds as rocm/vllm with the release inside the tag (rocm6.3.1_vllm_0.8.5_20250513).
 IMAGE_REPOSITORIES = ("vllm/vllm-openai", "vllm/vllm-openai-rocm", "vllm/vllm-tpu", "q9t5s3a7/vllm-cpu-release-repo",
                       "q9t5s3a7/vllm-release-repo", "rocm/vllm")
-IMAGE_TAGS = (r"^v?(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?(?:rc\d+)?)(?:[-_+].*)?$",
-              r"_vllm_(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)")
+IMAGE_TAGS = (r"^v?(?P<version>\d+\.\d+\.\d+(?:\.\d+)?(?:\.post\d+)?(?:[.-]?rc\d+)?)(?:[-_+].*)?$",
+              r"_vllm_(?P<version>\d+\.\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)")
 IMAGE_ENTRY = ("vllm", "serve")
+IMAGE_ENTRY_BEFORE = (("0.11.1", ("python3", "-m", "vllm.entrypoints.openai.api_server")),)
 IMAGE_DOCS = "https://docs.vllm.ai/en/stable/deployment/docker.html"
 
 PROBES = "compat.probes.vllm"

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.core.errors import SourceError
-from compat.explain.analysis import Evidence, analyse
+from compat.explain.analysis import SHORT_INPUT, Evidence, analyse
 from compat.explain.causes import UNRELATED, Release, doctor_fix
 from compat.explain.findings import catalogued, to_finding
 from compat.explain.elsewhere import Elsewhere
-from compat.explain.pasted import read_pasted
+from compat.explain.pasted import read_pasted, words_searched
 from compat.explain.ranking import rank
 from compat.explain.sites import SiteIndex
 from compat.explain.text import Line
@@ -28,6 +28,7 @@ from compat.release_ref import ReleaseRef
 from compat.core.tree import EngineTree
 
 ACCEPTANCE = "acceptance"
+PYTHON_ERRORS = ("AttributeError", "TypeError", "KeyError")  # python_errors.py reads these
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Explanation:
     frames_checked: int = 0  # traceback frames in the engine whose shown code was compared with this release
     frames_fitting: int = 0
     nearest: list[dict] = field(default_factory=list)  # lines that match no template: the nearest sites, with scores
+    searched: list[str] = field(default_factory=list)  # the names or words of a paste looked up in the release
 
     @property
     def recognised(self) -> bool:
@@ -56,7 +58,7 @@ class Explanation:
         return {"engine": self.engine, "version": self.version, "source": self.source, "findings": self.findings,
                 "lines_read": self.lines, "versions_named_in_text": self.versions_named,
                 "traceback_frames": {"checked": self.frames_checked, "fit": self.frames_fitting},
-                "nearest": self.nearest}
+                "nearest": self.nearest, "searched_for": self.searched}
 
 
 def sites_of(tree: EngineTree) -> tuple[dict, SiteIndex]:
@@ -84,7 +86,8 @@ def _index(tree: EngineTree, sites: dict) -> SiteIndex:
 
 def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = None,
             later: Callable[[], tuple[str, ...]] | None = None,
-            index_of: Callable[[str], SiteIndex | None] | None = None) -> Explanation:
+            index_of: Callable[[str], SiteIndex | None] | None = None,
+            tree_of: Callable[[str], EngineTree | None] | None = None) -> Explanation:
     """`later()` (the releases after this one, ascending) and `index_of` (version -> its sites) let each check say
     the first release that lets the user's value pass."""
     report, index = sites_of(tree)
@@ -96,12 +99,29 @@ def explain(lines: Iterable[Line], tree: EngineTree, ref: ReleaseRef | None = No
         lines_of = texts[relpath]
         return lines_of[number - 1] if lines_of is not None and 0 < number <= len(lines_of) else None
 
-    evidence = analyse(lines, tree.engine, index, source_line, Elsewhere(tree))
-    nearest = read_pasted(evidence, index)
+    elsewhere = Elsewhere(tree)
+    evidence = analyse(lines, tree.engine, index, source_line, elsewhere)
+    files = (report.get("error_sites") or {}).get("files") or []
+    said = [e.text for e in evidence.events] + [line.text for line, _ in evidence.unmatched]
+    if any(name in text for text in said for name in PYTHON_ERRORS):  # read only when the text has one (a log rarely)
+        from compat.explain import python_errors
+
+        python_errors.read(evidence, tree, files)
+    if any("assert" in line.text for line, _ in evidence.unmatched):
+        from compat.explain import asserts
+
+        asserts.read(evidence, tree, index, elsewhere)
+    nearest = read_pasted(evidence, index, elsewhere)
+    searched: list[str] = []
+    if evidence.lines <= SHORT_INPUT and evidence.unmatched:  # a paste: the names its words give
+        from compat.explain import prose
+
+        searched = prose.read(evidence, tree, index, files)
     release = Release(tree.engine, tree.version, report, tuple(evidence.architectures), ref or ReleaseRef.of_tree(tree),
-                      later, index_of)
+                      later, index_of, tree, tree_of)
     out = Explanation(tree.engine, tree.version, tree.source.to_json(), lines=evidence.lines,
-                      versions_named=evidence.versions, nearest=nearest)
+                      versions_named=evidence.versions, nearest=nearest,
+                      searched=searched or words_searched(evidence))
     events = sorted(evidence.events + catalogued(evidence, release), key=lambda e: e.line)
     out.findings = [to_finding(event, release) for event in events]
     acceptance = acceptance_finding(evidence, release)

@@ -14,12 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from compat import engines
+from compat.explain.flattened import unflatten
 from compat.explain.metrics import Series, is_metrics_site, read_interval
 from compat.explain.pydantic_asserts import bare_assert_candidates
 from compat.explain.sites import Site, SiteIndex
 from compat.explain.logline import LogLine, read_all
 from compat.explain.text import Line
-from compat.explain.tracebacks import Readers, Traceback, exception_line
+from compat.explain.titles import message_of
+from compat.explain.tracebacks import Frame, Readers, Traceback, exception_line, raising_frame
 
 WARNING_LEVELS = ("warning", "error", "exception", "critical", "fatal")
 SPEC_WORDS = ("specul", "eagle", "draft", "aux_hidden", "aux hidden", "spec_decode", "spec decode")
@@ -48,6 +50,8 @@ class Event:
     match: object = None  # how the text fits the site when it is not the whole message (a nearest.Near)
     nearby: list = field(default_factory=list)  # other templates the text also fits (nearest.Near), for a paste
     candidates: list[Site] = field(default_factory=list)  # sites it may be, none of them said to be it (pydantic_asserts)
+    user_frame: Frame | None = None  # the frame of the user's own code that raised it (tracebacks.raising_frame)
+    access: object = None  # what Python raised at an access or call of the engine's (python_errors.Access)
 
     @property
     def count(self) -> int:
@@ -78,14 +82,15 @@ def analyse(lines: Iterable[Line], engine: str, index: SiteIndex, source_line=No
     evidence = Evidence(engine)
     readers = Readers()
     seen: dict[tuple, Event] = {}
-    for raw in lines:
-        evidence.lines = raw.number
-        for line in read_all(raw):  # one line, or the lines a JSON record carries
-            finished = readers.feed(line)
-            if finished is not None:
-                _traceback(evidence, finished, index, seen, source_line, elsewhere)
-            if not readers.took_line:
-                _line(evidence, line, index, seen)
+    for given in lines:
+        evidence.lines = given.number
+        for raw in unflatten(given):  # one line, or the lines a traceback flattened onto it was
+            for line in read_all(raw):  # one line, or the lines a JSON record carries
+                finished = readers.feed(line)
+                if finished is not None:
+                    _traceback(evidence, finished, index, seen, source_line, elsewhere)
+                if not readers.took_line:
+                    _line(evidence, line, index, seen)
     for finished in readers.close():
         _traceback(evidence, finished, index, seen, source_line, elsewhere)
     evidence.events.sort(key=lambda e: e.line)
@@ -137,12 +142,12 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
             record_event(evidence, seen, Event(line.number, text.strip(), None, site, "log prefix" if place else "message",
                                           [s for s, _ in matches[1:] if s.kind == "log"], process=line.process))
         return
-    exc = exception_line(text)
-    named = exc is not None and exc[0].rpartition(".")[2] == site.exception
+    exception = message_of(text)[0]  # an exception line, or one named after the user's words (a title's lead)
+    named = exception is not None and exception.rpartition(".")[2] == site.exception
     if not named and site.literal_length < MIN_LITERAL_ALONE:
         return
     same = [s for s, _ in matches[1:] if s.kind != "log" and s.template == site.template]
-    record_event(evidence, seen, Event(line.number, text.strip(), exc[0] if exc else site.exception, site, "message", same,
+    record_event(evidence, seen, Event(line.number, text.strip(), exception or site.exception, site, "message", same,
                                   process=line.process))
 
 
@@ -161,13 +166,20 @@ def _traceback(evidence: Evidence, tb: Traceback, index: SiteIndex, seen: dict, 
             shown = source_line(relpath, frame.line)
             fits = None if frame.code is None or shown is None else shown.strip() == frame.code
             evidence.frame_checks.append((relpath, frame.line, frame.code or "", fits))
-    site, located = _site_of(tb, index, package, source_line, elsewhere)
-    candidates = bare_assert_candidates(tb, index) if site is None else []
+    has_file = (lambda relpath: source_line(relpath, 1) is not None) if source_line is not None else None
+    unit = engines.get(package)
+    owner = raising_frame(tb, package, has_file, f"{unit.import_name}/{unit.source_prefix}{unit.import_name}/")
+    if owner is not None and owner[1] == "user":  # the user's code raised it: no engine site is pinned on it
+        site, located, user_frame = None, "traceback", owner[0]
+    else:
+        site, located = _site_of(tb, index, package, source_line, elsewhere)
+        user_frame = None
+    candidates = bare_assert_candidates(tb, index) if site is None and user_frame is None else []
     if len(candidates) == 1:  # the model's only assert without a message: the one pydantic reports
         site, located, candidates = candidates[0], "pydantic message", []
     text = f"{tb.exception}: {tb.message}" if tb.message else str(tb.exception or "a traceback cut short")
     record_event(evidence, seen, Event(tb.error_line or tb.first_line, text, tb.exception, site, located, traceback=tb,
-                                  process=tb.process, candidates=candidates))
+                                  process=tb.process, candidates=candidates, user_frame=user_frame))
 
 
 def _chain(evidence: Evidence, tb: Traceback, seen: dict, package: str) -> None:

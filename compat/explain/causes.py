@@ -41,6 +41,8 @@ class Release:
     ref: ReleaseRef | None = None  # the release the user named: every command a fix prints names it so
     later: Callable[[], tuple[str, ...]] | None = None  # the releases after this one (ascending), asked when needed
     index_of: Callable[[str], Any] | None = None  # version -> that release's SiteIndex (None: cannot be had)
+    tree: Any = None  # the release's source (an EngineTree): the lines around a site, read when a cause needs them
+    tree_of: Callable[[str], Any] | None = None  # version -> that release's source (None: cannot be had)
 
 
 @dataclass(frozen=True)
@@ -267,14 +269,33 @@ def _kernels_fix(event: Event, release: Release) -> NoFix:
 
 def _user_code(event: Event, release: Release) -> bool:
     tb = event.traceback
+    if event.user_frame is not None:
+        return True
     return tb is not None and bool(tb.frames) and not tb.engine_frames(release.engine) and event.site is None
 
 
-def _where_in_user_code(tb: Traceback | None) -> str:
-    if tb is None or not tb.frames:
+def _where_in_user_code(tb: Traceback | None, frame=None) -> str:
+    if frame is None and (tb is None or not tb.frames):
         return "no traceback"
-    last = tb.frames[-1]
-    return f"{last.path}:{last.line} in {last.function}"
+    last = frame or tb.frames[-1]  # type: ignore[union-attr]
+    code = f" (`{last.code}`)" if last.code else ""
+    return f"{last.path}:{last.line} in {last.function}{code}"
+
+
+def _user_code_cause(event: Event, release: Release) -> str:
+    """Raised by code outside the engine: the user's line, and what the engine had to do with it."""
+    tb = event.traceback
+    where = _where_in_user_code(tb, event.user_frame)
+    tree = release.tree
+    engine_frames = [(f, rel) for f, rel in (tb.engine_frames(release.engine) if tb is not None else [])
+                     if f is not event.user_frame and (tree is None or tree.exists(rel))]
+    if not engine_frames:
+        return (f"{event.exception} raised in code outside {release.engine} ({where}): no frame of the traceback is in "
+                f"{release.engine}, so this is not a speculative-decoding failure")
+    frame, relpath = engine_frames[-1]
+    return (f"{event.exception} raised by your own code, not by {release.engine}: at {where}, a file outside "
+            f"{release.engine}'s package. {release.engine}'s frames are above it in the traceback ({relpath}:"
+            f"{frame.line} in {frame.function} the nearest), but the line that raised is yours")
 
 
 CATALOG: tuple[Cause, ...] = (
@@ -287,10 +308,7 @@ CATALOG: tuple[Cause, ...] = (
                        "torch than the one installed. Not a speculative-decoding failure, but every run of this engine "
                        "is affected, often with errors far from here",
           _kernels_fix),
-    Cause("user-code", UNRELATED, _user_code,
-          lambda e, r: f"{e.exception} raised in code outside {r.engine} ({_where_in_user_code(e.traceback)}): no frame "
-                       f"of the traceback is in {r.engine}, so this is not a speculative-decoding failure",
-          lambda e, r: None),
+    Cause("user-code", UNRELATED, _user_code, _user_code_cause, lambda e, r: None),
     Cause("target-not-whitelisted", ERROR, _whitelist,
           lambda e, r: "the release's EAGLE-3 target whitelist (SpeculativeConfig) does not list the target's model_type",
           _whitelist_fix),

@@ -8,15 +8,19 @@ from __future__ import annotations
 import re
 
 from compat.explain.analysis import Event
-from compat.explain.causes import ERROR, Cause, Release, in_drafter, event_text, convert_fix, doctor_fix
+from compat.explain.causes import DRAFTER_WORDS, ERROR, Cause, Release, in_drafter, event_text, convert_fix, doctor_fix
 from compat.fix import FlagFix, NoFix
 
 _QUOTED = re.compile(r"'([^']+)'")
 
 
 def _about_drafter(event: Event, release: Release) -> bool:
-    """The speculative config (pydantic names it) or the drafter's code (the traceback passes through it)."""
-    return "SpeculativeConfig" in event_text(event) or in_drafter(event, release)
+    """The speculative config (pydantic names it), the drafter's code (the traceback passes through it), or a drafter's
+    architecture the message names (`['EagleQwen2ForCausalLM']`: a paste or a title without its traceback)."""
+    if "SpeculativeConfig" in event_text(event) or in_drafter(event, release):
+        return True
+    names = re.search(r"architectures (\[[^\]]*\])", event_text(event))
+    return names is not None and any(word in names.group(1).lower() for word in DRAFTER_WORDS)
 
 
 def _says(*words: str, drafter: bool = True):

@@ -156,21 +156,29 @@ def ranges(versions: list[str], searched: list[str]) -> str:
 
 
 def later_releases(engine: str, version: str | None, cache_dir, offline: bool, progress: bool = False
-                   ) -> tuple[Callable[[], tuple[str, ...]], Callable[[str], SiteIndex | None]]:
-    """How to list the releases compat covers after `version` (ascending; asked only when a check needs them), and
-    how to read one's sites (None: it cannot be had)."""
+                   ) -> tuple[Callable[[], tuple[str, ...]], Callable[[str], SiteIndex | None],
+                              Callable[[str], EngineTree | None]]:
+    """How to list the releases compat covers after `version` (ascending; asked only when a check needs them), how
+    to read one's sites, and how to open its source (None: it cannot be had)."""
     from functools import lru_cache
 
     from compat.sources import open_tree
 
+    @lru_cache(maxsize=64)
+    def tree_of(release: str) -> EngineTree | None:
+        try:
+            return open_tree(f"{engine}=={release}", cache_dir=cache_dir, offline=offline, progress=progress)
+        except SourceError:
+            return None
+
     def index_of(release: str) -> SiteIndex | None:
         from compat.core.console import heartbeat
 
+        tree = tree_of(release)
         try:
-            tree = open_tree(f"{engine}=={release}", cache_dir=cache_dir, offline=offline, progress=progress)
             with heartbeat("explain", progress) as beat:
                 beat.state = f"reading where {engine} {release} raises"
-                return release_index(tree)
+                return release_index(tree) if tree is not None else None
         except SourceError:
             return None
 
@@ -183,4 +191,4 @@ def later_releases(engine: str, version: str | None, cache_dir, offline: bool, p
         return tuple(sorted((v for v in versions_to_search(engine, cache_dir, offline) if Version(v) > after),
                             key=Version))
 
-    return later, index_of
+    return later, index_of, tree_of

@@ -3,7 +3,8 @@ engine checked at the site (conditions.py), and where the engine was when an err
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any, cast
 
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence
 from compat.explain.tracebacks import exception_line
@@ -13,6 +14,10 @@ from compat.explain.drafter_causes import DRAFTER_CAUSES
 from compat.explain.pydantic_asserts import model_of
 from compat.explain.sites import Site
 from compat.fix import Fix
+
+if TYPE_CHECKING:  # read when a finding needs them (a log's findings rarely do): imported there
+    from compat.explain.levers import Lever, Vocabulary
+    from compat.explain.python_errors import Finding as AccessFinding
 
 MESSAGE_LINES = 4  # lines after an exception's that are still its message (pydantic lists the bad key there)
 
@@ -40,7 +45,20 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
     for entry in DRAFTER_CAUSES + CATALOG:
         if entry.applies(event, release):
             return entry.kind, entry.cause(event, release), entry.fix(event, release), entry.id
+    if event.access is not None:  # an error Python raised at an access of the engine's (python_errors.py)
+        from compat.explain.python_errors import cause_of
+
+        return ERROR, cause_of(cast("AccessFinding", event.access), release.engine, release.version, event.exception), \
+            doctor_fix(release, "no catalogued fix"), None
     site = event.site
+    if site is None and event.candidates and event.located_by.startswith("assert text"):
+        return ERROR, (f"the text quotes an assert that {len(event.candidates)} lines of {release.engine} "
+                       f"{release.version or ''} make (each listed with what it checks): the text does not say which"), \
+            doctor_fix(release, "no catalogued fix"), None
+    if site is None and event.candidates and event.located_by == "names in the text":
+        return ERROR, (f"the text names no error {release.engine} {release.version or ''} raises; the names it gives "
+                       f"are in {len(event.candidates)} of its raises (their message, or what they check: listed); none "
+                       "is said to be the site"), doctor_fix(release, "no catalogued fix"), None
     if site is None and event.candidates and event.traceback is not None:
         return ERROR, _unnamed_assert(event), doctor_fix(release, "no catalogued fix"), None
     if site is None:
@@ -48,8 +66,11 @@ def diagnose(event: Event, release: Release) -> tuple[str, str, Fix | None, str 
     kind = WARNING if site.kind == "log" else ERROR
     what = f"logged by {site.function}" if site.kind == "log" else f"raised by {site.function or site.file}"
     check = check_of(site, event_text(event))
+    said = ""
+    if not event.located_by.startswith("message") and site.template.strip("{} "):  # its own words, not in the text
+        said = f"; its message: \"{site.template}\""
     if check is not None:
-        return kind, f"{what}: {check.describe()}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
+        return kind, f"{what}: {check.describe()}{said}", None if kind == WARNING else doctor_fix(release, "no catalogued fix"), None
     if site.kind == "raise" and not site.guard:
         return kind, unguarded(site, event.traceback, release.engine), doctor_fix(release, "no catalogued fix"), None
     cause = f"{what}; compat's catalog has no cause for this message (the site says what the engine checks)"
@@ -122,6 +143,16 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
         site = f"{inner[1]}:{inner[0].line}" if inner else None
     elif kind == UNRELATED and event.traceback is not None and event.traceback.frames and site is None:
         site = None
+    access = cast("AccessFinding | None", event.access)
+    if access is not None and kind == ERROR and release.later is not None and release.tree_of is not None:
+        from compat.explain.python_errors import first_working
+
+        works = first_working(access, list(release.later()), release.tree_of)
+        if works is not None:
+            cause += f"; the first release after {release.version} that no longer makes this access: {works[0]} ({works[1]})"
+    change = _change(event, release) if kind == ERROR else []
+    if change and cause_id is None:
+        cause += "; what selects this path: " + "; ".join(lever.describe() for lever in change)
     more = event.traceback.more[:MESSAGE_LINES] if event.traceback is not None and kind != UNRELATED else []
     return {"kind": kind, "site": site, "message": "\n".join([event.text, *more]), "cause": cause, "fix": fix.to_json() if fix is not None else None,
             "cause_id": cause_id,
@@ -134,7 +165,61 @@ def to_finding(event: Event, release: Release) -> dict[str, Any]:
             "during": _context(event),
             "match": event.match.to_json() if event.match is not None else None,  # type: ignore[attr-defined]
             "also_fits": [n.to_json() for n in event.nearby], "check": check,
-            "could_be": [_candidate(site) for site in event.candidates]}
+            "could_be": [_candidate(site) for site in event.candidates] + _could_be(event),
+            "access": cast("AccessFinding", event.access).to_json() if event.access is not None else None,
+            "raised_by_user": _user_line(event), "change": [lever.to_json() for lever in change]}
+
+
+def _change(event: Event, release: Release) -> list[Lever]:
+    """What the user can change to keep the engine off this path: the levers of the site's guard (or of the `if`s
+    around an access, and the object it reads)."""
+    site, tree = event.site, release.tree
+    if site is None or tree is None:
+        return []
+    tests: list[tuple[str, bool]] = []
+    line, receiver = site.line, None
+    if site.guard:
+        tests.append((site.guard["test"], bool(site.guard["raises_when"])))
+        line = int(site.guard.get("line") or site.line)
+    access = cast("AccessFinding | None", event.access)
+    if access is not None:
+        tests.extend(access.guards)
+        name = access.problem.name
+        found = re.search(r"([\w.]+)\." + re.escape(name) + r"\b", access.code or "")
+        receiver = found.group(1) if found else None
+    if not tests and receiver is None:
+        return []
+    from compat.explain.levers import levers
+
+    return levers(tree, _vocabulary(release.report), site.file, line, tests, receiver)
+
+
+_VOCABULARIES: dict[int, Vocabulary] = {}
+
+
+def _vocabulary(report: dict) -> Vocabulary:
+    from compat.explain.levers import Vocabulary
+
+    found = _VOCABULARIES.get(id(report))
+    if found is None:
+        found = _VOCABULARIES[id(report)] = Vocabulary.of(report)
+    return found
+
+
+def _could_be(event: Event) -> list[dict[str, Any]]:
+    """The lines of the release that make the access an error names, when the text does not say which."""
+    access = cast("AccessFinding | None", event.access)
+    if access is None:
+        return []
+    return [{"site": a.location, "function": a.function, "checks": f"`{code}`" if code else None}
+            for a, code in access.candidates]
+
+
+def _user_line(event: Event) -> dict[str, Any] | None:
+    frame = event.user_frame
+    if frame is None:
+        return None
+    return {"path": frame.path, "line": frame.line, "function": frame.function, "code": frame.code}
 
 
 def _context(event: Event) -> str | None:

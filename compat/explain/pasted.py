@@ -8,10 +8,12 @@ from __future__ import annotations
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence, record_event
 from compat.explain.nearest import Near, WordIndex
 from compat.explain.sites import SiteIndex
+from compat.explain.titles import cut_sites, message_of
 from compat.explain.tracebacks import exception_line
 
 _WORDS: dict[int, WordIndex] = {}
 MAX_LINES = 40  # distinct lines compared with every template
+MIN_ELSEWHERE = 24  # characters of a message looked for in the release's other files
 
 
 def word_index(index: SiteIndex) -> WordIndex:
@@ -22,7 +24,7 @@ def word_index(index: SiteIndex) -> WordIndex:
     return found
 
 
-def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
+def read_pasted(evidence: Evidence, index: SiteIndex, elsewhere=None) -> list[dict]:
     """Fragments become events (in place); returns the nearest sites of the lines that match no template."""
     short = evidence.lines <= SHORT_INPUT
     if not short and any(e.site is not None and e.site.kind != "log" for e in evidence.events):
@@ -43,10 +45,23 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
     seen = {("site", e.site.location) if e.site is not None else ("text", e.text): e for e in evidence.events}
     nearest: list[dict] = []
     for line, _ in lines:
-        message = _message(line.text)
-        found = words.nearest(message)
+        exc_named, message = message_of(line.text)
+        found = words.nearest(message or line.text)
         fragments = [n for n in found if n.how == "fragment"]
         fragments = [n for n in fragments if n.skipped == fragments[0].skipped]  # the best fitting (found is sorted)
+        cuts = cut_sites(message, index.sites) if short and len({n.site.template for n in fragments}) != 1 else []
+        if cuts and len({c.site.template for c in cuts}) == 1:  # the start of one message, cut short: its site
+            cut = cuts[0]
+            record_event(evidence, seen, Event(line.number, line.text.strip(), exc_named or cut.site.exception, cut.site,
+                                               "message" if cut.whole else "message cut short",
+                                               [c.site for c in cuts[1:]], process=line.process, match=cut))
+            continue
+        far = elsewhere.raising(message) if (elsewhere is not None and short and exc_named and not fragments
+                                             and len(message) >= MIN_ELSEWHERE) else None
+        if far is not None:  # the whole message of a raise in a file off the speculative-decoding paths
+            record_event(evidence, seen, Event(line.number, line.text.strip(), exc_named, far, "message",
+                                               process=line.process))
+            continue
         if len({n.site.template for n in fragments}) == 1:  # names one message: that is its site
             near = fragments[0]
             exc = exception_line(line.text)
@@ -61,8 +76,21 @@ def read_pasted(evidence: Evidence, index: SiteIndex) -> list[dict]:
 
 
 def _message(text: str) -> str:
-    exc = exception_line(text)
-    return exc[1] if exc is not None and exc[1] else text
+    return message_of(text)[1] or text
 
 
-__all__ = ["Near", "read_pasted", "word_index"]
+def words_searched(evidence: Evidence, limit: int = 24) -> list[str]:
+    """The words of a paste's lines that matched nothing, as they were compared with the release's templates."""
+    from compat.explain.nearest import words
+
+    if evidence.lines > SHORT_INPUT:
+        return []
+    found: dict[str, None] = {}
+    for line, _ in evidence.unmatched:
+        for word in words(_message(line.text)):
+            if len(word) > 2:
+                found.setdefault(word, None)
+    return list(found)[:limit]
+
+
+__all__ = ["Near", "read_pasted", "word_index", "words_searched"]

@@ -7,10 +7,11 @@ memory) and read against each candidate: the releases it names, else the newest 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ class Result:
     guessed: bool = False
     input_name: str = ""
     named: bool = False  # the releases searched are the ones the text names (else: every release compat covers)
+    named_by: list[dict] = field(default_factory=list)  # no --engine: where the text names the release read
 
     @property
     def recognised(self) -> bool:
@@ -38,7 +40,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         doc = self.chosen.to_json() if self.chosen is not None else {"findings": []}
         return {**doc, "recognised": self.recognised, "input": self.input_name, "release_guessed": self.guessed,
-                "releases_searched": self.searched}
+                "releases_searched": self.searched, "release_named_by_text": self.named_by}
 
 
 def _lines(args) -> tuple[Iterator[Line], str]:
@@ -80,11 +82,8 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
             tree = open_source(args, python=args.python, progress=progress)
             found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
             return Result(found, [_searched(found)], input_name=name)
-        engine = _engine_the_log_names(name) if os.path.isfile(name) else None
-        if engine is not None:  # a log says which engine and release wrote it: read against the release it names
-            return _guess(args, lines, name, engine, progress)
-        raise UsageError("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, "
-                         "or guessed from the text), --engine sglang==0.5.9 or --path DIR")
+        # a paste or a log: the release its text names (an engine's banner, a wheel, an image tag); else NAME_THE_RELEASE
+        return _named_by_text(args, lines, name, progress)
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
         found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
@@ -95,22 +94,6 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
         return _guess(args, lines, name, spec.engine, progress)
     found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
     return Result(found, [_searched(found)], input_name=name)
-
-
-def _engine_the_log_names(path: str) -> str | None:
-    """The engine whose own words in the log name its release (`vLLM API server version 0.11.0`), else None."""
-    from compat import engines
-
-    try:
-        handle = open(path, "rb")
-    except OSError:
-        return None
-    with handle:
-        for line in from_stream(handle, path):
-            for engine in engines.names():
-                if engines.get(engine).version_in_log_pattern.search(line.text):
-                    return engine
-    return None
 
 
 def _later(args, tree, progress: bool) -> tuple:
@@ -126,14 +109,13 @@ def _searched(found: Explanation) -> dict:
             "traceback_frames": {"checked": found.frames_checked, "fit": found.frames_fitting}}
 
 
-def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) -> Result:
-    """No release named and none installed: the releases the text names, else every release compat covers, each
-    read against the text; explained against the one that fits best, each finding with the releases that raise it."""
-    from compat import engines
-    from compat.core.console import heartbeat
-    from compat.explain.every_release import best, raised_in, read_release, versions_to_search
-    from compat.sources import open_tree
+NAME_THE_RELEASE = ("name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, or "
+                    "guessed from the text), --engine sglang==0.5.9 or --path DIR")
 
+
+@contextlib.contextmanager
+def _spooled(lines: Iterator[Line]) -> Iterator[Callable[[], Iterator[Line]]]:
+    """The text kept in a spool file (bounded memory), to be read again from its start as often as needed."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, mode="w+", encoding="utf-8") as spool:
         for line in lines:
             spool.write(line.text.replace("\n", " ") + "\n")
@@ -143,34 +125,83 @@ def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) 
             for number, text in enumerate(spool, 1):
                 yield Line(number, text.rstrip("\n"))
 
+        yield replay
+
+
+def _named_by_text(args, lines: Iterator[Line], name: str, progress: bool) -> Result:
+    """No --engine: a paste whose text names its release (`vLLM API server version 0.11.0`, a wheel, an image tag) is
+    read against that release, and says so; several named: the one that fits best."""
+    from compat.explain.named_release import frames_of, named_releases
+    from compat.sources import open_tree
+
+    with _spooled(lines) as replay:
+        named = named_releases(replay())
+        engines_named = sorted({n.engine for n in named}, key=lambda e: (-frames_of(replay(), e), -sum(
+            1 for n in named if n.engine == e)))
+        if not engines_named:
+            raise UsageError(NAME_THE_RELEASE, hint="the text names no release either (no engine banner, version, wheel "
+                             "or image tag in it)")
+        if len(engines_named) > 1 and frames_of(replay(), engines_named[0]) == frames_of(replay(), engines_named[1]):
+            said = "; ".join(f"{n.engine} {n.version} ({n.describe()})" for n in named)
+            raise UsageError(f"the text names releases of more than one engine: {said}",
+                             hint=f"name the one that produced it: --engine {named[0].engine}=={named[0].version}")
+        engine = engines_named[0]
+        by = [n for n in named if n.engine == engine]
+        if len(by) == 1:
+            tree = open_tree(f"{engine}=={by[0].version}", cache_dir=args.cache_dir, offline=args.offline,
+                             progress=progress)
+            found = explain(replay(), tree, ReleaseRef.released(engine, by[0].version), *_later(args, tree, progress))
+            return Result(found, [_searched(found)], input_name=name, named_by=[n.to_json() for n in by])
+        result = _search(args, replay, name, engine, [n.version for n in by], progress)
+    result.named_by = [n.to_json() for n in by]
+    return result
+
+
+def _guess(args, lines: Iterator[Line], name: str, engine: str, progress: bool) -> Result:
+    """No release named and none installed: the releases the text names, else every release compat covers, each
+    read against the text; explained against the one that fits best, each finding with the releases that raise it."""
+    from compat import engines
+
+    with _spooled(lines) as replay:
         named: list[str] = []
         said = engines.get(engine).version_in_log_pattern  # how the engine's log names its release
         for line in replay():
             for match in said.finditer(line.text):
                 if match.group(1) not in named:
                     named.append(match.group(1))
-        candidates = named or versions_to_search(engine, args.cache_dir, args.offline)
-        if not candidates:
-            raise SourceError(f"no {engine} is installed here, the text names no {engine} release, and none is cached",
-                              hint=f"name the release: --engine {engine}==VERSION")
-        readings: list = []
-        searched: list[dict] = []
-        for version in candidates:
-            try:
-                tree = open_tree(f"{engine}=={version}", cache_dir=args.cache_dir, offline=args.offline, progress=progress)
-                with heartbeat("explain", progress) as beat:
-                    beat.state = f"reading the text against {engine} {version}"
-                    reading = read_release(tree, replay)
-            except SourceError as err:
-                searched.append({"version": version, "fits": None, "error": err.message})
-                continue
-            readings.append(reading)
-            searched.append({"version": reading.version, "fits": reading.fits, "findings": reading.errors})
-        if not readings:
-            raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
-                              hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
-        chosen = best(readings)
-        found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree, progress))
+        return _search(args, replay, name, engine, named, progress)
+
+
+def _search(args, replay: Callable[[], Iterator[Line]], name: str, engine: str, named: list[str],
+            progress: bool) -> Result:
+    """The text read against each candidate release (the ones `named`, else every release compat covers), explained
+    against the one that fits best, each finding with the releases that raise it."""
+    from compat.core.console import heartbeat
+    from compat.explain.every_release import best, raised_in, read_release, versions_to_search
+    from compat.sources import open_tree
+
+    candidates = named or versions_to_search(engine, args.cache_dir, args.offline)
+    if not candidates:
+        raise SourceError(f"no {engine} is installed here, the text names no {engine} release, and none is cached",
+                          hint=f"name the release: --engine {engine}==VERSION")
+    readings: list = []
+    searched: list[dict] = []
+    for version in candidates:
+        try:
+            tree = open_tree(f"{engine}=={version}", cache_dir=args.cache_dir, offline=args.offline, progress=progress)
+            with heartbeat("explain", progress) as beat:
+                beat.state = f"reading the text against {engine} {version}"
+                reading = read_release(tree, replay)
+        except SourceError as err:
+            searched.append({"version": version, "fits": None, "error": err.message})
+            continue
+        readings.append(reading)
+        searched.append({"version": reading.version, "fits": reading.fits, "findings": reading.errors})
+    if not readings:
+        raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
+                          hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
+    chosen = best(readings)
+    found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree, progress))
     for finding in found.findings:
         finding["raised_in"] = raised_in(finding, readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))
@@ -188,7 +219,11 @@ def render(result: Result, console) -> None:
     where = found.source.get("location") or ""
     console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({plural(found.lines, 'line')}) against "
                   f"{found.engine} {found.version or '?'} ({escape(str(where))})")
-    if result.guessed and result.named:
+    if result.named_by:
+        said = "; ".join(f"{n['engine']} {n['version']} (line {n['line']}: `{escape(n['said'])}`)" for n in result.named_by)
+        console.print(f"no --engine given: the text names {said}" + ("" if len(result.named_by) == 1 else
+                      f"; explained against {found.version}, the one it fits best"))
+    elif result.guessed and result.named:
         console.print(f"the release was not named: tried the ones the text names: "
                       + "; ".join(_fit_text(s) for s in result.searched))
     elif result.guessed:
@@ -203,6 +238,8 @@ def render(result: Result, console) -> None:
         searched = ", ".join(f"{found.engine} {s['version']}" for s in result.searched)
         console.print(f"\n[yellow]not recognised[/]: nothing in the text matches a raise site, logger call or traceback "
                       f"frame of the speculative-decoding code of {searched}, nor a failure compat knows to be unrelated.")
+        if found.searched:
+            console.print(f"searched the release for: {escape(', '.join(found.searched))}")
         _render_nearest(found.nearest, console)
         return
     for number, f in enumerate(found.findings, 1):
@@ -218,6 +255,10 @@ def render(result: Result, console) -> None:
             function = f" in {f['function']}" if f.get("function") else ""
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
             _field(console, "site   ", f"{f['site']}{function} (located by the {f['located_by']}{also})")
+        if f.get("raised_by_user"):
+            mine = f["raised_by_user"]
+            code = f" (`{mine['code']}`)" if mine.get("code") else ""
+            _field(console, "raised ", f"{mine['path']}:{mine['line']} in {mine['function']}{code} (your code)")
         if f.get("raised_in"):
             sites = _raised_where(f["raised_in"]["sites"], result)
             _field(console, "raised by ", f"{found.engine} {f['raised_in']['ranges']}"

@@ -74,6 +74,35 @@ class Traceback:
 
 
 
+_LIBRARY = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\]|[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]|^<frozen ")
+
+
+def is_library(frame: Frame) -> bool:
+    """A frame of an installed package or of Python's own library (not the user's code, not an engine checkout)."""
+    return bool(_LIBRARY.search(frame.path))
+
+
+def raising_frame(tb: Traceback, package: str, has_file=None, checkout: str = "") -> tuple[Frame, str] | None:
+    """The frame whose code raised, as far as code can be owned: the innermost frame that is not a library's (a
+    library called by it raised on its behalf), and whose it is: "engine" (the engine's package) or "user" (a file
+    outside it: the user's script, their client, a notebook). A path outside site-packages that only looks like the
+    engine's (`~/vllm/client.py`, a checkout's `examples/`) is the user's when the release has no such file
+    (`has_file(relpath)`) and it is not inside a checkout of the engine's package (`checkout`: `vllm/vllm/`,
+    `sglang/python/sglang/`: another release's file may be gone from this one). None: every frame is a library's."""
+    generated = bool(tb.engine_frames(package))  # `<string>`: a dataclass's generated __init__ when the engine's there
+    for frame in reversed(tb.frames):
+        if generated and frame.path == "<string>":
+            continue
+        relpath = frame.in_package(package)
+        if relpath is not None:
+            outside = (has_file is not None and not is_library(frame) and not has_file(relpath)
+                       and not (checkout and checkout in frame.path.replace("\\", "/")))
+            return frame, "user" if outside else "engine"
+        if not is_library(frame):
+            return frame, "user"
+    return None
+
+
 def exception_line(text: str) -> tuple[str, str] | None:
     """(exception class, message) of a line like `ValueError: msg`."""
     match = _EXCEPTION.match(text.strip())

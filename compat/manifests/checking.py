@@ -22,6 +22,7 @@ from compat.manifests.words import entry_index
 from compat.sources import EngineSpec
 
 UNCHECKED = "unchecked"
+NONE = "none"  # a model the line runs without (a method that takes no drafter), in Checked.models
 
 
 class Unavailable(BaseException):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
+
 from compat import engines as engine_units
 from compat.manifests.model import Image, Where
 
@@ -65,13 +67,25 @@ def _engine_of(repository: str) -> str | None:
 
 
 def _version(engine: str, tag: str | None) -> str | None:
+    """The release a tag names, spelled as the package index does (`v0.11.0-rc1` is 0.11.0rc1)."""
     if not tag:
         return None
     for pattern in naming(engine).tags:
         found = re.search(pattern, tag)
         if found:
-            return found.group("version")
+            try:
+                return str(Version(found.group("version")))
+            except InvalidVersion:
+                return found.group("version")
     return None
+
+
+def entry_for(image: Image | None) -> tuple[str, ...]:
+    """The entry point an image starts when a manifest gives only args: its engine's, for the release its tag names
+    (vllm/vllm-openai before 0.11.1 starts the api_server module, which takes no positional model)."""
+    if image is None or not image.engine:
+        return ()
+    return engine_units.get(image.engine).image_entry_for(image.version)
 
 
 def with_release(image: Image, version: str) -> str:

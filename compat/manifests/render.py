@@ -14,7 +14,7 @@ from typing import Any
 
 from compat.core.output import plural
 from compat.manifests import Outcome
-from compat.manifests.checking import UNCHECKED, Checked
+from compat.manifests.checking import NONE, UNCHECKED, Checked
 
 STYLE = {"fail": ("FAIL", "bold red"), "warn": ("WARN", "yellow"), "pass": ("PASS", "green")}
 LEVEL = {"error": "bold red", "warning": "yellow", "note": "dim"}
@@ -85,7 +85,8 @@ def _block(c: Checked, console: Any, only_problems: bool) -> None:
         name = getattr(c, role)
         model = c.models.get(role, "")
         if name or model:
-            console.print(Text(f"  {role:<7} {name or '(none)'}" + (f"  [{model}]" if model.startswith(UNCHECKED) else ""),
+            console.print(Text(f"  {role:<7} {name or '(none)'}" + (f"  [{model}]" if model.startswith((UNCHECKED, NONE))
+                                                                       else ""),
                                style="dim"), soft_wrap=True)
     for f in failing:
         label, style = STYLE[f.verdict]

@@ -10,8 +10,8 @@ from compat.core.errors import CompatError
 from compat.fix import LineFix, PatchFix
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
 from compat.manifests.checking import (
-    UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, arg_word, edit_where, launch_words, local_model, read_serving,
-    release_of, spec_where,
+    NONE, UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, arg_word, edit_where, launch_words, local_model,
+    read_serving, release_of, spec_where,
 )
 from compat.manifests.model import Problem, Serving
 from compat.manifests.scan import Scan
@@ -48,13 +48,14 @@ def check_one(serving: Serving, settings: Settings, trees: dict, memo: dict) -> 
                                         resource=serving.resource))
         return checked
     target, why_target = local_model(line.target, settings, serving)
-    drafter, why_drafter = (local_model(line.drafter, settings, serving) if line.drafter
-                            else (None, "the line names no drafter (no speculative decoding configured)"))
+    drafterless, why_drafter = _no_drafter(line)
+    drafter, why_drafter = (local_model(line.drafter, settings, serving) if line.drafter else (None, why_drafter))
     checked.models = {"target": str(target) if target else f"{UNCHECKED}: {why_target}",
-                      "drafter": str(drafter) if drafter else f"{UNCHECKED}: {why_drafter}"}
+                      "drafter": str(drafter) if drafter else (f"{NONE}: {why_drafter}" if drafterless
+                                                              else f"{UNCHECKED}: {why_drafter}")}
     key = (line.engine, version, tuple(launch_words(serving)), str(target), str(drafter))
     if key not in memo:
-        memo[key] = _diagnose(tree, line, target, drafter, why_target, why_drafter, settings)
+        memo[key] = _diagnose(tree, line, target, drafter, why_target, why_drafter, settings, drafterless and not line.drafter)
     outcome = memo[key]
     checked.verdict = outcome["verdict"]
     checked.fixed_line = outcome["fixed"]
@@ -87,6 +88,23 @@ def _durable(serving: Serving, line: LaunchLine, fix: dict[str, Any] | None, pat
     command = PatchFix.manifest_command(line.engine, serving.image.ref, ids, options, workload=workload,
                                         container=serving.container)
     return {**fix, "command": command, "plugin": command}
+
+
+def _no_drafter(line: LaunchLine) -> tuple[bool, str]:
+    """(the line's speculative settings run a method that takes no drafter, why there is no drafter). A speculative
+    config without a draft model is a speculative config: n-gram, suffix and MTP heads (vLLM `{"method": "mtp"}`, SGLang
+    `--speculative-algorithm NEXTN` with no draft path: the heads ship in the target) run without one."""
+    from compat.methods import takes_drafter
+
+    speculative = bool(line.spec) or line.method is not None
+    if not speculative:
+        return False, "the line configures no speculative decoding"
+    takes = takes_drafter(line.engine, line.method)
+    if takes is False:
+        return True, f"{line.method} takes no drafter"
+    named = f"method {line.method!r}" if line.method else "no method"
+    return False, f"the line's speculative settings ({named}) name no draft model" + (
+        f": {line.method} takes one" if takes else "")
 
 
 def _where(serving: Serving, line: LaunchLine, result: dict[str, Any]):
@@ -132,42 +150,46 @@ def _options(line: LaunchLine) -> Any:
 
 
 def _diagnose(tree: Any, line: LaunchLine, target_path: Any, drafter_path: Any, why_target: str, why_drafter: str,
-              settings: Settings) -> dict[str, Any]:
+              settings: Settings, drafterless: bool = False) -> dict[str, Any]:
     from compat.doctor.releases import ReleaseFinder
 
     finder = ReleaseFinder(tree.engine, cache_dir=settings.cache_dir, offline=settings.offline)
     options = _options(line)
-    if target_path is not None and drafter_path is not None:
+    if target_path is not None and (drafter_path is not None or drafterless):
         try:
             return _whole(tree, line, target_path, drafter_path, options, finder, settings)
         except CompatError as err:  # a model that is here but cannot be read: said, then the rest as if missing
             why_target = why_drafter = f"cannot read it: {err.message}"
             target_path = drafter_path = None
-    return _partial(tree, line, target_path, drafter_path, why_target, why_drafter, options, finder)
+            drafterless = False
+    return _partial(tree, line, target_path, drafter_path, why_target, why_drafter, options, finder, drafterless)
 
 
 def _whole(tree, line, target_path, drafter_path, options, finder, settings) -> dict[str, Any]:
-    from compat.doctor import diagnose, read_drafter, read_target
+    from compat.doctor import diagnose, no_drafter, read_drafter, read_target
 
     target = read_target(target_path)
-    drafter = read_drafter(drafter_path, target, settings.layer_ids_convention, settings.layer_ids)
+    drafter = (read_drafter(drafter_path, target, settings.layer_ids_convention, settings.layer_ids)
+               if drafter_path is not None else no_drafter(target))
     d = diagnose(tree, target, drafter, options, releases=finder)
     fixed = d["launch"]["argv"] if d["launch"].get("edits") else None
     return {"verdict": d["verdict"], "results": d["checks"], "release_fix": _release_fix(d["checks"]),
             "fixed": fixed}
 
 
-def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, options, finder) -> dict[str, Any]:
+def _partial(tree, line, target_path, drafter_path, why_target, why_drafter, options, finder,
+             drafterless: bool = False) -> dict[str, Any]:
     """The checks with each missing model marked: what needs it is unchecked, the rest runs."""
     from compat.checks import FAIL, Ctx, all_checks
     from compat.doctor import read_drafter, read_target
+    from compat.doctor.diagnose import class_loaders
     from compat.doctor.fixes import fix_with_release
     from compat.report import build_report
 
     target: Any = read_target(target_path) if target_path is not None else Missing("target", why_target)
     drafter: Any = read_drafter(drafter_path, target) if drafter_path is not None and target_path is not None else Missing(
-        "drafter", why_drafter if drafter_path is None else "needs the target too")
-    ctx = Ctx(build_report(tree), target, drafter, options, finder.bound(tree.version))
+        "drafter", why_drafter if drafter_path is None and not drafterless else "needs the target too")
+    ctx = Ctx(build_report(tree), target, drafter, options, finder.bound(tree.version), class_loaders(tree))
     results: list[dict[str, Any]] = []
     failing = []
     for check in all_checks():
@@ -205,7 +227,7 @@ def _line_fix(ctx: Any, result: Any, line: LaunchLine) -> None:
     try:
         from dataclasses import replace
 
-        again = rerun(result, Ctx(ctx.report, ctx.target, ctx.drafter, replace(ctx.options, launch=changed), ctx.releases))
+        again = rerun(result, ctx.with_options(replace(ctx.options, launch=changed)))
     except Unavailable:
         return
     if again.verdict != FAIL:

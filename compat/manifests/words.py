@@ -24,7 +24,6 @@ from compat.manifests.nodes import Doc
 
 ENV_PREFIXES = ("VLLM_", "SGLANG_", "SGL_", "HF_", "HUGGING_FACE_", "TRANSFORMERS_")
 SHELLS = re.compile(r"^(.*/)?(ba|da|z|k)?sh$")
-SEPARATORS = {"&&", "||", ";", "|", "&", "\n"}
 K8S_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
@@ -74,32 +73,34 @@ def shell_script(words: list[Word]) -> tuple[Word, list[Word]] | None:
     return None
 
 
-def script_words(doc: Doc, node: yaml.Node | None, script: str, where: Where, path: tuple[str | int, ...]) -> list[Word]:
-    """The words of the engine's command in a shell script: from its entry point to the end of that command
-    (`&&`, `;`, `|`, a newline), with the `VAR=value` words and `exec` before it; each word on its line."""
-    lexer = shlex.shlex(script.replace("\\\n", "  ").replace("\n", " ; "), posix=True, punctuation_chars=";&|")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return []
-    texts = [t for t in tokens]
+def script_words(doc: Doc, node: yaml.Node | None, script: str, where: Where, path: tuple[str | int, ...],
+                 env: dict[str, str] | None = None, notes: list[str] | None = None) -> list[Word]:
+    """The words of the engine's command in a shell script (compat/manifests/shell.py reads it as sh does): from its
+    entry point to the end of that command (`&&`, `;`, `|`, `&`, a newline), with the `VAR=value` words and `exec`
+    before it; redirections (`2>&1`, `> log`) are the shell's, not arguments; `$VAR` is expanded from `env` (the
+    container's environment), and what is not is said in `notes`. Each word on its line."""
+    from compat.manifests import shell
+
+    found = shell.tokens(script)
+    texts = [t.text if t.kind == "word" else "\x00" for t in found]
     start = entry_index(texts)
     if start is None:
         return []
-    end = next((j for j in range(start, len(texts)) if texts[j] in SEPARATORS or texts[j].strip("&|;") == ""), len(texts))
+    end = next((j for j in range(start, len(found)) if found[j].kind == "separator"), len(found))
     first = start
-    while first > 0 and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", texts[first - 1]) or texts[first - 1] == "exec"):
+    while first > 0 and found[first - 1].kind == "word" and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", texts[first - 1])
+                                                             or texts[first - 1] == "exec"):
         first -= 1
-    out, offset = [], 0
-    for j, token in enumerate(texts):
-        found = script.find(token[:20], offset) if token else -1
-        if found >= 0:
-            offset = found + 1
-        if first <= j < end and token != "exec":
-            line = nodes.line_in_scalar(doc, node, max(found, 0)) if node is not None else where.line
-            out.append(Word(token, Where(where.file, line), path, "string"))
+    out: list[Word] = []
+    for token in found[first:end]:
+        if token.kind != "word" or (token.text == "exec" and not out):
+            continue
+        text, left = shell.expand(token, env or {})
+        if left and notes is not None:
+            notes.append(f"{', '.join(left)} in the engine's command is expanded by the shell at start-up, from an "
+                         "environment the manifest does not set: read as written")
+        line = nodes.line_in_scalar(doc, node, token.start) if node is not None else where.line
+        out.append(Word(text, Where(where.file, line), path, "string"))
     return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compat.checkpoints import CONVENTION_FLAG
-from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
+from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DEPENDS_VENV, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
                                     WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
 
 # verdict -> (cell text, css class); the class picks a colour, the text says the same thing
@@ -14,6 +14,7 @@ SHORT = {
     WORKS_PATCHED_CONVERTED: ("patch+convert", "fix"),
     DEPENDS: ("ask: ids", "ask"),
     DEPENDS_LAYERS: ("ask: layers", "ask"),
+    DEPENDS_VENV: ("ask: venv", "ask"),
     DOES_NOT_WORK: ("no", "no"),
     SOURCE_UNAVAILABLE: ("n/a", "na"),
 }

@@ -302,3 +302,8 @@ def method_rewrites(tree: EngineTree, names: list[str], groups: dict[str, list[s
             if member != target and member in names:
                 out.setdefault(member, {"runs_as": target, "location": tree.loc(relpath, node)})
     return out
+
+
+def method_predicates(tree: EngineTree, names: list[str]) -> dict[str, list[str]]:
+    """SpeculativeConfig.use_eagle -> ["eagle", "eagle3", "mtp"]: each `use_*` predicate and the methods it holds for."""
+    return _use_predicates(tree, names)[0]

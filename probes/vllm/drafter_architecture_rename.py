@@ -37,6 +37,7 @@ import ast
 from compat.probes import probe
 from compat.probes.drafter_replay import name_matches
 from compat.probes.drafter_steps import name_test
+from compat.probes.name_eval import helper_source
 from compat.probes.vllm._common import find_class_def, speculative_config_class
 from compat.core.tree import EngineTree
 
@@ -149,6 +150,7 @@ def mtp_override(tree: EngineTree) -> dict | None:
     out: dict = {"function": f"{cls.name}.hf_config_override", "location": tree.loc(relpath, func), "used_at": used_at, "rules": rules}
     out["model_types"] = _replay_all(out, "model_type")
     out["architectures"] = _replay_all(out, "architecture")
+    out["helper"] = helper_source(func)  # the whole function, run on a target config by compat.probes.name_eval
     return out
 
 

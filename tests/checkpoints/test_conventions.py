@@ -90,7 +90,7 @@ def test_a_speculators_drafter_without_ids_was_trained_on_its_trainers_default()
 
 
 def test_ambiguity_is_an_error_carrying_both_readings():
-    with pytest.raises(AmbiguousConvention) as caught:
+    with pytest.raises(AmbiguousConvention, match=r"^config.json eagle_aux_hidden_state_layer_ids = \[3, 5, 6\] does not say which convention it uses: ") as caught:
         settle(get_layout("vllm"), vllm_config(), LAYERS0, target=target())
     err = caught.value
     assert isinstance(err, ConventionNeeded)
@@ -102,14 +102,16 @@ def test_ambiguity_is_an_error_carrying_both_readings():
 
 def test_no_readings_when_the_config_has_more_wrong_than_the_convention():
     config = {k: v for k, v in vllm_config().items() if k != "hidden_size"}
-    with pytest.raises(AmbiguousConvention) as caught:
+    with pytest.raises(AmbiguousConvention, match=r"^config.json eagle_aux_hidden_state_layer_ids = \[3, 5, 6\] does not say which convention it uses: ") as caught:
         settle(get_layout("vllm"), config, LAYERS0, target=target())
     assert caught.value.readings is None
 
 
 def test_fields_naming_different_layers_need_the_convention_too():
     config = {**vllm_config(), "eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 1, 2]}}
-    with pytest.raises(ConflictingLayerIds) as caught:
+    with pytest.raises(ConflictingLayerIds, match=r"^config.json declares eagle_aux_hidden_state_layer_ids = \[3, 5, 6\] but "
+                                                  r"eagle_config.eagle_aux_hidden_state_layer_ids = \[0, 1, 2\]: .+\n  fix: "
+                                                  r"pass --layer-ids") as caught:
         settle(get_layout("vllm"), config, LAYERS0, target=target())
     assert isinstance(caught.value, ConventionNeeded) and (caught.value.top, caught.value.nested) == (TRAINED_ON, [0, 1, 2])
     told = settle(get_layout("vllm"), config, LAYERS0, flag=CAPTURE_BEFORE, target=target())
@@ -144,7 +146,8 @@ def test_the_flag_is_declared_once_with_the_conventions_as_choices():
 def test_ids_that_are_not_a_list_are_named_as_the_config_holds_them():
     config = {**vllm_config(), "eagle_config": {"eagle_aux_hidden_state_layer_ids": 5}}
     del config["eagle_aux_hidden_state_layer_ids"]
-    with pytest.raises(AmbiguousConvention) as caught:
+    with pytest.raises(AmbiguousConvention, match=r"^config.json eagle_config.eagle_aux_hidden_state_layer_ids = 5 does not "
+                                                  r"say which convention it uses") as caught:
         settle(get_layout("vllm"), config, LAYERS0, target=target())
     assert caught.value.declared == 5 and "eagle_aux_hidden_state_layer_ids = 5 does not say" in caught.value.message
     assert caught.value.readings is None  # told a convention, the layout still refuses a 5

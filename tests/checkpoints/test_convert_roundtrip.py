@@ -6,7 +6,6 @@ import itertools
 import json
 from pathlib import Path
 
-import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 from safetensors import safe_open
 
@@ -142,8 +141,7 @@ def test_sharded_output_and_sharded_input(tmp_path, drafter, llama_target):
     assert tensor_bytes(merged) == tensor_bytes(src)
 
 
-def test_pytorch_bin_source(tmp_path, llama_target):
-    torch = parts.module("torch")
+def test_pytorch_bin_source(tmp_path, llama_target, torch):
     from ckpt_builders import canonical_tensors, eagle_config
 
     src = tmp_path / "bin-src"

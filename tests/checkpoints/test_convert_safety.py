@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 from pathlib import Path
 
 import numpy as np
-import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 
 import compat.safetensors_stream as stream
@@ -217,8 +217,7 @@ class NotATensor:
 
 
 @pytest.mark.parametrize("extra", ["object", "int"])
-def test_pickle_with_more_than_tensors_refused(tmp_path, capsys, extra):
-    torch = parts.module("torch")
+def test_pickle_with_more_than_tensors_refused(tmp_path, capsys, extra, torch):
     src = tmp_path / "src"
     src.mkdir()
     state = {k: torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}
@@ -229,8 +228,7 @@ def test_pickle_with_more_than_tensors_refused(tmp_path, capsys, extra):
     assert ("more than plain tensors" in err) if extra == "object" else ("not only tensors" in err)
 
 
-def test_truncated_pickle_refused(tmp_path, capsys):
-    torch = parts.module("torch")
+def test_truncated_pickle_refused(tmp_path, capsys, torch):
     src = tmp_path / "src"
     src.mkdir()
     torch.save({k: torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}, src / "pytorch_model.bin")
@@ -363,7 +361,7 @@ def test_crash_mid_copy_leaves_no_dst(tmp_path, drafter, monkeypatch, error):
     if isinstance(error, KeyboardInterrupt):  # the CLI says "interrupted" and exits 130
         assert run(src, tmp_path / "out", "--to", "vllm") == 130
     else:
-        with pytest.raises(type(error)):
+        with pytest.raises(type(error), match=f"^{re.escape(str(error))}$"):  # the error itself, not another
             run(src, tmp_path / "out", "--to", "vllm")
     assert calls["n"] == 3
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
@@ -528,8 +526,7 @@ def test_sharded_source_index_disagreeing_with_shards_refused(tmp_path, capsys, 
     assert_refused(capsys, tmp_path, [src, "--to", "vllm"], 4, f"tensor {moved!r}", "model.safetensors.index.json")
 
 
-def test_legacy_pickle_format_loads_without_mmap(tmp_path):
-    torch = parts.module("torch")
+def test_legacy_pickle_format_loads_without_mmap(tmp_path, torch):
     src = tmp_path / "src"
     src.mkdir()
     state = {(k.replace("layers.0.", "midlayer.")): torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import time
@@ -33,7 +34,7 @@ def write(path, header: str | bytes, data: bytes = b""):
 
 
 def refused(path, *needles: str, stricter: str | None = None) -> CheckpointFormatError:
-    with pytest.raises(CheckpointFormatError) as info:
+    with pytest.raises(CheckpointFormatError, match=f"^{re.escape(str(path))}: ") as info:  # the file named first
         read_header(path)
     err = info.value
     assert err.message.startswith(f"{path}: ") and "\n" not in err.message and len(err.message) < 1000, err.message

@@ -14,13 +14,10 @@ import sys
 import zipfile
 from pathlib import Path
 
-import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 
 from compat.cli import main as compat_main
 from ckpt_builders import canonical_tensors, eagle_config, write_drafter
-
-torch = parts.module("torch")
 
 CLI = [sys.executable, "-c", "import sys; from compat.cli import main; sys.exit(main(sys.argv[1:]))", "convert", "ckpt"]
 
@@ -33,7 +30,7 @@ def leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if "compat-" in p.name)
 
 
-def bin_source(tmp_path: Path, state: dict, **save) -> Path:
+def bin_source(torch, tmp_path: Path, state: dict, **save) -> Path:
     src = tmp_path / "src"
     src.mkdir()
     torch.save(state, src / "pytorch_model.bin", **save)
@@ -41,7 +38,7 @@ def bin_source(tmp_path: Path, state: dict, **save) -> Path:
     return src
 
 
-def drafter_state() -> dict:
+def drafter_state(torch) -> dict:
     return {(k.replace("layers.0.", "midlayer.")): torch.from_numpy(v.copy()) for k, v in canonical_tensors().items()}
 
 
@@ -59,14 +56,14 @@ def refused(capsys, tmp_path, src, *needles, code=4) -> str:
 
 
 @pytest.mark.parametrize("tensor, needle", [
-    (lambda: torch.zeros(1).expand(786432, 1024), "overlapping or zero strides"),  # 151 KB on disk, 3 GB materialised
-    (lambda: torch.zeros(1).expand(1 << 20, 1 << 20), "overlapping or zero strides"),  # 4 TB
-    (lambda: torch.zeros(16).as_strided((4, 4), (1, 1)), "overlapping or zero strides"),
+    (lambda torch: torch.zeros(1).expand(786432, 1024), "overlapping or zero strides"),  # 151 KB on disk, 3 GB materialised
+    (lambda torch: torch.zeros(1).expand(1 << 20, 1 << 20), "overlapping or zero strides"),  # 4 TB
+    (lambda torch: torch.zeros(16).as_strided((4, 4), (1, 1)), "overlapping or zero strides"),
 ])
-def test_tensors_addressing_more_than_their_storage_are_refused_before_loading(tmp_path, capsys, tensor, needle):
-    state = drafter_state()
-    state["fc.weight"] = tensor()
-    err = refused(capsys, tmp_path, bin_source(tmp_path, state), "pytorch_model.bin", "'fc.weight'", needle)
+def test_tensors_addressing_more_than_their_storage_are_refused_before_loading(tmp_path, capsys, tensor, needle, torch):
+    state = drafter_state(torch)
+    state["fc.weight"] = tensor(torch)
+    err = refused(capsys, tmp_path, bin_source(torch, tmp_path, state), "pytorch_model.bin", "'fc.weight'", needle)
     assert "fix:" in err
 
 
@@ -79,14 +76,14 @@ def _rewrite_zip(path: Path, edit) -> None:
                 out.writestr(info, data)
 
 
-def test_storage_record_shorter_than_claimed_is_refused(tmp_path, capsys):
-    src = bin_source(tmp_path, drafter_state())
+def test_storage_record_shorter_than_claimed_is_refused(tmp_path, capsys, torch):
+    src = bin_source(torch, tmp_path, drafter_state(torch))
     _rewrite_zip(src / "pytorch_model.bin", lambda name, data: data[: len(data) // 2] if name.endswith("/data/1") else data)
     refused(capsys, tmp_path, src, "claims", "the file holds")
 
 
-def test_zip_bomb_pickle_is_refused(tmp_path, capsys):
-    src = bin_source(tmp_path, drafter_state())
+def test_zip_bomb_pickle_is_refused(tmp_path, capsys, torch):
+    src = bin_source(torch, tmp_path, drafter_state(torch))
     bomb = io.BytesIO()
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("archive/data.pkl", b"\x80\x02}q\x00" + b"N" * (80 << 20))  # 80 MiB that deflates to ~80 KB
@@ -94,10 +91,10 @@ def test_zip_bomb_pickle_is_refused(tmp_path, capsys):
     refused(capsys, tmp_path, src, "over 16 MiB")
 
 
-def test_contiguous_and_transposed_tensors_still_convert(tmp_path):
-    state = drafter_state()
+def test_contiguous_and_transposed_tensors_still_convert(tmp_path, torch):
+    state = drafter_state(torch)
     state["fc.weight"] = state["fc.weight"].t().contiguous().t()  # a transposed view: dense, not contiguous
-    src = bin_source(tmp_path, state)
+    src = bin_source(torch, tmp_path, state)
     assert run(src, tmp_path / "out", "--to", "vllm") == 0
     from safetensors.torch import load_file
 
@@ -132,19 +129,19 @@ class CallsPopen:
     (lambda m: CallsExec(), "builtins.exec"),
     (lambda m: CallsPopen(), "subprocess.Popen"),
 ])
-def test_hostile_pickle_refused_naming_the_global(tmp_path, capsys, payload, name, legacy):
+def test_hostile_pickle_refused_naming_the_global(tmp_path, capsys, payload, name, legacy, torch):
     marker = tmp_path / "pwned"
-    state = drafter_state()
+    state = drafter_state(torch)
     state["extra"] = payload(marker)
-    src = bin_source(tmp_path, state, **({"_use_new_zipfile_serialization": False} if legacy else {}))
+    src = bin_source(torch, tmp_path, state, **({"_use_new_zipfile_serialization": False} if legacy else {}))
     refused(capsys, tmp_path, src, "more than plain tensors", f"calls {name}")
     assert not marker.exists()
 
 
-def test_a_bare_global_is_named(tmp_path, capsys):
-    state = drafter_state()
+def test_a_bare_global_is_named(tmp_path, capsys, torch):
+    state = drafter_state(torch)
     state["extra"] = os.system
-    refused(capsys, tmp_path, bin_source(tmp_path, state), f"a reference to {os.system.__module__}.system", "not only tensors")
+    refused(capsys, tmp_path, bin_source(torch, tmp_path, state), f"a reference to {os.system.__module__}.system", "not only tensors")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import os
 import struct
 
 import numpy as np
-import parts  # tests/parts.py: torch, or the skip naming the command that installs it
 import pytest
 from safetensors.numpy import load_file, save_file
 
@@ -135,8 +134,7 @@ def test_large_tensor_spans_many_chunks(tmp_path, monkeypatch):
     assert load_file(str(tmp_path / "out.safetensors"))["t"].tobytes() == data.tobytes()
 
 
-def test_dtype_conversion_matches_torch_rounding(tmp_path):
-    torch = parts.module("torch")
+def test_dtype_conversion_matches_torch_rounding(tmp_path, torch):
     values = np.concatenate([np.random.default_rng(2).standard_normal(1001).astype(np.float32),
                              np.array([0.0, -0.0, np.inf, -np.inf, 1e-40, 3.0e38], dtype=np.float32)])
     as_bf16 = convert_chunk(memoryview(values.tobytes()), "F32", "BF16")
@@ -175,7 +173,7 @@ def test_converted_tensor_is_verified_against_the_conversion(tmp_path, monkeypat
 
 def test_parse_size():
     assert parse_size("5GB") == 5 * 10**9 and parse_size("2GiB") == 2 * 2**30 and parse_size("100") == 100
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^not a size: 'lots' \(examples: 5GB, 500MB, 2GiB\)$"):
         parse_size("lots")
 
 

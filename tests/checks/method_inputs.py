@@ -65,4 +65,7 @@ def ctx(engine: str, version: str, config: dict | None, tensors: dict | None = N
         method: str | None = None, line: str | None = None, python=None) -> Ctx:
     tgt = tgt or target()
     options = Options(method=method, launch=read_line(line) if line else None, fixes_python=python)
-    return Ctx(release(engine, version), tgt, drafter(config, tensors, tgt), options)
+    facts = release(engine, version)
+    loaders = facts.get("class_loaders") or {}
+    return Ctx(facts, tgt, drafter(config, tensors, tgt), options,
+               loaders=lambda arch: loaders.get(arch) or {"architecture": arch, "error": f"{arch} was not captured"})

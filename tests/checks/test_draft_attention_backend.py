@@ -63,3 +63,15 @@ def test_vllm_draft_backend_in_the_speculative_config(ctx, run, spec_field, verd
                                                 report_changes={"cli_arguments": args, "speculative_config": {"fields": fields}}))
     assert result["verdict"] == verdict
     assert bool(result.get("line_edits")) is spec_field  # only a release with the key can give the draft its own
+
+
+def test_mtp_heads_without_a_drafter_attend_as_the_target(ctx, run):
+    """`--speculative-algorithm NEXTN` with no draft path on an MLA target (a manifest's DeepSeek-V3, SGLang 0.5.9):
+    the heads are the target's own MLA layers, not an MHA drafter handed the target's backend."""
+    from compat.doctor.inputs import no_drafter
+
+    tgt = target(config=MLA_TARGET)
+    line = "python -m sglang.launch_server --model-path /m/dsv3 --speculative-algorithm NEXTN"
+    result = run("draft-attention-backend", ctx("sglang", "0.5.8", report_changes={"cli_arguments": SGLANG_ARGS}, tgt=tgt,
+                                                draft=no_drafter(tgt), options=Options(launch=read_line(line))))
+    assert result["verdict"] == "pass"

@@ -167,3 +167,33 @@ def test_every_flag_doctor_does_not_change_is_printed_back(ctx, run, text):
     kept = [w for w in line.args if w not in ("--foo", "bar", "--model", "/m/t")]
     assert [w for w in words[2:] if w in kept] == [w for w in kept if w in words[2:]]  # in their order
     assert "--trust-remote-code" in words and set(kept) <= set(words)
+
+
+# -- a positional model on the api_server module: parsed, never served ---------------------------------------------
+POSITIONAL = {"present": True, "serve_copies": "vllm/entrypoints/cli/serve.py:41", "module": "vllm/entrypoints/openai/api_server.py",
+              "module_copies": None, "module_location": "vllm/entrypoints/openai/api_server.py:2000",
+              "default_model": "Qwen/Qwen3-0.6B", "default_location": "vllm/config/__init__.py:279"}  # vLLM 0.10.2's probe
+MODULE = "python3 -m vllm.entrypoints.openai.api_server"
+
+
+def test_the_module_form_serves_the_default_model_for_a_positional_one(ctx, run):
+    """The images of vLLM 0.10.0 - 0.11.0 start the module (docker/Dockerfile's ENTRYPOINT): a manifest whose args
+    start with the model serves Qwen/Qwen3-0.6B there, with no error."""
+    result = run_line(ctx, run, f"{MODULE} /m/t {SPEC}", positional_model=POSITIONAL)
+    assert result["verdict"] == "fail" and "'Qwen/Qwen3-0.6B' starts instead" in result["detail"]
+    fixed = fixed_words(read_line(f"{MODULE} /m/t {SPEC}"), _edits(result))
+    assert fixed[3:] == ["--speculative-config", '{"method": "eagle3", "model": "/m/d", "num_speculative_tokens": 3}', "--model", "/m/t"]
+
+
+def test_a_positional_beside_model_is_dropped_and_vllm_serve_takes_it(ctx, run):
+    both = run_line(ctx, run, f"{MODULE} /m/other --model /m/t {SPEC}", positional_model=POSITIONAL)
+    assert both["verdict"] == "fail" and "never served" in both["detail"] and "starts instead" not in both["detail"]
+    assert run_line(ctx, run, f"vllm serve /m/t {SPEC}", positional_model=POSITIONAL)["verdict"] == "pass"
+    assert run_line(ctx, run, f"{MODULE} --model /m/t {SPEC}", positional_model=POSITIONAL)["verdict"] == "pass"
+
+
+def _edits(result):
+    from compat.launch_line import LineEdit
+
+    return [LineEdit(e["kind"], e.get("why", ""), e.get("start", 0), e.get("end", 0), e.get("option", ""),
+                     tuple(e.get("aliases") or ()), e.get("key", ""), e.get("value")) for e in result["line_edits"]]

@@ -1,6 +1,5 @@
 """method-target: the target implements what the method needs: the aux-hidden-state interface (vLLM) or the block
-hook (SGLang) for DFlash/DSpark; for MTP, the heads in its checkpoint (which layer holds them) and a release that
-maps it to an MTP drafter."""
+hook (SGLang) for DFlash/DSpark; for MTP, heads declared in its config and a release that maps it to an MTP drafter."""
 
 import json
 
@@ -34,8 +33,12 @@ def test_a_target_without_heads(run):
     assert result["verdict"] == "fail" and "declares no MTP layers" in result["detail"]
 
 
-def test_heads_declared_but_missing_from_the_checkpoint(run, tmp_path):
+def test_heads_missing_from_the_checkpoint_are_left_to_the_loader_check(run, tmp_path):
+    """Whether the checkpoint holds the heads is what the release's own MTP class says (method-tensors: a raise from
+    vLLM 0.17.0, silence before it and on SGLang), not a rule of this check's."""
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
         {"weight_map": {"model.layers.0.mlp.up_proj.weight": "a.safetensors", "model.layers.60.mlp.up_proj.weight": "a.safetensors"}}))
-    result = run("method-target", ctx("vllm", "0.34.0", None, tgt=target(DEEPSEEK_V3, str(tmp_path)), method="mtp"))
-    assert result["verdict"] == "fail" and "missing ['model.layers.61']" in result["detail"]
+    context = ctx("vllm", "0.34.0", None, tgt=target(DEEPSEEK_V3, str(tmp_path)), method="mtp")
+    result = run("method-target", context)
+    assert result["verdict"] == "pass" and "method-tensors" in result["detail"]
+    assert run("method-tensors", context)["verdict"] == "fail"

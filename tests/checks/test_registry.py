@@ -4,10 +4,10 @@ import pytest
 
 from compat.checks import all_checks, check, get_check
 
-EXPECTED = ["launch-arguments", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
+EXPECTED = ["launch-arguments", "speculative-backend", "speculative-tree", "draft-attention-backend", "draft-tensor-parallel",
             "draft-dtype", "draft-quantization", "target-whitelist", "target-architecture", "target-interface", "drafter-architecture",
-            "method-target", "drafter-tensors", "drafter-translation", "drafter-config", "vocab-maps", "tokenizer", "method-vocab",
-            "layer-ids", "method-layer-ids", "method-block", "aux-inputs", "final-layer", "method-name", "method-drafter", "method",
+            "method-target", "drafter-tensors", "method-tensors", "drafter-translation", "drafter-config", "vocab-maps", "tokenizer", "method-vocab",
+            "layer-ids", "method-layer-ids", "method-block", "aux-inputs", "final-layer", "method-path", "method-name", "method-drafter", "method",
             "method-venv", "known-issues", "launch-command"]
 
 
@@ -29,7 +29,7 @@ def test_a_second_check_with_the_same_id_is_refused():
 
 
 def test_unknown_fix_kinds_are_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^check x: unknown fix kinds \['prayer'\] \(known: "):
         check("x", "x", order=1, fixes=("prayer",))
 
 

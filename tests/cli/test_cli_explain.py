@@ -6,6 +6,7 @@ vLLM 0.32.0 source (pinned: tests/releases.json; fetched into the cache once, th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -82,11 +83,21 @@ def test_binary_input_is_one_clear_error():
     assert piped.returncode == 2 and json.loads(piped.stdout)["exit_code"] == 2
 
 
-def test_usage_errors():
-    assert compat("explain", "x", "--log", "y", *RELEASE).returncode == 2
-    assert compat("explain", "--log", "/nonexistent/file.log", *RELEASE).returncode == 2
-    assert compat("explain", "x").returncode == 2  # no release named
-    assert compat("explain", "x", "--engine", "vllm==0.0.999", "--offline").returncode == 3
+@pytest.mark.parametrize("argv, code, said", [
+    (("x", "--log", "y", *RELEASE), 2, "error: give the text or --log FILE, not both"),
+    (("--log", "/nonexistent/file.log", *RELEASE), 2,
+     "error: --log /nonexistent/file.log: no such file\n  fix: give the engine's log file, or - for standard input"),
+    (("x",), 2, "error: name the release that produced the text: --engine vllm==0.32.0, --engine vllm (installed, or "
+                "guessed from the text), --engine sglang==0.5.9 or --path DIR"),  # no release named
+    (("x", "--engine", "vllm==0.0.999", "--offline"), 3,
+     re.compile(r"error: offline and vllm==0\.0\.999 is not in the cache \S+\n  fix: run once without --offline to fetch it")),
+])
+def test_usage_errors(argv, code, said):
+    """Each refusal is the one line (and its fix) the user reads, with its exit code, and no traceback."""
+    proc = compat("explain", *argv)
+    assert proc.returncode == code, proc.stderr
+    assert (said.match(proc.stderr) if isinstance(said, re.Pattern) else proc.stderr.startswith(said)), proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_colours_and_a_huge_line_are_read_through(tmp_path):

@@ -91,9 +91,13 @@ def test_help_teaches(doctor_cli):
 
 
 def test_releases_offline_without_a_cached_listing_exits_3(kimi, doctor_cli, tmp_path):
+    cache = tmp_path / "empty-cache"
     code, _, err = doctor_cli(str(kimi.target), str(kimi.drafter), "--engine", "vllm", "--releases", ">=0.10",
-                              "--offline", "--cache-dir", str(tmp_path / "empty-cache"))
-    assert code == 3
+                              "--offline", "--cache-dir", str(cache))
+    assert code == 3, err
+    assert f"error: offline and no index listing of vllm in the cache {cache / 'index' / 'vllm.json'}" in err, err
+    assert "fix: pin a cached release (e.g. --engine vllm==X.Y.Z; cached: none) or run once online" in err, err
+    assert "Traceback" not in err
 
 
 def test_releases_row_for_a_release_that_cannot_be_fetched(kimi):

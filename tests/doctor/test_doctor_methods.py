@@ -58,7 +58,8 @@ def pair(tmp_path):
 def test_dflash_before_and_after_vllm_40727(diagnose, pair, tmp_path):
     target, drafter = pair(QWEN3, DFLASH)
     old = diagnose("vllm", "0.20.0", target, drafter)
-    assert old["method"] == {"family": "dflash", "launched": None, "from": "the drafter"}
+    assert {k: old["method"][k] for k in ("family", "launched", "from")} == {"family": "dflash", "launched": None, "from": "the drafter"}
+    assert old["method"]["resolved"]["runs_as"] == "dflash" and old["method"]["platform"] == "cuda"
     layer = check(old, "method-layer-ids")
     assert layer["verdict"] == "fail" and layer["fix"]["kind"] == "convert" and old["verdict"] == "needs a converted drafter"
     assert old["launch"]["speculative_config"]["method"] == "dflash"
@@ -126,20 +127,21 @@ def test_mtp_without_heads_is_not_fixed_by_a_release_that_fixes_eagle3_for_the_f
     assert mtp["fix"]["kind"] != "release" and "ships MTP heads" in mtp["fix"]["text"], mtp["fix"]
 
 
-def test_a_method_named_as_another_release_names_it_is_fixed_by_the_command_printed(diagnose, pair):
-    """`--method mtp` on vLLM 0.10.0, which names DeepSeek's heads 'deepseek_mtp' (its Literal has no 'mtp'): the
-    command doctor prints runs 'deepseek_mtp', so the pair works with it; it was "does not work", with no fix."""
+def test_a_method_named_as_another_release_names_it_is_the_release_name_doctor_prints(diagnose, pair):
+    """`--method mtp` on vLLM 0.10.0, which names DeepSeek's heads 'deepseek_mtp' (its Literal has no 'mtp'): doctor
+    --method takes the family's name in any release and either engine's (issue 38), and the command it prints runs
+    'deepseek_mtp'; it was "does not work" with no fix (issue 30), then a line fix of doctor's own line."""
     target, _ = pair(DEEPSEEK_V3, None)
-    from compat.doctor import WORKS_COMMAND_FIXED, Options, diagnose as run, no_drafter, read_target
+    from compat.doctor import WORKS, Options, diagnose as run, no_drafter, read_target
     from doctor_helpers import open_release
 
     t = read_target(target)
     result = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp"))
     name = check(result, "method-name")
-    assert name["verdict"] == "fail" and name["fix"]["kind"] == "line" and "'deepseek_mtp'" in name["fix"]["text"]
-    assert result["verdict"] == WORKS_COMMAND_FIXED and result["launch"]["speculative_config"]["method"] == "deepseek_mtp"
+    assert name["verdict"] == "pass" and "vllm 0.10.0 names it 'deepseek_mtp'" in name["detail"]
+    assert result["verdict"] == WORKS and result["launch"]["speculative_config"]["method"] == "deepseek_mtp"
     unknown = run(open_release("vllm", "0.10.0"), t, no_drafter(t), Options(method="mtp_of_my_own"))
-    assert unknown["verdict"] != WORKS_COMMAND_FIXED  # the control: a name no release has is not fixed so
+    assert unknown["verdict"] != WORKS  # the control: a name no release has is not taken as the family
 
 
 def test_p_eagle_on_0_33_and_0_34(diagnose, pair):

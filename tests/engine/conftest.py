@@ -100,9 +100,10 @@ class EngineResult:
 
 
 def _run_engine(python: Path, label: str, model: Path, prompts: list[list[int]],
-                speculative_config: dict | None = None, max_tokens: int = 24) -> EngineResult:
+                speculative_config: dict | None = None, max_tokens: int = 24,
+                attention_backend: str | None = None) -> EngineResult:
     spec = {"model": str(model), "prompts": prompts, "max_tokens": max_tokens,
-            "speculative_config": speculative_config, "max_model_len": 256}
+            "speculative_config": speculative_config, "max_model_len": 256, "attention_backend": attention_backend}
     start = time.monotonic()
     proc = subprocess.run([str(python), str(ENGINE_RUN), json.dumps(spec)], capture_output=True,
                           text=True, timeout=RUN_TIMEOUT_S, cwd=ENGINE_DIR)
@@ -139,10 +140,11 @@ def run_older_engine(older_engine_python):
 
 @pytest.fixture(scope="session")
 def run_engine(engine_python):
-    """run_engine(label, model_dir, prompts, speculative_config=None) -> EngineResult."""
+    """run_engine(label, model_dir, prompts, speculative_config=None, attention_backend=None) -> EngineResult."""
 
-    def run(label: str, model: Path, prompts: list[list[int]], speculative_config: dict | None = None):
-        return _run_engine(engine_python, label, model, prompts, speculative_config)
+    def run(label: str, model: Path, prompts: list[list[int]], speculative_config: dict | None = None,
+            attention_backend: str | None = None):
+        return _run_engine(engine_python, label, model, prompts, speculative_config, attention_backend=attention_backend)
 
     return run
 

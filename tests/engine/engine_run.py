@@ -77,6 +77,7 @@ def run(spec: dict) -> dict:
         seed=0,
         disable_log_stats=False,  # the spec-decode counters live in the stats
         max_num_seqs=len(spec["prompts"]),
+        **({"attention_backend": spec["attention_backend"]} if spec.get("attention_backend") else {}),
     )
     seconds["load"] = round(time.monotonic() - start, 2)
     start = time.monotonic()

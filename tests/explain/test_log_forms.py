@@ -12,7 +12,7 @@ templates. The forms are the transforms of tests/explain/log_forms.py, each citi
 from __future__ import annotations
 
 import pytest
-from log_forms import (compose, cut_end, cut_head, docker_json, exception_group, interleave, journald, journald_json,
+from log_forms import (compose, flattened, cut_end, cut_head, docker_json, exception_group, interleave, journald, journald_json,
                        kubectl, ray_actor, ray_repeated, sglang_record, shipper_time, torch_rank, unknown_prefix,
                        vllm_json, vllm_record, vllm_wrapped)
 from release_text import line_of, render, site_of, traceback
@@ -72,6 +72,11 @@ FORMS = {
     "a shipper's time stamp": lambda lines: shipper_time(vllm_wrapped(lines, "Worker_TP1")),
     "exception group": lambda lines: exception_group(lines),
     "Ray dedup": lambda lines: ray_repeated(ray_actor(torch_rank(lines), "RayWorkerWrapper", 12)),
+    "flattened onto one line": lambda lines: flattened(lines),
+    "flattened, the vLLM 0.32 prefix repeated inside": lambda lines: flattened(vllm_record(lines, "EngineCore_DP0")),
+    "flattened, the wrapped prefix repeated inside": lambda lines: flattened(vllm_wrapped(lines, "Worker_TP1")),
+    "flattened, torch's rank repeated inside": lambda lines: flattened(torch_rank(lines, 2)),
+    "flattened after a SGLang header": lambda lines: flattened(sglang_record(lines, " TP0", "Scheduler hit an exception: ")),
 }
 
 

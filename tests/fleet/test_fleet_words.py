@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compat.cli import main
@@ -33,9 +35,13 @@ def test_host_specs(spec, user, host, port):
     assert (parsed.user, parsed.hostname, parsed.port, str(parsed)) == (user, host, port, spec)
 
 
-@pytest.mark.parametrize("spec", ["", "@gpu", "gpu:0", "gpu:99999", "gpu:x", "a b", "[::1"])
-def test_bad_host_specs_are_usage_errors(spec):
-    with pytest.raises(UsageError):
+@pytest.mark.parametrize("spec, said", [
+    ("", r"expected \[user@\]HOST\[:PORT\]\n  fix: e.g. --host gpu1"), ("@gpu", r"expected \[user@\]HOST\[:PORT\]"),
+    ("gpu:0", "the port must be a number from 1 to 65535"), ("gpu:99999", "the port must be a number from 1 to 65535"),
+    ("gpu:x", "the port must be a number from 1 to 65535"), ("a b", r"expected \[user@\]HOST\[:PORT\]"),
+    ("[::1", r"expected \[ADDRESS\]:PORT\n  fix: e.g. --host '\[::1\]:2222'")])
+def test_bad_host_specs_are_usage_errors(spec, said):
+    with pytest.raises(UsageError, match=f"^--host {re.escape(repr(spec))}: {said}"):
         parse_host(spec)
 
 
@@ -51,11 +57,11 @@ def test_hosts_file(tmp_path):
 
 def test_help_teaches_the_fleet_options(capsys):
     for command in ("probe", "doctor", "env", "patch", "plugin", "verify"):
-        with pytest.raises(SystemExit):
+        with pytest.raises(SystemExit, match="^0$"):  # help printed, exit 0
             main([command, "--help"])
         out = capsys.readouterr().out
         assert "--host [USER@]HOST[:PORT]" in out and "--hosts FILE" in out and "--ray ADDRESS" in out, command
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^0$"):
         main(["convert", "--help"])
     assert "--host" not in capsys.readouterr().out  # only the commands that run on hosts
 

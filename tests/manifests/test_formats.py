@@ -55,7 +55,7 @@ spec:
     spec:
       containers:
       - name: vllm
-        image: vllm/vllm-openai:v0.11.0
+        image: vllm/vllm-openai:v0.12.0
         env:
         - {name: MODEL_ID, value: org/model}
         args: ["--model=$(MODEL_ID)", "--served-model-name=$$(MODEL_ID)", "--x=$(UNSET)"]
@@ -71,7 +71,7 @@ spec:
 def test_compose_string_command_and_production_stack_typed_flags(tmp_path):
     found = read(tmp_path, """services:
   vllm:
-    image: vllm/vllm-openai:v0.11.0
+    image: vllm/vllm-openai:v0.12.0
     command: /models/t --speculative-config '{"method":"eagle3","model":"/models/d"}'
 """)
     assert [w.text for w in found.servings[0].words] == ["vllm", "serve", "/models/t", "--speculative-config",

@@ -4,7 +4,7 @@ ServingRuntime and LLMInferenceService, llm-d ModelService values, vLLM producti
 docker compose, SkyPilot) checked in one command: every launch line found, every release read from its tag, every
 seeded mistake (a line marked `# seeded`, or the line after such a comment) reported at its file and line.
 
-Engine releases are real (vLLM 0.10.1, 0.11.0, 0.32.0 and SGLang 0.5.8, read from their released source); the
+Engine releases are real (vLLM 0.10.1, 0.11.0, 0.11.1, 0.32.0 and SGLang 0.5.8, read from their released source); the
 models are tiny ones written for the paths the manifests name (`--model-root /models=DIR`, `--model-root DIR` for
 Hugging Face ids); the LLMInferenceService's models are on no machine and stay unchecked.
 """
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.network  # the releases' source, fetched once into the 
 
 EXPECTED = {  # (file, resource) -> (engine, version, replicas)
     ("k8s/deployment.yaml", "Deployment/qwen-eagle3"): ("vllm", "0.11.0", "2"),
-    ("k8s/overlays/spec-decoding/patch-spec-decoding.yaml", "Deployment/qwen-eagle3-canary"): ("vllm", "0.11.0", "1"),
+    ("k8s/overlays/spec-decoding/patch-spec-decoding.yaml", "Deployment/qwen-eagle3-canary"): ("vllm", "0.11.1", "1"),
     ("lws/lws.yaml", "LeaderWorkerSet/vllm-multinode leaderTemplate"): ("vllm", "0.32.0", "2 groups x 2 pods"),
     ("kserve/runtime.yaml", "InferenceService/llama-eagle3"): ("vllm", "0.11.0", "2"),
     ("kserve/llmisvc.yaml", "LLMInferenceService/qwen3-eagle3"): ("vllm", "0.32.0", "2"),

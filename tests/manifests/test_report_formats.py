@@ -46,7 +46,7 @@ def test_sarif_validates_against_the_schema_and_places_results(doctor, model_roo
 def test_a_broken_sarif_does_not_validate():  # the schema check itself can fail
     import jsonschema
 
-    with pytest.raises(jsonschema.ValidationError):
+    with pytest.raises(jsonschema.ValidationError, match="^'tool' is a required property"):
         jsonschema.Draft4Validator(sarif_schema()).validate({"version": "2.1.0", "runs": [{"results": []}]})
 
 

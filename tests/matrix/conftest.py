@@ -12,11 +12,8 @@ import pytest
 import pinned
 from compat.report import build_report
 
-FIRST = {"vllm": "0.10.0", "sglang": "0.4.4"}
-
-
 def releases(engine: str) -> list[str]:
-    return pinned.versions(engine, FIRST[engine])
+    return pinned.matrix(engine)
 
 
 _reports: dict[tuple[str, str], dict] = {}
@@ -31,9 +28,15 @@ def release_report(engine: str, version: str) -> dict:
 
 
 def pytest_generate_tests(metafunc):
+    """ENGINE_version runs over every release of the matrix, unless the test names its own (the releases where the
+    fact it holds exists: `@pytest.mark.parametrize("vllm_version", pinned.matrix("vllm", since=FIRST))`)."""
+    named = set()
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0]
+        named |= {n.strip() for n in (names.split(",") if isinstance(names, str) else names)}
     for engine in ("vllm", "sglang"):
         arg = f"{engine}_version"
-        if arg in metafunc.fixturenames:
+        if arg in metafunc.fixturenames and arg not in named:
             metafunc.parametrize(arg, releases(engine))
 
 

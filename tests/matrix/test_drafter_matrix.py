@@ -5,6 +5,7 @@ a real, non-empty line of that release's source.
 
 import pytest
 
+import pinned
 from compat.probes.drafter_replay import fc_input_width, land
 from compat.probes.vllm.drafter_architecture_rename import eagle_architecture, mtp_rewrite
 from compat.probes.vllm.method_autodetection import detect_method
@@ -41,6 +42,11 @@ from research_facts import (
 
 pytestmark = [pytest.mark.matrix, pytest.mark.network]
 
+# The SGLang releases with an EAGLE-3 drafter, with the MLA one, and those before EAGLE-3: a test runs where its fact is.
+SGLANG_EAGLE3 = pinned.matrix("sglang", since=SGLANG_EAGLE3_FROM)
+SGLANG_MLA = pinned.matrix("sglang", since=SGLANG_MLA_DRAFTER_FROM)
+SGLANG_BEFORE_EAGLE3 = pinned.matrix("sglang", before=SGLANG_EAGLE3_FROM)
+
 VLLM_KEYS = ("drafter_loader", "drafter_architecture_rename", "method_autodetection")
 SGLANG_KEYS = ("drafter_loader", "drafter_architecture_rename")
 NESTED_IDS = {"key": "eagle_aux_hidden_state_layer_ids", "where": "eagle_config", "use": "len"}
@@ -49,8 +55,6 @@ _trees: dict = {}
 
 def _tree(engine, version):
     if (engine, version) not in _trees:
-        import pinned
-
         _trees[(engine, version)] = pinned.fetch(engine, version)
     return _trees[(engine, version)]
 
@@ -227,8 +231,14 @@ def test_vllm_method_autodetection(vllm_report, vllm_version):
 # -- SGLang -------------------------------------------------------------------------------------
 def _sglang_drafters(report, version):
     fact = report["drafter_loader"]
-    assert fact["present"] is since(version, SGLANG_EAGLE3_FROM)
+    assert fact["present"] is True and fact["drafters"], fact
     return fact["drafters"]
+
+
+@pytest.mark.parametrize("sglang_version", SGLANG_BEFORE_EAGLE3)
+def test_sglang_before_eagle3_loads_no_drafter(sglang_report, sglang_version):
+    fact = sglang_report["drafter_loader"]
+    assert fact["present"] is False and not fact["drafters"], fact
 
 
 def test_sglang_drafter_facts_are_probed_and_located(sglang_report, sglang_version):
@@ -240,11 +250,10 @@ def test_sglang_drafter_facts_are_probed_and_located(sglang_report, sglang_versi
     _assert_real_lines(sglang_report, "sglang", sglang_version, SGLANG_KEYS)
 
 
+@pytest.mark.parametrize("sglang_version", SGLANG_EAGLE3)
 def test_sglang_llama_drafter_names(sglang_report, sglang_version):
     drafters = _sglang_drafters(sglang_report, sglang_version)
     assert ("Eagle3DeepseekV2ForCausalLM" in drafters) == since(sglang_version, SGLANG_MLA_DRAFTER_FROM)
-    if not drafters:
-        return
     llama = drafters["LlamaForCausalLMEagle3"]
     prefixed = since(sglang_version, SGLANG_MODEL_PREFIX_ACCEPTED_FROM)
     layers_0 = since(sglang_version, SGLANG_LAYERS_0_AND_MULTI_LAYER_FROM)
@@ -262,10 +271,9 @@ def test_sglang_llama_drafter_names(sglang_report, sglang_version):
         assert (llama["unknown"]["stacked"], llama["unknown"]["other"]) == ("raise", "warn")
 
 
+@pytest.mark.parametrize("sglang_version", SGLANG_EAGLE3)
 def test_sglang_layers_fc_and_keys(sglang_report, sglang_version):
     drafters = _sglang_drafters(sglang_report, sglang_version)
-    if not drafters:
-        return
     llama = drafters["LlamaForCausalLMEagle3"]
     multi = since(sglang_version, SGLANG_LAYERS_0_AND_MULTI_LAYER_FROM)
     assert llama["layers"]["multi_layer"] == multi
@@ -286,10 +294,9 @@ def test_sglang_layers_fc_and_keys(sglang_report, sglang_version):
     assert (("norm_before_fc", "eagle_config") in reads) == since(sglang_version, SGLANG_LLAMA_DRAFTER_KEYS_FROM["norm_before_fc"])
 
 
+@pytest.mark.parametrize("sglang_version", SGLANG_EAGLE3)
 def test_sglang_fc_width_for_four_ids(sglang_report, sglang_version):
     drafters = _sglang_drafters(sglang_report, sglang_version)
-    if not drafters:
-        return
     counted = since(sglang_version, SGLANG_FC_FROM_AUX_COUNT_FROM)
     assert fc_input_width(drafters["LlamaForCausalLMEagle3"], KIMI_NESTED_4)["width"] == (4 if counted else 3) * 7168
     assert fc_input_width(drafters["LlamaForCausalLMEagle3"], KIMI_TOP_4)["width"] == 3 * 7168
@@ -297,10 +304,9 @@ def test_sglang_fc_width_for_four_ids(sglang_report, sglang_version):
         assert fc_input_width(drafters["Eagle3DeepseekV2ForCausalLM"], KIMI_TOP_4)["width"] == 4 * 7168
 
 
+@pytest.mark.parametrize("sglang_version", SGLANG_MLA)
 def test_sglang_mla_drafter(sglang_report, sglang_version):
-    mla = _sglang_drafters(sglang_report, sglang_version).get("Eagle3DeepseekV2ForCausalLM")
-    if mla is None:
-        return
+    mla = _sglang_drafters(sglang_report, sglang_version)["Eagle3DeepseekV2ForCausalLM"]
     assert mla["layers"]["multi_layer"] is False and "1 layer" in mla["layers"]["rejects"]["error"]
     assert mla["model_prefix"]["mode"] == "always"
     assert mla["samples"]["layers_0"] == mla["samples"]["midlayer"] == "load"  # ^layers.0. -> midlayer.

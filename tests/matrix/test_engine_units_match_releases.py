@@ -106,7 +106,8 @@ def test_a_unit_that_says_otherwise_is_caught(report_of):
     for wrong in ({"spec_form": "flags"}, {"draft_shape": "tree"}, {"target_gate": "capture_hook"},
                   {"layer_ids_fed_by": "target_hook"}, {"model_option": "--model-path"}, {"metrics_prefix": "sglang:"}):
         unit = dataclasses.replace(real, **wrong)
+        field = next(iter(wrong)).upper()  # the field the message names, with the unit's file
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(engines, "get", lambda name, unit=unit: unit)
-            with pytest.raises(AssertionError):
+            with pytest.raises(AssertionError, match=rf"^vllm \S+ \(compat/engines/vllm.py\): {field}\b"):
                 _declared("vllm", report, pinned.newest("vllm"))

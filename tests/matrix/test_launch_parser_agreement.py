@@ -1,5 +1,5 @@
 """doctor's reading of launch lines agrees with each release's own argument parser, on every vLLM release from
-0.10.0 and every SGLang 0.5.x.
+0.10.0 and every SGLang release from 0.4.4 (0.4.x too: `doctor --launch` reads their lines as it reads 0.5.x's).
 
 The parser is the release's, built from its source in a subprocess (release_parser.py: `vllm serve`'s subparser
 and the api_server module's parser for vLLM, prepare_server_args' parser for SGLang; the packages this interpreter
@@ -283,7 +283,5 @@ def test_vllm_parser_agrees_with_doctor(vllm_report, vllm_version, versions_of, 
 
 
 def test_sglang_parser_agrees_with_doctor(sglang_version, report_of, versions_of):
-    if Version(sglang_version) < Version("0.5.0"):
-        pytest.skip("SGLang 0.5.x is held to its parser; 0.4.x is read by the same probe")
     agree("sglang", sglang_version, report_of("sglang", sglang_version),
           _following("sglang", sglang_version, versions_of, report_of))

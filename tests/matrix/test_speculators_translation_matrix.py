@@ -1,5 +1,6 @@
 """doctor names every key of a speculators-format drafter that a release's translation drops, with the release that
-starts carrying it, on the real translation tables of vLLM 0.18 to 0.34.
+starts carrying it, on the real translation tables of every vLLM release that has one (algos.py, from 0.10.1); on the
+releases before, doctor says the release reads no speculators-format drafter at all.
 
 The drafters are the configs speculators writes, field for field, at the releases that added each key
 (vllm-project/speculators, src/speculators/models/eagle3.py or .../eagle3/config.py):
@@ -28,6 +29,8 @@ from compat.target import Target
 pytestmark = [pytest.mark.matrix, pytest.mark.network]
 
 ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
+TRANSLATED_FROM = "0.10.1"  # the first release with ALGOS (test_releases_before_the_translation_read_none holds it)
+TRANSLATING, BEFORE = pinned.matrix("vllm", since=TRANSLATED_FROM), pinned.matrix("vllm", before=TRANSLATED_FROM)
 HIDDEN, VOCAB = 64, 1024
 BY_SPECULATORS = {  # the key each speculators release added, and the value an EAGLE-3 head it trains sets
     "v0.2.0": {"eagle_aux_hidden_state_layer_ids": [2, 16, 29]},
@@ -74,10 +77,19 @@ def finder(versions_of):
     return ReleaseFinder("vllm", versions=cached)
 
 
+@pytest.mark.parametrize("version", BEFORE)
+def test_releases_before_the_translation_read_none(report_of, version, finder):
+    """No translation table: doctor does not name dropped keys, it says the release has no speculators-format reader."""
+    assert not pinned.fetch("vllm", version).exists(ALGOS)
+    ctx = context(report_of("vllm", version), speculators_config(**BY_SPECULATORS["v0.7.0-eagle-3.1"]), finder)
+    translation, architecture = get_check("drafter-translation")(ctx), get_check("drafter-architecture")(ctx)
+    assert translation.verdict == "pass" and "does not translate this config" in translation.detail, translation.detail
+    assert architecture.verdict == "fail" and "has no speculators-format reader" in architecture.detail, architecture.detail
+
+
+@pytest.mark.parametrize("vllm_version", TRANSLATING)
 @pytest.mark.parametrize("made_by", sorted(BY_SPECULATORS))
 def test_a_dropped_key_is_named_with_the_release_that_carries_it(vllm_report, vllm_version, made_by, finder):
-    if not Version("0.18.0") <= Version(vllm_version) <= Version("0.34.0"):
-        pytest.skip("the translation tables of vLLM 0.18 to 0.34")
     keys = BY_SPECULATORS[made_by]
     result = get_check("drafter-translation")(context(vllm_report, speculators_config(**keys), finder))
     dropped = [k for k in keys if not carries(vllm_version, k)]
@@ -120,11 +132,10 @@ def loads(version: str, switch: str) -> bool:
     return carries(version, switch) and built
 
 
+@pytest.mark.parametrize("vllm_version", TRANSLATING)
 @pytest.mark.parametrize("switch", sorted(SWITCHED_WEIGHTS))
 def test_a_weight_the_loader_leaves_out_is_named_with_the_release_that_loads_it(vllm_report, vllm_version, switch,
                                                                                finder):
-    if not Version("0.18.0") <= Version(vllm_version) <= Version("0.34.0"):
-        pytest.skip("the loaders of vLLM 0.18 to 0.34")
     weights = SWITCHED_WEIGHTS[switch]
     ctx = context(vllm_report, speculators_config(**{switch: True}), finder, head(weights))
     result = get_check("drafter-tensors")(ctx)

@@ -200,12 +200,13 @@ def test_v2_reader_returns_the_same(config, options, expected):
     assert fn(spec) == expected
 
 
-def test_the_option_is_a_command_line_flag():
+def test_the_option_is_a_command_line_flag(capsys):
     import argparse
 
     parser = argparse.ArgumentParser()
     patch.add_args(parser.add_argument_group("patch options"))
     assert parser.parse_args(["--nested-ids-convention", "capture-before"]).nested_ids_convention == "capture-before"
     assert parser.parse_args([]).nested_ids_convention is None
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^2$"):  # argparse's refusal, its message on stderr
         parser.parse_args(["--nested-ids-convention", "other"])
+    assert "argument --nested-ids-convention: invalid choice: 'other'" in capsys.readouterr().err

@@ -82,7 +82,8 @@ def test_compat_resolves_the_cache_as_huggingface_hub_does(tmp_path, peers_pytho
         else:
             assert str(mine) == found, name
     assert theirs["lookups"][-1] is None
-    with pytest.raises(CompatError):
+    with pytest.raises(CompatError, match=r"^target org/absent: not in the local Hugging Face cache .+; compat never "
+                                          r"downloads models\n  fix: download it: hf download org/absent config.json"):
         resolve_model("org/absent", what="target")
 
     base = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")}

@@ -83,8 +83,9 @@ def test_a_full_vocabulary_nemo_checkpoint_has_no_maps(tmp_path):
     assert "d2t" not in raw_tensors(tmp_path / "nemo")  # has_vocab_compression is false: no buffers to load into
 
 
-def test_doctor_asks_to_convert_a_nemo_checkpoint_for_vllm(tmp_path):
+def test_doctor_asks_to_convert_a_nemo_checkpoint_for_vllm(tmp_path, pinned_release):
     """NeMo's own serve_vllm rewrites architectures before vLLM sees it: the architecture alarm is true."""
+    pinned_release("vllm", "0.32.0")  # the release doctor --offline reads, in the user cache (the test is `network`)
     target = write_verifier(tmp_path / "target")
     nemo = write_nemo_checkpoint(tmp_path / "nemo")
     done = compat("doctor", str(target), str(nemo), "--engine", "vllm==0.32.0", "--offline", "--json")

@@ -301,9 +301,11 @@ def test_nothing_to_apply_installs_nothing(fake_venv, capsys):
     assert listing(site) == before
 
 
-def test_a_missing_tree_is_a_source_error(capsys):
+def test_a_missing_tree_is_a_usage_error_naming_path(capsys):
     code, result = compat(capsys, "plugin", "install", "--engine", "vllm", "--path", "/nonexistent")
-    assert code == 3, result
+    assert code == 2 and result["exit_code"] == 2, result  # a missing path is bad input (2), before any engine is read
+    assert result["error"] == "--path /nonexistent: no such directory", result
+    assert result["fix"] == "point --path at a source tree: the folder that holds vllm/ or sglang/", result
 
 
 def test_groups_apply_all_or_nothing_and_patch_options_reach_the_transform(tmp_path, capsys):

@@ -213,7 +213,7 @@ def test_unparseable_model_file(tmp_path):
         "    def set_eagle3_layers_to_capture[T](self, layer_ids: T = None):",  # PEP 695: not Python 3.11
     )
     tree = write_tree(tmp_path, {"sglang/srt/models/toy_llama.py": bad})
-    with pytest.raises(UnparseableFile) as err:
+    with pytest.raises(UnparseableFile, match=r"^sglang/srt/models/toy_llama.py:\d+: cannot parse with this Python") as err:
         eagle3_targets_probe(tree)
     assert err.value.relpath == "sglang/srt/models/toy_llama.py"
     report = build_report(write_tree(tmp_path, {}))  # same tree, through the report

@@ -36,7 +36,8 @@ def test_offline_with_a_warm_cache_resolves_latest_and_ranges_from_the_last_list
     assert tree.version == "0.10.0" and tree.source.detail["cached"] is True
     assert fetch_release("vllm", ">=0.10,<0.11", cache_dir=cache, offline=True, progress=False).version == "0.10.0"
     assert list_releases("vllm", cache_dir=cache, offline=True) == ["0.9.0", "0.10.0"]
-    with pytest.raises(SourceError) as caught:  # listed, but never fetched
+    with pytest.raises(SourceError, match=r"^offline and vllm==0.9.0 is not in the cache .+\n  fix: run once without "
+                                          r"--offline to fetch it \(cached: 0.10.0\)") as caught:  # listed, never fetched
         fetch_release("vllm", "<0.10", cache_dir=cache, offline=True, progress=False)
     assert caught.value.exit_code == 3
     assert f"offline and vllm==0.9.0 is not in the cache {cache / 'releases' / 'vllm'}" in str(caught.value)
@@ -44,7 +45,8 @@ def test_offline_with_a_warm_cache_resolves_latest_and_ranges_from_the_last_list
 
 def test_offline_with_a_cold_cache_fails_clearly_without_touching_the_network(index, server_factory, cache):
     server = server_factory(index)
-    with pytest.raises(SourceError) as caught:
+    with pytest.raises(SourceError, match=r"^offline and vllm==0.10.0 is not in the cache .+\n  fix: run once without "
+                                          r"--offline to fetch it \(cached: none\)") as caught:
         fetch_release("vllm", "==0.10.0", cache_dir=cache, offline=True, progress=False, index_url=server.url)
     assert caught.value.exit_code == EXIT_SOURCE
     assert str(caught.value).startswith(f"offline and vllm==0.10.0 is not in the cache {cache / 'releases' / 'vllm'}")

@@ -59,7 +59,8 @@ def test_specifier_picks_the_highest_match(specifier, expected, index, cache):
 
 
 def test_no_match_is_a_source_error_naming_the_newest_and_closest(index, cache):
-    with pytest.raises(SourceError) as caught:
+    with pytest.raises(SourceError, match=r"^no release of vllm matches ==0.99.0 on \S+ \(newest: 0.10.0\)\n  fix: closest "
+                                          r"available: 0.9.0, 0.10.0") as caught:
         fetch_release("vllm", "==0.99.0", cache_dir=cache, index_url=index.file_url, progress=False)
     assert caught.value.exit_code == EXIT_SOURCE == 3
     message = str(caught.value)

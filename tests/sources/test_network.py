@@ -18,7 +18,8 @@ from compat.sources.settings import NetworkOptions
 
 def test_unreachable_index_is_retried_as_pip_does_then_a_source_error_with_url_and_reason(cache, monkeypatch):
     monkeypatch.setenv("PIP_RETRIES", "2")  # pip retries a refused connection too: after 0 s, then 0.5 s
-    with pytest.raises(SourceError) as caught:
+    with pytest.raises(SourceError, match=r"^could not fetch http://127.0.0.1:9/simple/vllm/: connection refused "
+                                          r"\(tried 3 times\)\n  fix: ") as caught:
         fetch_release("vllm", "latest", cache_dir=cache, index_url="http://127.0.0.1:9/simple/", progress=False)
     assert caught.value.exit_code == 3
     assert "could not fetch http://127.0.0.1:9/simple/vllm/: connection refused (tried 3 times)" in str(caught.value)

@@ -17,13 +17,13 @@ from compat.sources.settings import NetworkOptions
 
 
 @pytest.fixture(scope="module")
-def authority(tmp_path_factory):
+def certificate_authority(tmp_path_factory):
     return make_ca(tmp_path_factory.mktemp("ca"))
 
 
 @pytest.fixture
-def https(index, server_factory, authority):
-    return server_factory(index, tls=authority[1])
+def https(index, server_factory, certificate_authority):
+    return server_factory(index, tls=certificate_authority[1])
 
 
 @pytest.fixture
@@ -40,22 +40,23 @@ def fetch(server, cache, **options):
 
 def test_an_index_signed_by_an_unknown_ca_is_refused_at_once(https, cache, monkeypatch):
     monkeypatch.setenv("PIP_RETRIES", "3")
-    with pytest.raises(SourceError) as caught:
+    with pytest.raises(SourceError, match=r"^could not fetch https://127.0.0.1:\d+/simple/vllm/: TLS certificate not "
+                                          r"trusted \(.+\); a proxy or mirror with its own CA needs PIP_CERT") as caught:
         fetch(https, cache)
     assert "TLS certificate not trusted" in caught.value.message and "tried" not in caught.value.message  # not retried
     assert "PIP_CERT" in caught.value.message and caught.value.exit_code == 3
 
 
 @pytest.mark.parametrize("variable", ["PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"])
-def test_the_ca_bundle_pip_would_trust_is_trusted(variable, https, cache, authority, monkeypatch):
-    monkeypatch.setenv(variable, str(authority[0]))
+def test_the_ca_bundle_pip_would_trust_is_trusted(variable, https, cache, certificate_authority, monkeypatch):
+    monkeypatch.setenv(variable, str(certificate_authority[0]))
     tree = fetch(https, cache)
     assert tree.version == "0.9.0" and https.requests_for("vllm-0.9.0.tar.gz")[0]["status"] == 200
 
 
-def test_cert_in_pip_conf_is_trusted(https, cache, authority, tmp_path, monkeypatch):
+def test_cert_in_pip_conf_is_trusted(https, cache, certificate_authority, tmp_path, monkeypatch):
     config = tmp_path / "pip.conf"
-    config.write_text(f"[global]\ncert = {authority[0]}\n")
+    config.write_text(f"[global]\ncert = {certificate_authority[0]}\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
     assert fetch(https, cache).version == "0.9.0"
 
@@ -80,9 +81,9 @@ def test_http_proxy_carries_the_requests_and_no_proxy_bypasses_it(index, server_
     assert len(proxy.log) == carried and server.requests_for("vllm-0.10.0.tar.gz")
 
 
-def test_https_proxy_tunnels_with_connect(https, proxy, cache, authority, monkeypatch):
+def test_https_proxy_tunnels_with_connect(https, proxy, cache, certificate_authority, monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", proxy.url)
-    monkeypatch.setenv("PIP_CERT", str(authority[0]))
+    monkeypatch.setenv("PIP_CERT", str(certificate_authority[0]))
     assert fetch(https, cache).version == "0.9.0"
     port = https.url.split(":")[2].split("/")[0]
     assert ("CONNECT", f"127.0.0.1:{port}") in proxy.log

@@ -14,10 +14,8 @@ from urllib.parse import urlsplit
 
 
 def make_ca(folder: Path) -> tuple[Path, ssl.SSLContext]:
-    """(the CA's certificate, a server context for 127.0.0.1 signed by it); skips without openssl."""
-    import parts  # tests/parts.py: the skip naming the command that installs it (a failure under CI=true)
-
-    parts.require("openssl")
+    """(the CA's certificate, a server context for 127.0.0.1 signed by it). Its caller is the `certificate_authority`
+    fixture, through which tests/parts.py marks the tests `openssl` (and skips them without it)."""
     folder.mkdir(parents=True, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 

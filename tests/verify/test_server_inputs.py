@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import re
 
 from compat.core.errors import EXIT_REFUSED, EXIT_USAGE, CompatError
 from compat.verify.server import prometheus
@@ -43,17 +44,17 @@ def test_a_prompts_file_takes_objects_and_bare_lists(tmp_path):
 def test_a_bad_line_is_refused_with_its_number(tmp_path, line, says):
     f = tmp_path / "bad.jsonl"
     f.write_text(json.dumps([{"role": "user", "content": "ok"}]) + "\n" + line + "\n")
-    with pytest.raises(CompatError) as err:
+    with pytest.raises(CompatError, match=f"^{re.escape(str(f))}:2: .*{re.escape(says)}") as err:
         from_file(f)
     assert err.value.exit_code == EXIT_REFUSED and f"{f}:2:" in err.value.message and says in err.value.message
 
 
 def test_a_missing_or_empty_file(tmp_path):
-    with pytest.raises(CompatError) as err:
+    with pytest.raises(CompatError, match=f"^--prompts {re.escape(str(tmp_path / 'nope.jsonl'))}: no such file$") as err:
         from_file(tmp_path / "nope.jsonl")
     assert err.value.exit_code == EXIT_USAGE
     (tmp_path / "empty.jsonl").write_text("\n# nothing\n")
-    with pytest.raises(CompatError) as err:
+    with pytest.raises(CompatError, match=f"^--prompts {re.escape(str(tmp_path / 'empty.jsonl'))}: no conversation in it\n") as err:
         from_file(tmp_path / "empty.jsonl")
     assert err.value.exit_code == EXIT_REFUSED and "no conversation" in err.value.message
 

@@ -1,10 +1,14 @@
 """speculation_profile.json (compat/verify/sweep/profile.py): ModelOpt's schema 1.0 fields from a server's counters,
 compat's beside them, and the reader --compare and doctor --profile use (a bad profile refused, naming the key).
-ModelOpt's own code reading the file runs in tests/peers/test_speculation_profile_modelopt.py."""
+Compatibility with ModelOpt is modelled here (its producer is in no wheel, and no release reads the profile: docs/
+verify-sweep.md says why); tests/peers asks the pinned nvidia-modelopt for a reader, tools/modelopt_profile.py runs
+the producer itself for a maintainer."""
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +51,48 @@ def test_modelopt_fields_from_the_counters():
     assert (c["engine"], c["release"], c["doctor"]["verdict"]) == ("vllm", "0.32.0", "works")
     assert [lv["concurrency"] for lv in c["sweep"]["levels"]] == [1, 4, 16]
     assert c["sweep"]["levels"][0]["accepted_per_position"] == [233, 166, 100]  # 333 drafts at this level
+
+
+def test_the_fields_follow_modelopts_producer_modelled():
+    """Modelled on ModelOpt's producer, Model-Optimizer edf879d3 examples/specdec_bench/specdec_bench/
+    speculation_profile.py: its input is keyed by acceptance length (a step's emitted tokens, the bonus token counted),
+    so draft position i is length i + 2 (`_dense_from_length_keyed`); the canonical mean is per decode step, from the
+    histogram (`per_step_mean_accept_length`); the mean check is 1 + sum(marginals) within 0.02 (`_consistency_check`);
+    only chain methods extrapolate over K (`_CHAIN_DRAFTING_METHODS`); values are rounded to 6 places."""
+    ours = build_profile(sweep_doc(per_position=(0.9, 0.61, 0.3)))
+    hist = {int(length): steps for length, steps in ours["acceptance_length_histogram"].items()}
+    assert hist == {1: 100, 2: 290, 3: 310, 4: 300}  # 1000 drafts: 900, 610, 300 accepted at positions 0, 1, 2
+    steps = sum(hist.values())
+    joint = {length: sum(v for at, v in hist.items() if at >= length) / steps for length in range(1, 6)}
+    marginal = [round(joint[i + 2], 6) for i in range(3)]
+    assert ours["marginal_accept_rates"] == marginal == [0.9, 0.61, 0.3]
+    assert ours["mean_accept_length"] == round(sum(at * v for at, v in hist.items()) / steps, 6) == 2.81
+    assert ours["validation"]["mean_consistency"] == {"implied_mean_accept_length": round(1 + sum(marginal), 6),
+                                                      "reported_mean_accept_length": 2.81, "abs_delta": 0.0,
+                                                      "tolerance": 0.02, "passed": True}
+    assert ours["accept_length_by_k"] == {"3": 2.81} and ours["max_supported_k"] == 3
+    assert (ours["verification_method"], ours["block_size"]) == ("longest_prefix", None)
+    for method, model in (("eagle3", "chain_analytic"), ("draft_model", "chain_analytic"), ("dflash", "measured_per_k")):
+        doc = sweep_doc()
+        doc["server"]["method"] = method
+        assert build_profile(doc)["accept_length_model"] == model, method
+
+
+def test_the_maintainers_producer_check_names_what_differs():
+    """tools/modelopt_profile.py (ModelOpt's producer on compat's profile) compares field by field."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from modelopt_profile import differences
+
+    ours = build_profile(sweep_doc())
+    assert differences(json.loads(json.dumps(ours)), ours) == []
+    theirs = {**json.loads(json.dumps(ours)), "marginal_accept_rates": [0.7, 0.5, 0.31],
+              "acceptance_length_histogram": {"1": 300}, "validation": {"mean_consistency": {"passed": False}}}
+    assert differences(theirs, ours) == [
+        "marginal_accept_rates: ModelOpt [0.7, 0.5, 0.31], compat [0.7, 0.5, 0.3]",
+        "validation: ModelOpt {'mean_consistency': {'passed': False}}, compat " + repr(ours["validation"]),
+        "acceptance_length_histogram: ModelOpt {1: 300}, compat {1: 300, 2: 200, 3: 200, 4: 300}",
+        "validation.mean_consistency: ModelOpt's own check does not pass on compat's measurement",
+        "validation.marginal_monotonicity: ModelOpt's own check does not pass on compat's measurement"]
 
 
 def test_the_histogram_is_the_per_position_counts_differenced():

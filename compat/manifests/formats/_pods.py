@@ -35,21 +35,22 @@ def container(doc: Doc, node: yaml.Node, path: tuple[str | int, ...], *, resourc
     args = words.list_words(doc, nodes.get(doc, node, "args"), (*path, "args"))
     line = words.expand_k8s(command + args, values)
     if not command:
-        start = entry or (images.naming(image.engine).entry if image is not None and image.engine else ())
+        start = entry or images.entry_for(image)
         line = [Word(w, doc.where(node), (), "entry") for w in start] + line
-    serving = Serving(resource, kind, format, doc.where(node), name, engine_words(doc, line), env, image, replicas,
-                      engine, unread, dict(extra or {}))
+    serving = Serving(resource, kind, format, doc.where(node), name, engine_words(doc, line, values, unread), env, image,
+                      replicas, engine, unread, dict(extra or {}))
     return serving if serving.words else None
 
 
-def engine_words(doc: Doc, line: list[Word]) -> list[Word]:
+def engine_words(doc: Doc, line: list[Word], env: dict[str, str] | None = None, notes: list[str] | None = None) -> list[Word]:
     """The words from the engine's entry point on (with the VAR=value words just before it); a shell script's
-    engine command; [] when no engine starts."""
+    engine command (its `$VAR` expanded from `env`, the container's; what is not, said in `notes`); [] when no
+    engine starts."""
     script = words.shell_script(line)
     if script is not None:
         word, _ = script
         node = nodes.get(doc, doc.root, *word.path) if word.holder == "list" else None
-        return words.script_words(doc, node, word.text, word.where, word.path)
+        return words.script_words(doc, node, word.text, word.where, word.path, env, notes)
     texts = [w.text for w in line]
     start = words.entry_index(texts)
     if start is None:

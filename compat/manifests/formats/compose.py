@@ -32,7 +32,7 @@ def read(doc):
         entry = words.list_words(doc, nodes.get(doc, service, "entrypoint"), (*path, "entrypoint"))
         command = words.list_words(doc, nodes.get(doc, service, "command"), (*path, "command"))
         if not entry and image is not None and image.engine:
-            entry = [Word(w, doc.where(service), (), "entry") for w in images.naming(image.engine).entry]
+            entry = [Word(w, doc.where(service), (), "entry") for w in images.entry_for(image)]
         line = _pods.engine_words(doc, entry + command)
         if not line:
             continue

@@ -52,7 +52,7 @@ def read(doc):
                 entry = ("vllm", "serve", model)
             elif command == "imageDefault":
                 image = _pods.image_of(doc, nodes.get(doc, item, "image"), ())
-                start = images.naming(image.engine).entry if image is not None and image.engine else ()
+                start = images.entry_for(image)
                 entry = (*(start or ("python3", "-m", "vllm.entrypoints.openai.api_server")), "--model", model)
             else:
                 entry = ()

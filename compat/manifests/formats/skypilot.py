@@ -17,7 +17,6 @@ DOCS = ("https://docs.skypilot.co/en/latest/reference/yaml-spec.html",
         "https://docs.skypilot.co/en/latest/serving/sky-serve.html")
 ORDER = 80
 PIN = re.compile(r"\b(?P<engine>vllm|sglang)(\[[^\]]*\])?==(?P<version>\d+\.\d+\.\d+(?:\.post\d+)?)")
-SHELL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 def detect(doc):
@@ -29,8 +28,8 @@ def read(doc):
     run = nodes.get(doc, doc.root, "run")
     envs = {k: str(v) for k, v in (nodes.plain(doc, nodes.get(doc, doc.root, "envs")) or {}).items()} if isinstance(
         nodes.plain(doc, nodes.get(doc, doc.root, "envs")), dict) else {}
-    script = SHELL_VAR.sub(lambda m: envs.get(m.group(1) or m.group(2), m.group(0)), nodes.scalar(run) or "")
-    line = words.script_words(doc, run, script, doc.where(run), ("run",))
+    notes: list[str] = []
+    line = words.script_words(doc, run, nodes.scalar(run) or "", doc.where(run), ("run",), envs, notes)
     if not line:
         return []
     image = _image(doc)
@@ -40,7 +39,7 @@ def read(doc):
     env = {k: Word(v, doc.where(nodes.get(doc, doc.root, "envs", k)), ("envs", k), "word")
            for k, v in envs.items() if k.startswith(words.ENV_PREFIXES)}
     name = nodes.text(doc, doc.root, "name") or "task"
-    return [Serving(f"task {name}", "task", NAME, doc.where(run), None, line, env, image, replicas)]
+    return [Serving(f"task {name}", "task", NAME, doc.where(run), None, line, env, image, replicas, unread=notes)]
 
 
 def _image(doc) -> Image | None:
