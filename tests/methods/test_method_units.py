@@ -125,4 +125,4 @@ def test_mtp_heads_say_which_layer_holds_them():
 
     assert heads(DEEPSEEK_V3, {"model.layers.61.eh_proj.weight": ("BF16", (1, 1))}).startswith("model.layers.61 (DeepSeek-style")
     assert "missing ['model.layers.61']" in heads(DEEPSEEK_V3, {"model.layers.0.mlp.up_proj.weight": ("BF16", (1, 1))})
-    assert heads({"mtp_num_hidden_layers": 1}, {"mtp.fc.weight": ("BF16", (1, 1))}) == "mtp.* (Qwen3-Next / Qwen3.5): 1 tensors"
+    assert heads({"mtp_num_hidden_layers": 1}, {"mtp.fc.weight": ("BF16", (1, 1))}) == "mtp.* (Qwen3-Next / Qwen3.5): 1 tensor"
