@@ -1,6 +1,6 @@
 """The dtype the draft runs in against the one it was trained in. Both engines run the draft in the server's
 dtype (--dtype; `auto`: the target's torch_dtype), read from where each builds the draft's config (probe
-draft_dtype). A bfloat16-trained head run in float16 can overflow (inf, NaN drafts: acceptance near zero, no
+draft_dtype); an engine whose `auto` resolves on the draft's own config says so (`auto_from: "draft"`: LMDeploy). A bfloat16-trained head run in float16 can overflow (inf, NaN drafts: acceptance near zero, no
 error); the line's --dtype sets the target's dtype too, so doctor warns and names it rather than changing it."""
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ def draft_dtype(ctx: Ctx) -> Result:
     runs = str(given if given not in (None, "auto") else target_dtype or "auto").lower()
     trained = str(ctx.drafter.config.get("torch_dtype") or _tensor_dtype(ctx) or "unknown").lower()
     how = f"--dtype {given}" if given not in (None, "auto") else f"auto: the target's torch_dtype {target_dtype}"
+    if given in (None, "auto") and fact.get("auto_from") == "draft":  # LMDeploy: auto resolves on the draft's config
+        runs = trained if trained in (*FLOAT16, *BFLOAT16) else "float16"
+        how = f"auto: the drafter's own torch_dtype, {fact.get('auto_location')}"
     detail = f"the draft runs in {runs} ({how}; {fact.get('location')}), trained in {trained}"
     if runs in FLOAT16 and trained in BFLOAT16:
         return Result(WARN, detail + ": bfloat16 values beyond float16's range become inf (NaN drafts, acceptance near "

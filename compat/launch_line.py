@@ -71,9 +71,12 @@ class LaunchLine:
 
     @property
     def model_unread(self) -> bool:
-        """`vllm serve` whose model is not its first word (`vllm serve --trust-remote-code MODEL`): which later word is
-        the model depends on which options take a value in the release (compat.checks.served_model reads it there)."""
-        return self.target is None and self.entry[-1:] == ("serve",) and any(not _is_option(w) for w in self.args)
+        """`vllm serve` whose model is not its first word (`vllm serve --trust-remote-code MODEL`), or a flags line whose
+        model is positional (`lmdeploy serve api_server --backend pytorch MODEL`): which later word is the model depends
+        on which options take a value in the release (compat.checks.served_model reads it there)."""
+        unit = engines.get(self.engine)
+        positional = self.entry[-1:] == ("serve",) or not (unit.spec_in_config or unit.model_option)
+        return self.target is None and positional and any(not _is_option(w) for w in self.args)
 
     @property
     def method(self) -> str | None:
@@ -235,12 +238,17 @@ def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
 
 
 def _flags_form(line: LaunchLine) -> LaunchLine:
-    """SGLang's: one --speculative-* flag per setting."""
+    """SGLang's and LMDeploy's: one --speculative-* flag per setting. The target is SGLang's --model-path, or the first
+    word when the engine takes its model as a positional (`lmdeploy serve api_server MODEL`, MODEL_OPTION ""; after an
+    option, which word it is is the release's to say: model_unread)."""
     spec: dict[str, Any] = {}
     target = drafter = None
+    positional = not engines.get(line.engine).model_option
+    if positional and line.args and not _is_option(line.args[0]):
+        target = line.args[0]
     for typed, value, _ in options(line.args):
         name = _unique_prefix(typed, SGLANG_ABBREVIATED)
-        if name in SGLANG_TARGET:
+        if name in SGLANG_TARGET and not positional:
             target = value
         elif name in SGLANG_DRAFTER:
             drafter = value

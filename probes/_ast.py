@@ -195,7 +195,7 @@ def block_end(data: bytes, body_start: int, indent: int) -> int:
         end = n if end < 0 else end
         line = data[pos:end]
         stripped = line.lstrip(b" \t")
-        if stripped and not stripped.startswith(b"#") and len(line) - len(stripped) <= indent:
+        if stripped.rstrip(b"\r") and not stripped.startswith(b"#") and len(line) - len(stripped) <= indent:  # CRLF
             return pos
         pos = end + 1
     return n

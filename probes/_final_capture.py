@@ -55,11 +55,15 @@ class Reach:
         return {"model": self.model, "how": self.how, "location": self.location}
 
 
-def capture_sites(tree: EngineTree, dirs: Iterable[str], ids_attrs: tuple[str, ...], helpers: tuple[str, ...]) -> dict[str, list[Site]]:
+def capture_sites(tree: EngineTree, dirs: Iterable[str], ids_attrs: tuple[str, ...], helpers: tuple[str, ...],
+                  local_copies: bool = False) -> dict[str, list[Site]]:
     """class name -> the aux captures in its own methods, over every model file that tests or records one.
+    local_copies: a test on a local variable named like the attribute counts too (LMDeploy's Kimi-K2 forward:
+    `aux_hidden_state_layers = self.aux_hidden_state_layers`, then `idx in aux_hidden_state_layers`).
 
     Only the methods holding a capture are parsed (cut out by indentation), never a whole model file."""
-    shape = re.compile(("|".join([*(rf"\bin\s+self\.{a}\b" for a in ids_attrs), *(rf"\.{h}\(" for h in helpers)])).encode())
+    holder = r"(?:self\.)?" if local_copies else r"self\."
+    shape = re.compile(("|".join([*(rf"\bin\s+{holder}{a}\b" for a in ids_attrs), *(rf"\.{h}\(" for h in helpers)])).encode())
     words = [w.encode() for w in (*ids_attrs, *helpers)]  # a substring test first: the regex is slower
     out: dict[str, list[Site]] = {}
     files = {f for d in dirs for f in tree.files(d) if f.endswith(".py") and any(w in tree.read_bytes(f) for w in words)}
@@ -78,7 +82,7 @@ def capture_sites(tree: EngineTree, dirs: Iterable[str], ids_attrs: tuple[str, .
                 continue  # a function outside any class
             fn = _parse_method(tree, relpath, data, method)
             if fn is not None:
-                out.setdefault(owner.name, []).extend(_sites(tree, relpath, fn, ids_attrs, helpers))
+                out.setdefault(owner.name, []).extend(_sites(tree, relpath, fn, ids_attrs, helpers, local_copies))
     return {name: sites for name, sites in out.items() if sites}
 
 
@@ -110,15 +114,18 @@ def _parse_method(tree: EngineTree, relpath: str, data: bytes, method: tuple[int
                      and n.lineno == line), None) if module is not None else None
 
 
-def _sites(tree: EngineTree, relpath: str, fn: ast.AST, ids_attrs: tuple[str, ...], helpers: tuple[str, ...]) -> list[Site]:
+def _sites(tree: EngineTree, relpath: str, fn: ast.AST, ids_attrs: tuple[str, ...], helpers: tuple[str, ...],
+           local_copies: bool = False) -> list[Site]:
     """Every capture in `fn`, in one walk that carries the loop variables of the `for` statements around each node."""
     out: list[Site] = []
     stack: list[tuple[ast.AST, frozenset[str]]] = [(fn, frozenset())]
     while stack:
         node, names = stack.pop()
         index = None
+        tested = node.comparators[0] if isinstance(node, ast.Compare) and node.comparators else None
         if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In)
-                and _attr_name(node.comparators[0]) in ids_attrs):
+                and tested is not None and (_attr_name(tested) in ids_attrs
+                                            or local_copies and isinstance(tested, ast.Name) and tested.id in ids_attrs)):
             index = node.left
         elif isinstance(node, ast.Call) and _attr_name(node.func) in helpers and len(node.args) >= 2:
             index = node.args[1]

@@ -35,6 +35,7 @@ Conditions are lists of clauses (all must hold), see probes/vllm/drafter_loader.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compat.probes.drafter_class import DrafterCode, drafter_code, find_base
@@ -109,7 +110,8 @@ def vocab_map(entry: dict[str, Any]) -> dict[str, Any]:
             continue
         fact = {"fate": step["op"], "location": step["location"]}
         if step["op"] == "rename":
-            fact["to"] = tensor.replace(step["from"], step["to"])
+            fact["to"] = (re.sub(step["from"], step["to"], tensor, count=1) if step.get("regex")
+                          else tensor.replace(step["from"], step["to"]))
             param = module_index(entry).get(fact["to"], {})
             when = param.get("when")
             fact["parameter_when"] = when

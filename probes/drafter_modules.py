@@ -159,7 +159,8 @@ def _module_kind(value: ast.AST | None, cls: ast.ClassDef | None = None) -> str 
         return "module"  # self.model = self._init_model(...) / self.model_cls(...): a method or class attribute
     if name.endswith("_cls"):
         return "module"  # self.norm = norm_cls(...): a local holding the class (RMSNorm or GemmaRMSNorm)
-    return "module" if name[:1].isupper() and name not in ("LogitsProcessor",) else None
+    # a class (`nn.Linear(...)`), or a builder function that returns one (LMDeploy's `build_rowwise_linear(...)`)
+    return "module" if (name[:1].isupper() or name.startswith("build_")) and name not in ("LogitsProcessor",) else None
 
 
 def _alias_of(value: ast.AST) -> str:

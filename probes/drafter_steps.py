@@ -5,7 +5,7 @@ Each step is {"op": "skip" | "consume" | "rename" | "prefix", "match"?, ..., "st
 looped over, stacked q/k/v mappings, `WeightsMapper`, `legacy_name_map`), prefix (`"model." + name`
 always, or only when the bare name is not a parameter); options handed to a loader after the loop
 (`skip_prefixes`, `skip_substrs`, `mapper=`) are steps of stage "loader". A step taken only under a
-condition carries it as `when`. `name_test` reads a name test as a match ({"contains": "d2t"},
+condition carries it as `when`. `name_test` (drafter_names) reads a name test as a match ({"contains": "d2t"},
 {"any": [...]}, {"not": ...}); drafter_replay evaluates matches.
 """
 
@@ -15,9 +15,11 @@ import ast
 import re
 from typing import Any
 
-from compat.probes.drafter_class import DrafterCode, branch_conditions
+from compat.probes.drafter_class import DrafterCode, branch_conditions, condition
 from compat.probes.drafter_code import Function, Parents, is_self_attr, load_function, methods, nodes_of, parents_of
 from compat.probes.drafter_helpers import helper_steps
+from compat.probes.drafter_names import name_test, name_vars, negated_matches
+
 
 MAPPER_KINDS: dict[str | None, str] = {  # WeightsMapper's keyword -> how its keys match a name
     "orig_to_new_substr": "contains", "orig_to_new_prefix": "startswith", "orig_to_new_suffix": "endswith",
@@ -83,74 +85,6 @@ def _mapped(func: Function) -> tuple[ast.For, str] | None:
     return found
 
 
-def name_test(test: ast.AST, names: set[str]) -> dict[str, Any] | None:
-    """A name test as data: `"x" in name`, `name == "x"`, `name.endswith("x")`, `a or b`, `not a`, `a and b`."""
-    if isinstance(test, ast.BoolOp):
-        parts = [name_test(v, names) for v in test.values]
-        return {"any" if isinstance(test.op, ast.Or) else "all": parts} if all(parts) else None
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = name_test(test.operand, names)
-        return {"not": inner} if inner else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn):
-        inner = name_test(ast.Compare(test.left, [ast.In()], test.comparators), names)
-        return {"not": inner} if inner else None
-    if (isinstance(test, ast.Call) and getattr(test.func, "id", None) == "any" and len(test.args) == 1
-            and isinstance(test.args[0], ast.GeneratorExp) and len(test.args[0].generators) == 1):
-        return _any_of(test.args[0], names)  # any(key in name for key in ["embed_tokens", "lm_head"])
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Constant):
-        comp = test.comparators[0]
-        if isinstance(comp, ast.Name) and comp.id in names and isinstance(test.ops[0], ast.In):
-            return {"contains": test.left.value}
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name) and test.left.id in names:
-        comp = test.comparators[0]
-        if isinstance(comp, ast.Constant) and isinstance(test.ops[0], ast.Eq):
-            return {"equals": comp.value}
-    if (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("startswith", "endswith")
-            and isinstance(test.func.value, ast.Name) and test.func.value.id in names and test.args
-            and isinstance(test.args[0], ast.Constant)):
-        return {test.func.attr: test.args[0].value}
-    return None
-
-
-def _any_of(gen: ast.GeneratorExp, names: set[str]) -> dict[str, Any] | None:
-    comp = gen.generators[0]
-    if not isinstance(comp.target, ast.Name) or not isinstance(comp.iter, (ast.List, ast.Tuple)) or comp.ifs:
-        return None
-    keys = [e.value for e in comp.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-    if len(keys) != len(comp.iter.elts):
-        return None
-    parts, var = [], comp.target.id
-    for key in keys:  # the element test with the loop variable replaced by each constant
-        elt = _Substitute(var, key).visit(ast.parse(ast.unparse(gen.elt), mode="eval").body)
-        part = name_test(elt, names)
-        if part is None:
-            return None
-        parts.append(part)
-    return {"any": parts}
-
-
-class _Substitute(ast.NodeTransformer):
-    def __init__(self, var: str, value: str) -> None:
-        self.var, self.value = var, value
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Constant(self.value) if node.id == self.var else node
-
-
-def name_vars(loop: ast.For, name: str) -> set[str]:
-    """The loop's name variable and every variable derived from it (mapped_name, param_name, ...)."""
-    names = {name}
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes_of(loop):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id not in names and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.value)):
-                    names.add(node.targets[0].id)
-                    changed = True
-    return names
-
-
 def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:
     found = weights_loop(func)
     if found is None:
@@ -160,8 +94,8 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
     parents = parents_of(func)
     steps: list[tuple[int, dict]] = []
     for node in nodes_of(loop):
-        step = (_skip_or_consume(d, node, names) or _rename(d, func, node, names, parents)
-                or _prefix(d, node, names, parents))
+        step = (_skip_or_consume(d, node, names, cls, func) or _rename(d, func, node, names, parents)
+                or _whole_name(d, node, names, parents) or _prefix(d, node, names, parents))
         for s in step or []:
             s["stage"] = stage
             steps.append((getattr(node, "lineno", 0), s))
@@ -177,34 +111,58 @@ def _loop_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -
     return out
 
 
-def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str]) -> list[Step] | None:
+def _skip_or_consume(d: DrafterCode, node: ast.AST, names: set[str], cls: ast.ClassDef, func: Function) -> list[Step] | None:
     if not isinstance(node, ast.If) or not node.body or "params_dict" in ast.unparse(node.test):
         return None
-    if any(_loads(s) for s in node.body):
+    continues = any(isinstance(s, ast.Continue) for s in node.body)
+    loaded_into = [a for s in node.body for a in _loaded_attrs(s)]  # LMDeploy: `load_weight(self.draft_id_to_target_id, ...)`
+    if any(_loads(s) for s in node.body) and not (loaded_into and continues):
         return None  # a branch that loads (fused q_a/kv_a projections), not a skip
-    match = name_test(node.test, names)
+    match, when = name_test(node.test, names), None
+    if match is None:  # `self.config.tie_word_embeddings and "lm_head.weight" in name`: a name test under a condition
+        match, when = _name_test_when(d, cls, func, node.test, names)
     if match is None:
         return None
-    stored = [t.attr for s in node.body for n in ast.walk(s) if isinstance(n, ast.Assign) for t in n.targets if is_self_attr(t)]
-    if not any(isinstance(s, ast.Continue) for s in node.body) and not stored:
-        return None
+    assigns = [n for s in node.body for n in ast.walk(s) if isinstance(n, ast.Assign)]
+    stored = [t.attr for n in assigns for t in n.targets if is_self_attr(t)]
+    if not continues and all(isinstance(n.value, ast.Constant) for n in assigns if any(is_self_attr(t) for t in n.targets)):
+        return None  # `self.include_embed_tokens = True`, then loaded as any name: a flag, not a consumption
     copied = [n.func.value.attr for s in node.body for n in ast.walk(s)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "copy_"
               and is_self_attr(n.func.value)]
-    into = stored[0] if stored else copied[0] if copied else None
+    into = stored[0] if stored else copied[0] if copied else loaded_into[0] if loaded_into else None
     step = {"op": "consume", "match": match, "into": into} if into else {"op": "skip", "match": match}
     step["location"] = d.code.loc(node)
-    return [step]
+    return [_with_when(step, when)]
+
+
+def _name_test_when(d: DrafterCode, cls: ast.ClassDef, func: Function, test: ast.AST,
+                    names: set[str]) -> tuple[dict[str, Any] | None, When | None]:
+    """`a and b` whose name tests give the match and whose other parts (config switches) the condition."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return None, None
+    matches = [m for m in (name_test(v, names) for v in test.values) if m]
+    others = [v for v in test.values if name_test(v, names) is None]
+    if not matches or any(isinstance(n, ast.Name) and n.id in names for v in others for n in ast.walk(v)):
+        return None, None
+    return (matches[0] if len(matches) == 1 else {"all": matches}), [condition(d, cls, func, v) for v in others]
 
 
 def _loads(stmt: ast.AST) -> bool:
-    """The statement hands a tensor to a parameter loader (weight_loader(...), super().load_weights(...))."""
+    """The statement hands a tensor to a parameter loader (weight_loader(...), super().load_weights(...), LMDeploy's
+    load_weight(param, tensor))."""
     for n in ast.walk(stmt):
         if isinstance(n, ast.Call):
             callee = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
-            if "weight_loader" in callee or callee == "load_weights":
+            if "weight_loader" in callee or callee in ("load_weights", "load_weight"):
                 return True
     return False
+
+
+def _loaded_attrs(stmt: ast.AST) -> list[str]:
+    """`load_weight(self.x, tensor)`: the attributes a statement loads a tensor straight into."""
+    return [n.args[0].attr for n in ast.walk(stmt) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "load_weight"
+            and n.args and is_self_attr(n.args[0])]
 
 
 def _dispatch_skip(d: DrafterCode, loop: ast.For, names: set[str]) -> list[tuple[int, Step]]:
@@ -233,8 +191,14 @@ def _rename(d: DrafterCode, func: Function, node: ast.AST, names: set[str], pare
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return None
     call = node.func
-    if call.attr == "replace" and isinstance(call.value, ast.Name) and call.value.id in names and len(node.args) == 2:
-        a, b = node.args
+    if call.attr in ("removeprefix", "removesuffix") and isinstance(call.value, ast.Name) and call.value.id in names \
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        part = node.args[0].value  # `checkpoint_name.removeprefix('model.')`: a rename to nothing, at that end only
+        at_end = "^" + re.escape(part) if call.attr == "removeprefix" else re.escape(part) + "$"
+        kind = "startswith" if call.attr == "removeprefix" else "endswith"
+        return [{"op": "rename", "match": {kind: part}, "from": at_end, "to": "", "regex": True, "location": d.code.loc(node)}]
+    if call.attr == "replace" and isinstance(call.value, ast.Name) and call.value.id in names and len(node.args) in (2, 3):
+        a, b = node.args[:2]  # a third argument is the count: `name.replace('layers.0.', 'midlayer.', 1)`
         if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
             step = {"op": "rename", "match": {"contains": a.value}, "from": a.value, "to": b.value, "location": d.code.loc(node)}
             if _in_fusing_branch(node, parents, names):
@@ -304,9 +268,21 @@ def _local_literal(func: Function, node: ast.AST) -> ast.AST | None:
     return None
 
 
+def _whole_name(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
+    """`if 'd2t' in name: name = 'draft_id_to_target_id'`: the whole name replaced by a constant, under a name test."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in names and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        return None
+    parent = parents.get(node)
+    match = name_test(parent.test, names) if isinstance(parent, ast.If) and node in parent.body else None
+    if match is None:
+        return None
+    return [{"op": "rename", "match": match, "from": "^.*$", "to": node.value.value, "regex": True, "location": d.code.loc(node)}]
+
+
 def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) -> list[Step] | None:
     prefix = _prefix_literal(node, names)
-    if prefix is None:
+    if prefix is None or _in_raise(node, parents):
         return None
     mode, unless, child = "always", [], node
     while child in parents:
@@ -315,11 +291,20 @@ def _prefix(d: DrafterCode, node: ast.AST, names: set[str], parents: Parents) ->
             mode = "if_missing"  # `name if name in params_dict else f"model.{name}"`
             break
         if isinstance(parent, ast.If) and child is not parent.test:
-            unless.extend(_negated_matches(parent.test, names, child in parent.orelse))
+            unless.extend(negated_matches(parent.test, names, child in parent.orelse))
         if isinstance(parent, ast.For):
             break
         child = parent
     return [{"op": "prefix", "prefix": prefix, "mode": mode, "unless": unless, "location": d.code.loc(node)}]
+
+
+def _in_raise(node: ast.AST, parents: Parents) -> bool:
+    """Inside an exception's message (`raise ValueError(f'unsupported tensor {name}')`), not a name being built."""
+    while node in parents and not isinstance(node, ast.For):
+        node = parents[node]
+        if isinstance(node, ast.Raise):
+            return True
+    return False
 
 
 def _prefix_literal(node: ast.AST, names: set[str]) -> str | None:
@@ -333,24 +318,6 @@ def _prefix_literal(node: ast.AST, names: set[str]) -> str | None:
                 and isinstance(tail.value, ast.Name) and tail.value.id in names):
             return head.value
     return None
-
-
-def _negated_matches(test: ast.AST, names: set[str], in_orelse: bool) -> list[dict[str, Any]]:
-    """The names an `if` keeps out of its body: `"lm_head" not in name`, `not name.startswith("lm_head.")`."""
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-    out = []
-    for part in parts:
-        if in_orelse:
-            match = name_test(part, names)
-        elif isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-            match = name_test(part.operand, names)
-        elif isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.NotIn):
-            match = name_test(ast.Compare(part.left, [ast.In()], part.comparators), names)
-        else:
-            match = None
-        if match:
-            out.append(match)
-    return out
 
 
 def _loader_steps(d: DrafterCode, cls: ast.ClassDef, func: Function, stage: str) -> list[Step]:

@@ -390,3 +390,27 @@ CATALOG = CATALOG + (
                        "target, or its ids are in another convention",
           lambda e, r: convert_fix(r, "write the ids this release reads for this target")),
 )
+
+
+# -- a backend that serves without the drafter (the speculative_backend fact: LMDeploy's TurboMind) --------------
+def _backend_drops(event: Event, release: Release) -> bool:
+    """The site is the one the release's speculative_backend fact says drops the drafter (its message, in its file)."""
+    drops = (release.report.get("speculative_backend") or {}).get("drops") or {}
+    where = str(drops.get("location") or "").rpartition(":")[0]
+    return (event.site is not None and bool(where) and event.site.file == where
+            and event.site.template.strip() == str(drops.get("message") or "").strip())
+
+
+def _backend_fix(release: Release) -> Fix:
+    fact = release.report.get("speculative_backend") or {}
+    flag = (fact.get("flag") or {}).get("name") or "--backend"
+    return FlagFix(f"{flag} {fact.get('speculates')}: the backend that speculates (the default, "
+                   f"{(fact.get('flag') or {}).get('default')}, serves without the drafter)")
+
+
+CATALOG = CATALOG + (
+    Cause("backend-drops-drafter", WARNING, _backend_drops,
+          lambda e, r: "the server runs on a backend that does not speculate: the drafter is dropped and every token is "
+                       "decoded by the target alone (no error, no speed-up)",
+          lambda e, r: _backend_fix(r)),
+)

@@ -47,6 +47,11 @@ def check_one(serving: Serving, settings: Settings, trees: dict, memo: dict) -> 
                                         f"{serving.name}: {line.engine} {version}: {tree.message}", tree.hint, kind="release",
                                         resource=serving.resource))
         return checked
+    if line.model_unread:  # `lmdeploy serve api_server --backend pytorch MODEL`: the release's parser says which word
+        from compat.doctor.inputs import with_served_model
+
+        line = with_served_model(line, tree)
+        checked.line, checked.target = line, line.target
     target, why_target = local_model(line.target, settings, serving)
     drafterless, why_drafter = _no_drafter(line)
     drafter, why_drafter = (local_model(line.drafter, settings, serving) if line.drafter else (None, why_drafter))

@@ -76,6 +76,10 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
         return found
     cells = {}
     for column in columns:
+        unnamed = method_unnamed(engine, column.method)
+        if unnamed is not None:
+            cells[column.id] = unnamed
+            continue
         target = read_target(column.target)
         drafter = no_drafter(target) if column.drafterless else read_drafter(column.drafter, target)
         # a drafterless column says its method; a drafter's own keys say its family
@@ -83,6 +87,23 @@ def template_cells(engine: str, version: str, tree: Any, columns: list[Column], 
         cells[column.id] = {"method": column.method, **slim(engine, version, release_row(version, tree, target, drafter,
                                                                                          mine, finder))}
     return place.store(cells)
+
+
+def method_unnamed(engine: str, method: str) -> dict[str, Any] | None:
+    """A cell for a method compat knows no name of on this engine (compat.methods' names per engine): doctor would
+    check a name the engine may not use, so the cell cannot tell, and says why. EAGLE-3 is the `method` check's own."""
+    from compat.doctor.diagnose import UNCHECKED
+    from compat.methods import get_method
+
+    family = get_method(method)
+    if method == "eagle3" or family.engine_names(engine):
+        return None
+    unit = engine_units.get(engine)
+    detail = (f"cannot tell: compat knows no name {unit.display_name} gives {family.title} yet (methods/{method}.py), so "
+              "it cannot tell whether this release runs it; compat probe --engine ENGINE==X lists the release's methods")
+    return {"method": method, "verdict": UNCHECKED, "fixes": [], "failing": [],
+            "checks": [{"check": "method-name", "title": "method: the release has the method launched, under that name",
+                        "verdict": "warn", "detail": detail, "location": None, "evidence": None, "fix": None}]}
 
 
 def cells_home(cache_dir: str | Path | None = None) -> Path:

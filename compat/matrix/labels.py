@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from compat.checkpoints import CONVENTION_FLAG
-from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DEPENDS_VENV, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
-                                    WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
+from compat.doctor.diagnose import (DEPENDS, DEPENDS_LAYERS, DEPENDS_VENV, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE,
+                                    UNCHECKED, WORKS, WORKS_PATCHED, WORKS_PATCHED_CONVERTED)
 
 # verdict -> (cell text, css class); the class picks a colour, the text says the same thing
 SHORT = {
@@ -17,6 +17,7 @@ SHORT = {
     DEPENDS_VENV: ("ask: venv", "ask"),
     DOES_NOT_WORK: ("no", "no"),
     SOURCE_UNAVAILABLE: ("n/a", "na"),
+    UNCHECKED: ("can't tell", "na"),  # a check read facts compat does not read from this engine yet
 }
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from compat.core.tree import EngineTree
 from compat.probes._ast import methods, safe_parse
@@ -27,6 +29,17 @@ SPEC_DECODE = "lmdeploy/pytorch/spec_decode"
 MODELS = "lmdeploy/pytorch/models"
 CONFIGURATIONS = "lmdeploy/pytorch/configurations"
 ALGORITHM_FLAG = "--speculative-algorithm"
+
+
+_MEMO: "weakref.WeakKeyDictionary[EngineTree, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+def memo(tree: EngineTree, key: str, build: Callable[[EngineTree], Any]) -> Any:
+    """One reading per tree of what several probes ask (the model map, the config builders): never mutate it."""
+    slot = _MEMO.setdefault(tree, {})
+    if key not in slot:
+        slot[key] = build(tree)
+    return slot[key]
 
 
 def call_name(call: ast.Call) -> str:
@@ -157,6 +170,10 @@ class Mapped:
 
 def module_map(tree: EngineTree) -> dict[str, Mapped]:
     """Architecture -> the class it builds, from every dict literal given to MODULE_MAP (first entry wins)."""
+    return dict(memo(tree, "module_map", _module_map))
+
+
+def _module_map(tree: EngineTree) -> dict[str, Mapped]:
     out: dict[str, Mapped] = {}
     for relpath in tree.grep(b"MODULE_MAP", under=MODELS):
         module = safe_parse(tree, relpath)
@@ -213,6 +230,10 @@ class Builder:
 
 
 def config_builders(tree: EngineTree) -> list[Builder]:
+    return list(memo(tree, "config_builders", _config_builders))
+
+
+def _config_builders(tree: EngineTree) -> list[Builder]:
     out = []
     for relpath in sorted(f for f in tree.files(CONFIGURATIONS) if f.endswith(".py")):
         module = safe_parse(tree, relpath)

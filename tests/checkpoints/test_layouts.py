@@ -19,7 +19,7 @@ def run(*args) -> int:
 
 def test_registry_finds_every_layout_file():
     layouts = checkpoints.all_layouts()
-    assert set(layouts) == {"eagle", "mla", "modelopt", "nemo", "sglang", "specforge", "speculators", "vllm"}
+    assert set(layouts) == {"eagle", "lmdeploy", "mla", "modelopt", "nemo", "sglang", "specforge", "speculators", "vllm"}
     for name, module in layouts.items():
         assert module.NAME == name and module.DESCRIPTION and callable(module.detect)
 

@@ -1,8 +1,10 @@
-"""A check on an engine compat does not read its facts from yet (LMDeploy before the second wave of issue 39) says
-it cannot tell, and doctor's verdict says so, instead of answering with another engine's assumptions.
+"""A check on an engine compat does not read its facts from yet says it cannot tell, and doctor's verdict says so,
+instead of answering with another engine's assumptions.
 
-Modelled: LMDeploy's report has its own probe keys (probes/lmdeploy/: no drafter_loader, no cli_arguments); the
-checks' `needs` name vLLM's and SGLang's facts per engine, none LMDeploy's.
+Modelled: LMDeploy's report has its own probe keys (probes/lmdeploy/: since the second wave of issue 39 also
+drafter_loader, eagle3_drafters, target_architectures, cli_arguments, final_layer_capture, draft_dtype,
+eagle3_whitelist, method_packages, but no speculators_format); the checks' `needs` name vLLM's and SGLang's facts
+per engine.
 """
 
 from __future__ import annotations
@@ -28,8 +30,17 @@ def test_a_check_named_per_engine_without_this_engine_cannot_tell():
 
 
 def test_a_check_whose_fact_this_engine_has_no_probe_for_cannot_tell():
-    result = get_check("vocab-maps")(lmdeploy_ctx())  # needs drafter_loader: no LMDeploy probe reads it yet
-    assert result.verdict == WARN and result.unread and "drafter_loader" in result.detail
+    from compat.checks import Check
+
+    never = Check("never-read", "a check of a fact no probe reads", 1, ("no_such_fact",), (), lambda ctx: Result(PASS, "ran"))
+    result = never(lmdeploy_ctx())
+    assert result.verdict == WARN and result.unread and "no_such_fact" in result.detail
+
+
+def test_the_checks_of_the_facts_the_second_wave_reads_run_on_lmdeploy():
+    for check in ("vocab-maps", "drafter-tensors", "drafter-config", "drafter-architecture", "target-architecture",
+                  "target-whitelist", "final-layer", "draft-dtype", "aux-inputs", "method-venv"):
+        assert get_check(check).unread_facts("lmdeploy") is None, check
 
 
 def test_a_check_whose_facts_are_read_runs():

@@ -88,3 +88,40 @@ def test_the_unit_says_what_each_release_does(version):
     assert unit.layer_ids_fed_by == "config_builder" and all(not t["accepts_layer_ids"] for t in found["eagle3_targets"])
     assert found["version_in_source"]["location"].startswith(unit.version_files[0])
     assert found["methods"]["case"] == "as typed"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_facts_doctors_checks_read(version):
+    """What the second wave reads (issue 39), against each release's source read by hand: the draft a checkpoint
+    declares (LlamaForCausalLM, renamed by configurations/llama.py), how Eagle3LlamaForCausalLM loads it
+    (models/llama_eagle3.py load_weights: `model.` + name, d2t renamed, t2d skipped), the Kimi MLA drafter (0.17.0+,
+    models/kimi_k25_eagle3.py: `model.` stripped, layers.0 -> midlayer), captures before each layer only
+    (models/llama.py), the draft's dtype resolved on its own config, and api_server's arguments."""
+    found = report(version)
+    args = {a["name"]: a for a in found["cli_arguments"]["arguments"]}
+    assert found["cli_arguments"]["arguments"][0]["name"] == "model_path" and args["model_path"]["value"] == "positional"
+    assert args["--backend"]["choices"] == ["pytorch", "turbomind"] and args["--dtype"]["default"] == "auto"
+    assert found["cli_arguments"]["parser"]["underscores_to_dashes"] is True
+    assert {f["name"] for f in found["cli_flags"]} <= set(args)  # every speculative flag, among api_server's arguments
+    assert "LlamaForCausalLM" in found["target_architectures"] and found["eagle3_whitelist"]["present"] is False
+    if not since(version, "0.11.0"):
+        assert found["eagle3_drafters"] == [] and found["drafter_loader"]["present"] is False
+        assert found["draft_dtype"]["present"] is False
+        return
+    kimi = since(version, KIMI_EAGLE3_FROM)
+    assert found["eagle3_drafters"] == (["Eagle3DeepseekV2ForCausalLM"] if kimi else []) + ["LlamaForCausalLM"]
+    llama = found["drafter_loader"]["drafters"]["Eagle3LlamaForCausalLM"]
+    assert llama["architectures"] == ["LlamaForCausalLM"]
+    assert llama["samples"] == {"model_prefixed": "raise", "midlayer": "load", "layers_0": "raise", "layers_1_of_2": "raise"}
+    assert (llama["vocab_map"]["d2t"]["to"], llama["vocab_map"]["t2d"]["fate"]) == ("draft_id_to_target_id", "skip")
+    assert llama["layers"]["rejects"]["error"] == "eagle3 only supports 1 decode layer"
+    if kimi:
+        mla = found["drafter_loader"]["drafters"]["Eagle3DeepseekV2ForCausalLM"]
+        assert mla["samples"]["layers_0"] == "load" and mla["samples"]["model_prefixed"] == "load"
+        assert mla["vocab_map"]["d2t"] == {**mla["vocab_map"]["d2t"], "fate": "consume", "into": "draft_id_to_target_id"}
+    capture = found["final_layer_capture"]
+    assert set(capture["before_final"]) == {t["class"] for t in found["eagle3_targets"]} and capture["unresolved"] == {}
+    assert [k for k in capture if k not in ("before_final", "unresolved")] == []  # no class captures id n
+    dtype = found["draft_dtype"]
+    assert dtype["auto_from"] == "draft" and dtype["given_by"] == "engine_config.dtype"
+    assert found["method_packages"]["methods"]["eagle3"] == []  # no package beyond LMDeploy's own

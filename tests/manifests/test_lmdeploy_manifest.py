@@ -1,0 +1,77 @@
+"""doctor --manifest on LMDeploy serving containers: the release from the image tag (openmmlab/lmdeploy:v0.18.0, as its
+docker workflow pushes it), the line from `command`/`args` (the image has no ENTRYPOINT: docker/Dockerfile), and the
+target the line serves, its positional MODEL, also when options come first (which word it is, the release's parser
+says: the cli_arguments fact). Network: LMDeploy 0.18.0's released source, pinned. LMDeploy needs CUDA: nothing runs.
+
+The shape is LMDeploy's own Kubernetes example (docs/en/llm/api_server.md's `lmdeploy serve api_server` in a container
+command) with the speculative flags of InternLM/lmdeploy#3945.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from doctor_models import specforge_drafter, tiny_llama_target
+
+pytestmark = pytest.mark.network
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+      - name: lmdeploy
+        image: openmmlab/lmdeploy:v0.18.0
+        command: ["lmdeploy", "serve", "api_server"]
+        args: {args}
+"""
+SPEC = ["--speculative-algorithm", "eagle3", "--speculative-draft-model", "/models/drafter"]
+
+
+def scan(tmp_path, models, args: list[str]) -> dict:
+    (tmp_path / "deploy.yaml").write_text(DEPLOYMENT.format(name="llama-eagle3", args=json.dumps(args)))
+    done = subprocess.run([sys.executable, "-m", "compat", "doctor", "--manifest", str(tmp_path / "deploy.yaml"),
+                           "--model-root", f"/models={models}", "--layer-ids-convention", "output-of", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip(), done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    tiny_llama_target(root / "target")
+    specforge_drafter(root / "drafter", layer_ids=(1, 3, 4), architecture="LlamaForCausalLM")
+    return root
+
+
+@pytest.mark.parametrize("args", [
+    ["/models/target", "--backend", "pytorch", *SPEC],
+    ["--backend", "pytorch", "/models/target", *SPEC],  # the model after an option and its value
+], ids=["model first", "options first"])
+def test_the_target_is_checked_wherever_the_line_puts_it(tmp_path, models, args):
+    found = scan(tmp_path, models, args)
+    serving = found["servings"][0]
+    assert serving["engine"] == "lmdeploy" and serving["version"] == "0.18.0"
+    assert serving["target"] == "/models/target" and serving["models"]["target"] == str(models / "target")
+    assert serving["verdict"] == "works as is", serving
+
+
+def test_the_default_backend_is_reported_at_the_line(tmp_path, models):
+    found = scan(tmp_path, models, ["/models/target", *SPEC])  # no --backend: TurboMind, which drops the drafter
+    serving = found["servings"][0]
+    backend = [f for f in serving["findings"] if f["check"] == "speculative-backend"]
+    assert backend and backend[0]["verdict"] == "fail" and serving["target"] == "/models/target"
