@@ -24,7 +24,7 @@ def test_convert_help_names_every_layout():
     from compat.checkpoints import all_layouts
 
     layouts = list(all_layouts())
-    assert len(layouts) == 8
+    assert len(layouts) >= 8
     ckpt = compat("convert", "ckpt", "--help").out
     assert all(re.search(rf"^  {name}\s", ckpt, re.M) for name in layouts), ckpt
     top = compat("convert", "--help").out
