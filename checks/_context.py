@@ -204,6 +204,8 @@ class Result:
     edits: tuple[LineEdit, ...] = ()  # with --launch: what this check changes in the user's line
     # a WARN that keeps the verdict from "works as is": what the release checks could not be evaluated (cannot tell)
     undecided: bool = False
+    words: tuple[tuple[int, int], ...] = ()  # with --launch: the words [start, end) of the line it is about (a refused
+    # value), so that doctor --manifest cites the line where they are written
     venv: VenvQuestion | None = None  # only the serving venv can answer: the command that asks it
 
     def to_json(self) -> dict[str, Any]:
@@ -222,6 +224,8 @@ class Result:
             out["line_edits"] = [e.to_json() for e in self.edits]
         if self.undecided:
             out["undecided"] = True
+        if self.words:
+            out["line_words"] = [list(span) for span in self.words]
         if self.venv is not None:
             out["venv_question"] = self.venv.to_json()
         return out
@@ -359,8 +363,8 @@ DEFAULT_FAMILY = "eagle3"  # what doctor checked first, and checks when nothing 
 def method_in_play(ctx: Ctx) -> MethodInPlay:
     """The family whose checks run: the drafter's when its trainer's keys say which it was trained for (an EAGLE-3
     drafter launched as EAGLE is checked as EAGLE-3, whose checks say the method is wrong); else the family of the
-    name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a plain causal LM is only a weak
-    sign of a draft model: `--method draft_model` says it)."""
+    name the user runs (the launch line's, else `doctor --method`); else EAGLE-3 (a causal LM's config alone is only a
+    weak sign of a draft model: `--method draft_model` says it; a whole causal LM, its embedding and layers, is one)."""
     from compat.methods import family_of
 
     line = ctx.options.launch

@@ -17,6 +17,7 @@ from typing import Any
 from packaging.version import Version
 
 from compat.checks import FAIL, PASS, WARN, Ctx, LaterRelease, Result, check
+from compat.core.output import plural
 from compat.checks._drafter import first_release_loading, loaded_config, loader_entry, rejected, switched_off, tensor_fates
 
 
@@ -59,7 +60,7 @@ def drafter_tensors(ctx: Ctx) -> Result:
                       release=release, evidence={"skipped": dropped + switched, "random": random, "load_errors": load_errors,
                                                  "loaded_from": {n: a for n, a in arrivals.items() if a}})
     intended = [f"{n} ({f['step'].get('op')})" for n, f in fates.items() if "step" in f and f["fate"] in ("skip", "consume")]
-    detail = f"{len(d.tensors)} tensors ({d.layout.NAME} layout) all land in {cls}"
+    detail = f"{plural(len(d.tensors), 'tensor')} ({d.layout.NAME} layout) all land in {cls}"
     if intended:
         detail += "; by design: " + ", ".join(intended)
     if "embed_tokens.weight" not in loaded:

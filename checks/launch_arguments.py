@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compat import engines
 from compat.checks import ANY_METHOD, FAIL, PASS, WARN, Ctx, Result, check
+from compat.core.output import plural
 from compat.checks._launch_args import read_against
 from compat.hub import model_name
 from compat.launch_line import LineEdit
@@ -52,12 +53,17 @@ def launch_arguments(ctx: Ctx) -> Result:
         head = "the engine refuses this line before loading anything: " if any(r.startswith("error:") or "refuses" in r
                                                                                for r in refused) else ""
         return Result(FAIL, head + "; ".join(refused), where,
-                      evidence=evidence, edits=tuple(edits),
+                      evidence=evidence, edits=tuple(edits), words=tuple(_refused_word(g) for g in read.problems),
                       remedy="change the line: give each refused argument a value this release takes (above)")
-    return Result(PASS, f"{len(read.given)} options, each one this release's parser takes "
+    return Result(PASS, f"{plural(len(read.given), 'option')}, each one this release's parser takes "
                   f"({ctx.fact('cli_arguments').get('location')})", None, evidence=evidence)
 
 
+def _refused_word(given) -> tuple[int, int]:
+    """The word the parser refuses: an option it does not have, or the value it cannot take (`--max-model-len lots`)."""
+    if given.argument is not None and given.value is not None:
+        return (given.end - 1, given.end)
+    return (given.start, given.start + 1)
 def _ignored_model(ctx: Ctx, read) -> tuple[str, list[LineEdit]] | None:
     """`python -m vllm.entrypoints.openai.api_server MODEL`: the module parses the positional but never serves it (the
     `positional_model` fact: only `vllm serve` copies it to --model), so the release's default model starts instead."""

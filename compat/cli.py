@@ -20,7 +20,7 @@ import time
 
 from compat import __version__
 from compat.commands import command_names, get_command
-from compat.core.output import EXIT_CODES, exit_code_if_unread
+from compat.core.output import EXIT_CODES, GuardedStdout, OutputFailed, exit_code_if_unread
 from compat.core.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, EXIT_USAGE, CompatError
 
 TYPE_CHECKING = False  # typing costs milliseconds to import at start-up; mypy reads this as True
@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-DESCRIPTION = ("Make EAGLE-3 drafters work on the vLLM and SGLang releases you run: probe what a release supports, "
-               "patch what it lacks, convert drafters to the layout it loads, and diagnose a target + drafter pair.")
+DESCRIPTION = ("Make speculative-decoding drafters (EAGLE-3, DFlash, DSpark, P-EAGLE, MTP heads, draft models, n-gram, ...) "
+               "work on the vLLM and SGLang releases you run: probe what a release supports, patch what it lacks, convert "
+               "drafters to what it loads, diagnose a target + drafter pair, explain an engine's error, and measure "
+               "acceptance.")
 
 _VALUED_GLOBALS = ("--color",)  # global options that take a value (the next word is not the command)
 
@@ -160,15 +162,26 @@ def _parse_before(words: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     previous = _terminate_as_interrupt()
+    stdout = sys.stdout
+    guard = sys.stdout = GuardedStdout(stdout)  # its failing to take the result (a full disk) is told from other OSErrors
     try:
-        return _main(argv)
+        code = _main(argv)
+        told = sys.stdout is not guard  # _quiet_stdout replaced it after saying so
+        return code if guard.failed is None or told else _output_failed(guard.failed)  # a failure swallowed on the way
     except BrokenPipeError as gone:
         return _reader_went_away(gone)
-    finally:  # called in-process (tests, a script): the caller's handlers back as they were
+    except OutputFailed as failed:  # a usage error's --json document, the last flush
+        return _output_failed(failed)
+    except SystemExit:  # --help, --version: argparse swallows its stream's errors
+        if guard.failed is None:
+            raise
+        return _output_failed(guard.failed)
+    finally:  # called in-process (tests, a script): the caller's handlers and stdout back as they were
         import signal
 
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        sys.stdout = stdout  # (after a failure its descriptor is /dev/null's: the final flush cannot raise)
 
 
 def _terminate_as_interrupt() -> dict:
@@ -225,7 +238,11 @@ def _run(args, console, err_console) -> int:
         # A command that changes things says what it changed in args.change_made (None: nothing yet) and turns
         # its own file errors into CompatErrors: an OSError left is its output failing after (or before) the change.
         made = getattr(args, "change_made", False)
-        if made is False or err.filename is not None or (made is None and isinstance(err, BrokenPipeError)):
+        if made is False and isinstance(err, OutputFailed):
+            return _output_failed(err)  # a report made, not printed: exit 5 as the help says
+        if err.filename is not None:  # a file no command expected to fail (the cache this user may not read, ...)
+            return _report_error(_file_error(err, args), args, err_console)
+        if made is False or (made is None and isinstance(err, BrokenPipeError)):
             raise  # a reader gone away before any change (main ends it quietly), or not ours to explain
         _quiet_stdout()
         done = f"{made}, but" if made else "nothing was changed;"
@@ -241,6 +258,26 @@ def _quiet_stdout() -> None:
     except (OSError, ValueError, AttributeError):
         pass
     sys.stdout = open(os.devnull, "w", encoding="utf-8")  # what is still buffered in the old one is dropped
+
+
+def _file_error(err: OSError, args) -> CompatError:
+    """One line for a file error a command left unsaid: the cache's own (exit 3, its fix), or the file's (exit 4)."""
+    from compat.sources.cache import cache_os_error, cache_root, within_cache
+
+    cache = cache_root(getattr(args, "cache_dir", None))
+    if within_cache(err, cache):
+        return cache_os_error(err, cache, f"running compat {args.command}")
+    from compat.core.files import refuse_os_error
+
+    return refuse_os_error(err, None, f"running compat {args.command}")
+
+
+def _output_failed(failed: OutputFailed) -> int:
+    """stdout could not take the result (`> /dev/full`, an I/O error): one line on stderr, exit 5."""
+    _quiet_stdout()
+    print(f"error: printing the result failed ({failed.strerror or failed})\n"
+          "  fix: send the output where there is room (another file or disk, or a pipe)", file=sys.stderr)
+    return EXIT_REPORT_FAILED
 
 
 class _Interrupted(CompatError):

@@ -93,6 +93,25 @@ class PatchFix(Fix):
         return (_quoted(["compat", "patch", *ref.args("patch"), *selected, *flags]),
                 _quoted(["compat", "plugin", "install", *ref.args("plugin"), *selected, *flags]))
 
+    @staticmethod
+    def manifest_command(engine: str, image: str, ids: list[str], settings: dict[str, dict[str, Any]] | None, *,
+                         workload: tuple[str, str] | None = None, container: str | None = None) -> str:
+        """`compat plugin manifest ...`: the same patches for a container declared in a manifest (doctor --manifest), where
+        a patch applied inside a running container is lost at its restart. `workload`: (kind, name) of the Deployment,
+        StatefulSet or DaemonSet the Kustomize patch targets."""
+        from compat.patching import every_patch, option_flags
+
+        by_id = {p.id: p for p in every_patch()}
+        flags = [flag for pid, options in (settings or {}).items() if options and pid in by_id
+                 for flag in option_flags(by_id[pid], options)]
+        words = ["compat", "plugin", "manifest", "--engine", engine, "--image", image]
+        if workload is not None:
+            words += ["--kind", workload[0], "--name", workload[1]] if workload[0] != "Deployment" else ["--name", workload[1]]
+        if container and container != engine:
+            words += ["--container", container]
+        words += [word for pid in ids for word in ("--select", pid)] + flags
+        return _quoted(words) + " > compat-plugin.yaml"
+
     @classmethod
     def verified_by_doctor(cls, ref: ReleaseRef, ids: list[str], settings: dict[str, dict[str, Any]], verified: str,
                            note: str | None = None) -> PatchFix:

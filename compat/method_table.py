@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.core.output import plural
 from compat.methods import all_methods, find_name
 
 TYPE_CHECKING = False
@@ -166,7 +167,7 @@ def _hooks(report: dict[str, Any], rows: dict[str, MethodRow]) -> None:
         offsets: dict[str, int] = {}
         for entry in entries:
             offsets[repr(entry.get("layer_id_offset"))] = offsets.get(repr(entry.get("layer_id_offset")), 0) + 1
-        spread = ", ".join(f"{off} in {n} classes" for off, n in sorted(offsets.items()))
+        spread = ", ".join(f"{off} in {plural(n, 'class')}" for off, n in sorted(offsets.items()))
         _once(rows[family].reader, f"the target class's {'set_dflash' if member == 'DFLASH' else 'set_dspark'}_layers_to_capture "
                                    f"adds its offset to the ids: {spread} (compat probe --json: block_targets)")
 

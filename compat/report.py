@@ -22,7 +22,8 @@ from compat.core.tree import EngineTree, UnparseableFile
 
 TYPE_CHECKING = False  # typing and rich cost milliseconds to import; annotations are strings here
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeGuard
+    from collections.abc import Callable
+    from typing import Any, TypeGuard
 
     from compat.fact_parts import Entry
 
@@ -117,12 +118,14 @@ def build_reports(trees: list[EngineTree], *, workers: int | None = None) -> lis
     return [build_report(tree) for tree in trees]
 
 
-def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int:
+def probe_missing(trees: list[EngineTree], *, workers: int | None = None, progress: Callable[..., Any] | None = None,
+                  what: str = "probing releases") -> int:
     """Probe, in parallel processes, the trees whose facts are not cached yet; the number probed.
 
     For doctor over a range of releases: call it once with every release's tree before diagnosing them
     one by one (each `build_report` then reads the cache). Trees holding in-memory changes are left to
     `build_report` (a worker process sees only the files); with one worker or one tree, nothing is started.
+    `progress(items, what)` is told of each release as its probes finish (a bar, or lines in a log).
     """
     missing = []
     for tree in trees:
@@ -137,7 +140,9 @@ def probe_missing(trees: list[EngineTree], *, workers: int | None = None) -> int
 
     jobs = [(t.engine, str(t.root), t.version, t.source.kind, t.source.location, t.source.detail) for t in missing]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_probe_in_worker, jobs))
+        finished = pool.map(_probe_in_worker, jobs)  # in the order of `jobs`
+        for _ in (progress([t.version or str(t.root) for t in missing], what) if progress else missing):
+            next(finished)
     return len(missing)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat import engines
+from compat.core.output import plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _algorithms(fact: dict[str, Any]) -> tuple[str, str | None]:
     aliases = [a for a in fact.get("aliases") or [] if isinstance(a, dict)]
     alias_names = {a.get("name") for a in aliases}
     accepted = [n for n in fact["accepted"] if n not in alias_names]
-    text = f"--speculative-algorithm {len(accepted)} names ({fact.get('declared_by')}): {', '.join(accepted)}"
+    text = f"--speculative-algorithm {plural(len(accepted), 'name')} ({fact.get('declared_by')}): {', '.join(accepted)}"
     text += "".join(f"; {a['name']} runs as {a.get('runs_as')} ({a.get('location')})" for a in aliases)
     for promotion in fact.get("promotions") or []:
         text += f"; {'/'.join(promotion.get('from') or [])} become {promotion.get('to')} for {', '.join(promotion.get('decided_by') or []) or promotion.get('when')}"
@@ -110,7 +111,7 @@ def accepted(report: dict[str, Any]) -> tuple[str, str | None]:
         fields = [f["name"] for f in spec["fields"] if isinstance(f, dict)]
         unknown = "refused" if spec.get("rejects_unknown_keys") else "dropped silently" if spec.get(
             "rejects_unknown_keys") is False else "?"
-        return (f"--speculative-config: {len(fields)} keys ({_names(fields, 5)}); unknown keys {unknown}",
+        return (f"--speculative-config: {plural(len(fields), 'key')} ({_names(fields, 5)}); unknown keys {unknown}",
                 spec.get("location"))
     flags = [f["name"] for f in report.get("cli_flags") or [] if isinstance(f, dict) and "speculative" in f.get("name", "")]
     return f"{len(flags)} --speculative-* flags ({_names(flags, 4)})", _at(report.get("server_args"))

@@ -26,10 +26,19 @@ KEYS_READ = ("architectures (*ForCausalLM)", "vocab_size", "lm_head.weight / emb
 
 
 def recognise(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> Recognition | None:
+    """A causal LM: weakly (its architecture and vocabulary say no more), or certainly when its tensors are a whole
+    model (its own embedding and a stack of decoder layers) with nothing of a head trained on a target's hidden states
+    (no fc.weight, no vocab maps): what else a whole causal LM given as the drafter can be run as is a draft model."""
     archs = [a for a in architectures(config) if a.endswith("ForCausalLM")]
     if not archs or not isinstance(config.get("vocab_size"), int):
         return None
     heads = [n for n in tensors if n.endswith(("lm_head.weight", "embed_tokens.weight"))]
     if tensors and not heads:
         return None
-    return Recognition(FAMILY, "unknown", f"a causal LM (architectures {archs}, vocab_size {config['vocab_size']})", certain=False)
+    words = f"a causal LM (architectures {archs}, vocab_size {config['vocab_size']})"
+    layers = {n.split(".layers.", 1)[1].split(".", 1)[0] for n in tensors if ".layers." in n and "self_attn" in n}
+    embedded = any(n.endswith("embed_tokens.weight") for n in tensors)
+    head_signs = [n for n in tensors if n in ("fc.weight", "d2t", "t2d") or n.endswith((".fc.weight", ".d2t", ".t2d"))]
+    if embedded and layers and not head_signs:
+        return Recognition(FAMILY, "unknown", f"{words[:-1]}, its own embedding and {len(layers)} decoder layers)")
+    return Recognition(FAMILY, "unknown", words, certain=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from compat.core.output import plural
 from compat.methods import Name, Recognition, architectures
 
 FAMILY = "mtp"
@@ -73,7 +74,7 @@ def heads(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> str:
     for prefix, words in ((r"(model\.)?mtp_layers\.", "model.mtp_layers.* (MiMo)"), (r"(model\.)?mtp\.", "mtp.* (Qwen3-Next / Qwen3.5)")):
         found = [n for n in names if re.match(prefix, n)]
         if found:
-            return f"{words}: {len(found)} tensors"
+            return f"{words}: {plural(len(found), 'tensor')}"
     if layers and count:
         first = layers
         spans = [f"model.layers.{i}" for i in range(first, first + count)]

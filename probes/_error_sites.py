@@ -27,6 +27,7 @@ import ast
 import re
 from collections.abc import Callable
 
+from compat.core.output import plural
 from compat.core.tree import EngineTree, UnparseableFile
 from compat.probes._guards import guard_fact, hole_exprs
 
@@ -50,7 +51,7 @@ def sites_fact(tree: EngineTree, files: list[str]) -> dict:
     if not files:
         return {"present": False, "reason": "none of the speculative-decoding files are in this tree"}
     sites, unparsed = sites_of(tree, files)
-    return {"present": True, "summary": f"{len(sites)} sites in {len(files)} files (the patterns are in --json)",
+    return {"present": True, "summary": f"{plural(len(sites), 'site')} in {plural(len(files), 'file')} (the patterns are in --json)",
             "files": files, "unparsed": unparsed, "sites": sites}
 
 

@@ -43,6 +43,22 @@ def pytest_collection_modifyitems(config, items):
         Path(census).write_text(json.dumps(parts.marker_census(items)))
 
 
+def pytest_collection_finish(session):
+    """`COMPAT_PARTS_NEEDED=FILE pytest --collect-only ARGS` writes the parts the selected tests need, one name a line:
+    tools/test.sh sets up only those (`tools/test.sh tests/cli` builds no engine venv). A test skipped whatever the
+    machine has (a stress campaign without COMPAT_STRESS=1) needs nothing; a module that asked for a part's module
+    at its top (parts.module) needs that part, even if it was skipped for the want of it."""
+    out = os.environ.get("COMPAT_PARTS_NEEDED")
+    if not out:
+        return
+    needed = set(parts.WANTED)
+    for item in session.items:
+        if any(mark.name == "skip" for mark in item.iter_markers()):
+            continue
+        needed |= {part.name for part in _needed(item)}
+    Path(out).write_text("".join(f"{name}\n" for name in sorted(needed)))
+
+
 def _needed(item) -> list[parts.Part]:
     """The parts this test needs (tests/parts.py `needed`): a bare marker that several parts share fails the test."""
     marked: dict[str, tuple] = {}

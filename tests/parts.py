@@ -9,7 +9,9 @@ as the part it needs could not be checked. When the part is missing the test is 
 provides it, or, under CI=true (`.ci/run`, whose tools/test.sh installs every part first), fails: under CI=true any
 skip but a stress campaign's fails (tests/conftest.py), so a test cannot step around this table.
 
-    python tests/parts.py missing     one line per missing part: NAME<TAB>COMMAND (tools/test.sh reads it)
+    python tests/parts.py missing     one line per missing part: NAME<TAB>COMMAND
+    python tests/parts.py todo [FILE] what tools/test.sh sets up, NAME<TAB>COMMAND: for every part, or for those FILE
+                                      names (COMPAT_PARTS_NEEDED=FILE pytest --collect-only ARGS writes it, tests/conftest.py)
     python tests/parts.py             every part, found or not
 
 COMPAT_TEST_WITHOUT=sshd,chromium (names from PARTS) makes those parts read as missing: how the skips are tested on
@@ -146,6 +148,9 @@ def require(name: str, reason: str | None = None) -> None:
     pytest.skip(message, allow_module_level=True)
 
 
+WANTED: set[str] = set()  # the parts a module asked for with module(), found or not (tests/conftest.py: what to set up)
+
+
 def module(name: str):
     """`import name` for a test, the part's skip (or CI failure) when it is missing; also at a module's top."""
     import importlib
@@ -153,6 +158,7 @@ def module(name: str):
     import pytest
 
     part = next(p for p in PARTS if p.name == name)
+    WANTED.add(part.name)
     if not is_found(part):
         message = missing_message(part)
         if in_ci():
@@ -207,11 +213,23 @@ def markers() -> dict[str, str]:
     return found
 
 
+def todo(needed: set[str] | None = None) -> list[Part]:
+    """What to set up for the tests that need `needed` (None: every part): a venv's script always (it reuses a venv
+    that works and repairs one a test left patched), any other part when it is missing."""
+    return [part for part in PARTS if (needed is None or part.name in needed)
+            and (part.provide.startswith("bash .ci/") or not is_found(part))]
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["missing"]:
         for part in PARTS:
             if not is_found(part):
                 print(f"{part.name}\t{part.provide}")
+        return 0
+    if argv[:1] == ["todo"]:  # tools/test.sh: `todo` (every part) or `todo FILE` (the parts FILE names, one a line)
+        needed = set(Path(argv[1]).read_text().split()) if len(argv) > 1 else None
+        for part in todo(needed):
+            print(f"{part.name}\t{part.provide}")
         return 0
     for part in PARTS:
         print(f"{'found  ' if is_found(part) else 'MISSING'}  {part.name:<20} marker {part.marker:<8} {part.provide}")

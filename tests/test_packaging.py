@@ -49,3 +49,56 @@ def test_wheel_holds_only_the_compat_package(tmp_path):
     assert tops == {"compat"}
     assert "compat/probes/__init__.py" in names and "compat/patches/__init__.py" in names
     assert "compat/checkpoints/__init__.py" in names
+
+
+def _collected_imports() -> dict[str, set[str]]:
+    """Top-level name -> the files importing it at module level that pytest reads while collecting: the test files,
+    the conftest files, and the tests' own modules they import so (a script run inside a peers venv is not one)."""
+    import ast
+
+    by_stem: dict[str, list[Path]] = {}
+    for path in (ROOT / "tests").rglob("*.py"):
+        by_stem.setdefault(path.stem, []).append(path)
+    todo = [p for p in (ROOT / "tests").rglob("*.py") if p.name.startswith("test_") or p.name == "conftest.py"]
+    seen: set[Path] = set()
+    found: dict[str, set[str]] = {}
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.parse(path.read_text(), str(path)).body:
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            for name in names:
+                top = name.split(".")[0]
+                found.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+                todo += by_stem.get(top, [])
+    return found
+
+
+def test_what_the_tests_import_when_collected_is_declared():
+    """Issue 40: `pip install -e .[test]` then `pytest` stopped at collection: a test imports pydantic at its top, which
+    the test extra did not declare. Each module a test file imports at module level is the standard library's, compat's
+    or the tests' own, a part's (tests/parts.py), or a distribution of compat's dependencies or its test extra."""
+    import re
+    from importlib.metadata import packages_distributions
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import parts
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=!~\[; ]", req, maxsplit=1)[0].lower().replace("_", "-")
+                for req in [*project["dependencies"], *project["optional-dependencies"]["test"]]}
+    local = {p.stem for p in (ROOT / "tests").rglob("*.py")} | {p.name for p in (ROOT / "tests").rglob("*") if p.is_dir()}
+    part_modules = {"torch", "ray", "numpy"}  # parts.module() imports a part's module; numpy comes with the test extra
+    assert {p.name for p in parts.PARTS} >= {"torch", "ray"}
+    distributions = packages_distributions()
+    undeclared = {}
+    for name, files in _collected_imports().items():
+        if name in sys.stdlib_module_names or name in ("compat", "__future__") or name in local or name in part_modules:
+            continue
+        owners = {d.lower().replace("_", "-") for d in distributions.get(name, [name])}
+        if not owners & declared:
+            undeclared[name] = sorted(files)
+    assert not undeclared, undeclared

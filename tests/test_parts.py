@@ -117,3 +117,23 @@ def test_the_setup_script_reads_what_is_missing():
                              text=True, env={**os.environ, "COMPAT_TEST_WITHOUT": "strace,peers-venv"}, timeout=300)
     lines = dict(line.split("\t") for line in listing.stdout.splitlines())
     assert lines["strace"] == "apt-get install -y strace" and lines["peers-venv"] == "bash .ci/peers-venv"
+
+
+def _plan(*words: str) -> str:
+    """What `tools/test.sh WORDS` would set up (TEST_SH_PLAN=1: the collection runs, nothing is installed)."""
+    run = subprocess.run(["bash", str(ROOT / "tools" / "test.sh"), *words], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "TEST_SH_PLAN": "1", "PYTHON": sys.executable}, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stderr
+
+
+def test_the_test_command_sets_up_only_what_the_selected_tests_need():
+    """Issue 40, point 8: `tools/test.sh tests/cli` built three venvs (8.3 GB) and installed sshd for 240 CLI tests.
+    It builds no engine venv now; without arguments (.ci/run: the whole suite) it sets up every part."""
+    cli = _plan("tests/cli")
+    assert ".ci/engine-venv" not in cli and ".ci/peers-venv" not in cli and "openssh-server" not in cli, cli
+    assert f"would run: {sys.executable} -m pytest tests/cli" in cli
+    engine = _plan("tests/engine/test_plugin_manifest_engine.py")
+    assert "would run: bash .ci/engine-venv\n" in engine and ".ci/peers-venv" not in engine, engine
+    full = _plan()
+    assert all(f"would run: bash .ci/{script}" in full for script in ("engine-venv\n", "engine-venv 0.16.0", "peers-venv")), full

@@ -12,21 +12,30 @@ An example is a fenced block right after a marker line:
     ```
 
 Each `$ ` line is run by bash (pipes and all, `set -o pipefail`) in a temporary directory holding the
-fixtures below, stdout and stderr together, with COLUMNS=100 and no colour; the lines after it, up to the
-next `$ ` line, are its output. Paths are normalised: the temporary directory is shown as `~/work`
+fixtures below, stdout and stderr together (stderr's progress lines left out: they come as fast as the machine
+goes), at the width a pipe gets (no COLUMNS: nothing wraps) and with no colour; the lines after it, up to the next
+`$ ` line, are its output. Paths are normalised: the temporary directory is shown as `~/work`
 (`~/work/demo`, not `/tmp/compat-readme-x/demo`) and the home directory as `~`. `needs=` names the engine releases the example reads; with
 `--offline` an example whose releases are not in the user cache is skipped (and `network` marks one that
 always needs the package index, like `--releases`), so the test of this script needs no network.
 
 Fixtures (built only when an example's commands name them):
-    Kimi-K2.5/ ...      what `compat samples DIR` writes (compat/samples.py): Kimi-K2.5, kimi-k25-eagle3-ft (the
-                        seed case), Kimi-K2-Instruct, kimi-k2-eagle3
-    demo/               a copy of vLLM 0.17.1's released source (from the user cache, or fetched once)
-    cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts)
+    Kimi-K2.5/ ...      what `compat samples DIR` writes (compat/samples.py: every sample)
+    cache/              a release cache holding vLLM 0.11.0's source (a copy, without its facts; the page's own
+                        first command, `compat probe --engine vllm==0.11.0 --cache-dir cache -qq`, fetches it)
+A page makes what else its examples use with commands a reader runs too (patch.md copies a release into demo/).
+
+Every other `compat ...` example, in a fenced block of a page or in a command's --help (--commands), runs as written
+in the samples folder or says what the user must bring: in --help, under the heading `examples with what you bring
+(...)` (compat/core/output.py: examples_yours); on a page, after a `<!-- yours: WHAT -->` line before its block.
+Each is read by compat's own parser (an unknown flag, broken quoting); each of the others runs (exit 0 or 1, no
+traceback) unless it reads a range of releases or the index's listing (read only: --all runs them too) or changes
+the user's cache (`cache clean` without --dry-run: read only).
 
     python tools/readme_examples.py             rewrite the examples of README.md and docs/*.md
     python tools/readme_examples.py --check     exit 1 (with a diff) when a page differs from the commands
     python tools/readme_examples.py docs/doctor.md --only seed-unknown    one page, one example
+    python tools/readme_examples.py --commands [--offline] [--all]        every other example, as written
 """
 
 from __future__ import annotations
@@ -46,6 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = re.compile(r"^<!-- example: (?P<name>[\w.-]+)(?P<options>[^>]*)-->\s*$")
 FENCE = "```"
 WORK = "~/work"  # what the temporary directory is shown as: a user's working directory
+# Progress on stderr (compat/core/console.py, compat/sources/progress.py): when and how often it comes depends on the
+# machine's speed and load, so it is left out of what the pages show (it never goes to stdout).
+PROGRESS = re.compile(r"^(?:\w+: .*(?:, \d+ s|: \d+ to do|done, \d+ in \d+ s)|fetching .*|waiting: .*)\n?$")
 
 
 @dataclass
@@ -103,9 +115,6 @@ def build_fixtures(work: Path, commands: str, offline: bool) -> None:
 
     if any(sample.name in commands for sample in SAMPLES):  # what `compat samples DIR` writes, as a user gets it
         write_samples(work)
-    if re.search(r"(?<![\w/.-])demo\b", commands):
-        shutil.rmtree(work / "demo", ignore_errors=True)
-        shutil.copytree(release_tree("vllm==0.17.1", offline) / "vllm", work / "demo" / "vllm")
     if "--cache-dir cache" in commands:
         shutil.rmtree(work / "cache", ignore_errors=True)
         source = release_tree("vllm==0.11.0", offline)
@@ -128,18 +137,25 @@ def run_example(example: Example, offline: bool) -> list[list[str]]:
     with tempfile.TemporaryDirectory(prefix="compat-readme-") as tmp:
         work = Path(tmp)
         build_fixtures(work, "\n".join(example.commands), offline)
-        env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "PYTHONWARNINGS": "ignore",
-               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-        env.pop("FORCE_COLOR", None)
+        env = pipe_env()
         outputs = []
         for command in example.commands:
             proc = subprocess.run(["bash", "-c", "set -o pipefail; " + command], cwd=work, env=env, capture_output=True,
                                   text=True, timeout=900)
-            text = proc.stdout + proc.stderr
+            text = proc.stdout + "".join(line for line in proc.stderr.splitlines(keepends=True) if not PROGRESS.match(line))
             if "Traceback (most recent call last)" in text:
                 raise SystemExit(f"example {example.name}: `{command}` printed a traceback:\n{text}")
             outputs.append(normalise(text, work))
         return outputs
+
+
+def pipe_env() -> dict[str, str]:
+    """A user's shell whose output goes into a pipe: no COLUMNS (nothing wraps), no colour, compat on PATH."""
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONWARNINGS": "ignore",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for name in ("FORCE_COLOR", "COLUMNS", "LINES"):
+        env.pop(name, None)
+    return env
 
 
 def render(example: Example, outputs: list[list[str]]) -> list[str]:
@@ -161,7 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare only; exit 1 with a diff when they differ")
     parser.add_argument("--offline", action="store_true", help="skip examples whose releases are not cached")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="this example only (repeatable)")
+    parser.add_argument("--commands", action="store_true", help="every other example of the pages and of --help: "
+                        "read by compat's parser, and run as written in the samples folder unless it says what you bring")
+    parser.add_argument("--all", action="store_true", help="with --commands: run the slow ones too (ranges of releases)")
     args = parser.parse_args(argv)
+    if args.commands:
+        from example_commands import check_commands
+
+        return check_commands(args.pages or pages(), offline=args.offline, run_slow=args.all)
     ran, skipped, differ = [], [], 0
     for page in args.pages or pages():
         differ += run_page(page, args, ran, skipped)

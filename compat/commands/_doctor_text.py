@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import shlex
 
+from compat.core.console import print_hanging
+from compat.core.output import plural
 from compat.doctor import (
-    CANNOT_TELL, DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_LINE_FIXED, WORKS_PATCHED,
-    WORKS_PATCHED_CONVERTED,
+    CANNOT_TELL, DEPENDS, DEPENDS_VENV, DOES_NOT_WORK, FAIL, NEEDS_CONVERT, PASS, WARN, WORKS, WORKS_COMMAND_FIXED,
+    WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_PATCHED_CONVERTED,
 )
 
 LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whole reason is under -v and in --json
@@ -23,26 +25,8 @@ LINE_CHARS = 190  # a check's line into a pipe (a terminal: its width); the whol
 INDENT = " " * 5  # under a check's PASS/FAIL/WARN
 _STYLE = {PASS: ("PASS", "green"), FAIL: ("FAIL", "bold red"), WARN: ("WARN", "yellow")}
 _VERDICT_STYLE = {WORKS: "bold green", WORKS_PATCHED: "yellow", NEEDS_CONVERT: "yellow", DEPENDS: "yellow", DEPENDS_VENV: "yellow",
-                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", DOES_NOT_WORK: "bold red",
-                  CANNOT_TELL: "yellow"}
-
-
-def _hanging(console, head, text) -> None:
-    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent); into a
-    pipe the line is never wrapped (compat/core/console.py), so a path or command stays whole."""
-    from rich.table import Table
-    from rich.text import Text
-
-    head = head if isinstance(head, Text) else Text(head)
-    text = text if isinstance(text, Text) else Text(text)
-    if console.soft_wrap:
-        console.print(head + text)
-        return
-    grid = Table.grid(padding=0)
-    grid.add_column(no_wrap=True, width=head.cell_len)
-    grid.add_column(overflow="fold")
-    grid.add_row(head, text)
-    console.print(grid)
+                  WORKS_PATCHED_CONVERTED: "yellow", WORKS_LINE_FIXED: "yellow", WORKS_COMMAND_FIXED: "yellow",
+                  DOES_NOT_WORK: "bold red", CANNOT_TELL: "yellow"}
 
 
 def render(d: dict, console, only_problems: bool = False, detail: bool = False) -> None:
@@ -70,11 +54,11 @@ def render(d: dict, console, only_problems: bool = False, detail: bool = False) 
         console.print(Text("  drafter none (the method takes none)"))
     else:
         console.print(Text(f"  drafter {dr['path']}  {dr['architecture'] or '(no architectures)'} "
-                           f"({dr['layout'] or 'unknown'} layout, {dr['tensors']} tensors)"))
+                           f"({dr['layout'] or 'unknown'} layout, {plural(dr['tensors'], 'tensor')})"))
     for note in d.get("notes") or []:
-        _hanging(console, Text("  warning: ", style="yellow"), note)
+        print_hanging(console, Text("  warning: ", style="yellow"), note)
     if d.get("preflight"):
-        _hanging(console, Text("  preflight ", style="bold"), _preflight_line(d["preflight"]))
+        print_hanging(console, Text("  preflight ", style="bold"), _preflight_line(d["preflight"]))
     console.print()
     shown = [c for c in d["checks"] if not (only_problems and c["verdict"] == PASS)]
     steps = d.get("fix_steps") or []
@@ -119,17 +103,17 @@ def _render_detail(c: dict, console) -> None:
     from rich.text import Text
 
     label, style = _STYLE[c["verdict"]]
-    _hanging(console, Text(f"{label} ", style=style), Text(c["title"], style="bold"))
-    _hanging(console, INDENT, c["detail"])
+    print_hanging(console, Text(f"{label} ", style=style), Text(c["title"], style="bold"))
+    print_hanging(console, INDENT, c["detail"])
     if c.get("location"):
-        _hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
+        print_hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
     from compat.fix import ConvertFix, from_json
 
     fix = from_json(c.get("fix"))  # the check's fix, typed again from the diagnosis
     if fix is not None:
-        _hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.shown())
+        print_hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.shown())
         if isinstance(fix, ConvertFix) and fix.alternative is not None:
-            _hanging(console, Text(INDENT + "or:  ", style="cyan"), fix.alternative.command)
+            print_hanging(console, Text(INDENT + "or:  ", style="cyan"), fix.alternative.command)
 
 
 def _render_line(c: dict, steps: list[dict], width: int, console) -> None:

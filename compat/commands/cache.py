@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from compat.commands._source import absolute_path
-from compat.core.output import exit_codes, human_size, print_json
+from compat.core.output import EXAMPLES_HERE, exit_codes, human_size, plural, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,14 +35,14 @@ DESCRIPTION = (
     "dir prints where that is, list what is there with sizes on disk, clean removes releases or facts (--all: all of it) "
     "(never one another compat run is fetching)."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat cache dir                       the folder (du -sh "$(compat cache dir)")
   compat cache list                      every cached release and the facts cache, with sizes
   compat cache list --json               the same for scripts (sizes in bytes)
+  compat cache clean --all --dry-run     what --all would remove, and how much it frees
   compat cache clean vllm==0.11.0        one release (and its facts)
   compat cache clean vllm                every cached vLLM release; 'sglang<0.5' a range
   compat cache clean --facts             only the probe facts (recomputed on the next run)
-  compat cache clean --all --dry-run     what --all would remove, and how much it frees
   compat cache clean --all               every release, listing and fact compat cached, the matrix cells and
                                          the fleet bundles: everything `list` counts as compat's
 
@@ -162,7 +162,7 @@ def _list(cache: Path, args: argparse.Namespace, console: Console) -> int:
     for row in data["releases"]:
         by_engine.setdefault(row["engine"], []).append(row)
     for engine, rows in by_engine.items():
-        say(f"{engine}: {len(rows)} release(s), {human_size(sum(r['bytes'] for r in rows))}")
+        say(f"{engine}: {plural(len(rows), 'release')}, {human_size(sum(r['bytes'] for r in rows))}")
         for r in rows:
             flags = [f"facts {human_size(r['facts_bytes'])}"] if r["facts_bytes"] else []
             flags += [r["state"]] if r["state"] != "complete" else []

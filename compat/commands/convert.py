@@ -12,14 +12,14 @@ import json
 from pathlib import Path
 
 from compat import engines
-from compat.core.output import exit_codes
+from compat.core.output import EXAMPLES_HERE, examples_yours, exit_codes, plural
 
 NAME = "convert"
 ORDER = 30
 SUMMARY = "rewrite a drafter checkpoint into the layout an engine release loads"
 DESCRIPTION = ("Rewrite a drafter checkpoint into the layout an engine release loads. One subcommand:\n"
-               "  compat convert ckpt SRC DST --to vllm|sglang|speculators|eagle|mla [--engine SPEC | --path DIR]\n"
-               "('compat convert ckpt --help' lists its options).")
+               "  compat convert ckpt SRC DST --to LAYOUT [--engine SPEC | --path DIR]\n"
+               "('compat convert ckpt --help' lists its options and every layout).")
 EPILOG = exit_codes()
 
 CKPT_EPILOG = (
@@ -35,10 +35,14 @@ CKPT_EPILOG = (
     "--engine <the --to layout's engine>==X (deprecated; validated the same way).\n\n"
     "SRC, DST and --target are directories (or --target's config.json); SRC and --target may also be a\n"
     "Hugging Face id (org/name, org/name@rev) found in the local Hugging Face cache (never downloaded).\n\n"
-    "Examples:\n"
-    "  compat convert ckpt ./kimi-eagle3 ./kimi-eagle3-vllm --to vllm --engine vllm==0.20.0 --target ./Kimi-K2\n"
+    + EXAMPLES_HERE + "\n"
+    "  compat convert ckpt kimi-k2-eagle3 kimi-k2-eagle3-vllm --to vllm --engine vllm==0.20.0 --target Kimi-K2-Instruct\n"
+    "  compat convert ckpt kimi-k2-eagle3 kimi-k2-eagle3-sglang --to sglang --engine sglang==0.5.8 --dry-run\n"
+    "  compat convert ckpt kimi-k25-eagle3-ft kimi-k25-eagle3-spec --to speculators --target Kimi-K2.5 "
+    "--layer-ids-convention output-of\n"
+    "  compat convert ckpt qwen3-8b-dflash qwen3-8b-dflash-vllm --to vllm --engine vllm==0.20.0 --target Qwen3-8B\n\n"
+    + examples_yours("a serving venv, a model in your Hugging Face cache") + "\n"
     "  compat convert ckpt ./drafter ./drafter-vllm --to vllm --engine vllm --python ./venv-serve/bin/python\n"
-    "  compat convert ckpt ./drafter ./drafter-sglang --to sglang --engine sglang==0.5.8 --dry-run\n"
     "  compat convert ckpt ./drafter ./drafter-spec --to speculators --target moonshotai/Kimi-K2.5\n\n"
     + exit_codes(c1="what was written did not verify against SRC (DST is not put in place)",
                  c3="--engine names a release the package index cannot be asked about (offline, no listing)",
@@ -52,7 +56,9 @@ def _ckpt_description() -> str:
 
     layouts = checkpoints.all_layouts()
     return (
-        "Rewrite an EAGLE-3 drafter checkpoint into the layout an engine release loads.\n\n"
+        "Rewrite a drafter checkpoint into what an engine release loads: an EAGLE-3 drafter into any of the layouts\n"
+        "below; a DFlash or DSpark drafter's config.json for one release and target (--engine, --target), its\n"
+        "tensors copied as they are (the engines load the trainer's names).\n\n"
         "Tensor bytes are copied unchanged (only the safetensors header is rewritten) unless --dtype\n"
         "is given; config.json is rewritten for the destination; layer ids are translated so the\n"
         "engine feeds the drafter the same target hidden states it was trained on. The output is written\n"
@@ -213,7 +219,7 @@ def run(args, console) -> int:
         print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result.to_json()}, "convert")
     else:
         say(f"wrote {result.dst} ({', '.join(result.files)}; {_size(result.bytes_written)}); "
-            f"verified {len(result.tensors)} tensors byte for byte against the source")
+            f"verified {plural(len(result.tensors), 'tensor')} byte for byte against the source")
         for note in result.notes:
             say(f"note: {note}")
     return EXIT_OK
@@ -262,7 +268,7 @@ def _run_blocks(args, options, recovered: list[str], console) -> int:
     if args.json:
         print_json({"dry_run": False, "recovered": recovered, "plan": plan.to_json(), "result": result}, "convert")
     else:
-        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {result['verified']} files (sha256) against the source")
+        say(f"wrote {result['dst']} ({', '.join(result['files'])}); verified {plural(result['verified'], 'file')} (sha256) against the source")
     return EXIT_OK
 
 

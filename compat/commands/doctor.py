@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from compat import engines
-from compat.core.output import exit_code_if_unread, exit_codes, print_json
+from compat.core.output import EXAMPLES_HERE, examples_yours, exit_code_if_unread, exit_codes, print_json
 from compat.commands._source import add_source_arguments, open_source, use_network_options
 from compat.doctor import (
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, FAIL, PLATFORMS, SOURCE_UNAVAILABLE, WORKS, Options, diagnose, diagnose_range, no_drafter,
@@ -49,30 +49,33 @@ DESCRIPTION = (
     "and dtype; and the launch printed is your line with the fixes applied."
 )
 
-EXAMPLES = """examples:
-  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm==0.18.0
-  compat doctor moonshotai/Kimi-K2.5 ./kimi-k25-eagle3 --engine vllm    (an id in the local Hugging Face cache)
-  compat doctor ./Kimi-K2-Instruct/config.json ./kimi-k2-eagle3 --engine vllm --python /opt/venv/bin/python
-  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine sglang==0.5.8 --json
-  compat doctor ./Kimi-K2-Instruct ./kimi-k2-eagle3 --engine vllm --releases '>=0.10,<0.34'
-  compat doctor TARGET DRAFTER --path ./vllm-checkout --spec disable_by_batch_size=4
-  compat doctor ./Kimi-K2.5 ./drafter --engine vllm==0.16.0 --layer-ids-convention output-of
+EXAMPLES = EXAMPLES_HERE + """
+  compat doctor Kimi-K2-Instruct kimi-k2-eagle3 --engine vllm==0.18.0
+  compat doctor Kimi-K2-Instruct kimi-k2-eagle3 --engine sglang==0.5.8 --json
+  compat doctor Kimi-K2-Instruct kimi-k2-eagle3 --engine vllm --releases '>=0.10,<0.34'
+  compat doctor Kimi-K2.5 kimi-k25-eagle3-ft --engine vllm==0.16.0 --layer-ids-convention output-of
                                    when nothing in the drafter says how its layer ids were written
-  compat doctor ./Llama-3.3-70B ./eagle3-head --engine vllm==0.32.0 --layer-ids 2 40 77
+  compat doctor Llama-3.3-70B-Instruct Llama-3.3-70B-Instruct-Eagle3 --engine vllm==0.32.0 --layer-ids 2 40 77
                                    the layers a drafter that declares none was trained on
-  compat doctor ./target ./drafter --engine vllm --python /opt/venv/bin/python --verify
-                                   then run the engine on the pair (outputs, acceptance per position)
-  compat doctor --engine vllm==0.16.0 --launch "vllm serve ./Llama-3.1-8B -tp 2 --speculative-config '{\"model\": \"./eagle3\", \"num_speculative_tokens\": 3}'"
+  compat doctor --engine vllm==0.16.0 --launch "vllm serve Llama-3.3-70B-Instruct -tp 2 --speculative-config '{\\"model\\": \\"Llama-3.3-70B-Instruct-Eagle3\\", \\"num_speculative_tokens\\": 3}'"
                                    the line you run, read with that release's own arguments; doctor prints
                                    it back with the fixes applied (TARGET and DRAFTER come from the line)
-  compat doctor ./local-target ./local-drafter --engine sglang==0.5.8 -- python -m sglang.launch_server \
-      --model-path /models/t --speculative-algorithm EAGLE3 --speculative-draft-model-path /models/d
+  compat doctor Kimi-K2-Instruct kimi-k2-eagle3 --engine sglang==0.5.8 -- python -m sglang.launch_server \\
+      --model-path /models/kimi --speculative-algorithm EAGLE3 --speculative-draft-model-path /models/kimi-eagle3
                                    everything after `--` is the line; local copies read in place of its paths
-  compat doctor ./target ./drafter --engine sglang==0.5.8 --method EAGLE    the method you run, without a line
+  compat doctor Kimi-K2-Instruct kimi-k2-eagle3 --engine sglang==0.5.8 --method EAGLE    the method you run, without a line
+  compat doctor Llama-3.1-8B-Instruct Llama-3.2-1B-Instruct --engine vllm==0.32.0    a draft model (known without --method)
+
+""" + examples_yours("a serving venv, a model in your Hugging Face cache, a checkout, your manifests") + """
+  compat doctor moonshotai/Kimi-K2.5 ./kimi-k25-eagle3 --engine vllm    (an id in the local Hugging Face cache)
+  compat doctor ./Kimi-K2-Instruct/config.json ./kimi-k2-eagle3 --engine vllm --python /opt/venv/bin/python
+  compat doctor TARGET DRAFTER --path ./vllm-checkout --spec disable_by_batch_size=4
+  compat doctor ./target ./drafter --engine vllm --python /opt/venv/bin/python --verify
+                                   then run the engine on the pair (outputs, acceptance per position)
   compat doctor --manifest deploy/ --model-root /models=/srv/models
                                    every serving container of the manifests in deploy/ (Deployments, KServe,
                                    LWS, Helm values, Ray Serve, compose, SkyPilot), each finding at its line
-  compat doctor --manifest deploy/ --fix [--write]    the fixes as a diff of the manifests (then written)
+  compat doctor --manifest deploy/ --fix --write    the fixes written into the manifests (--fix alone: the diff)
 
 Every failing check comes with a verified fix: a `compat patch` (the release's source is patched in
 memory and probed again), a `compat convert ckpt` invocation (planned and re-checked, nothing
@@ -302,6 +305,8 @@ def run(args, console) -> int:
     from compat.sources import parse_engine_spec
 
     spec = parse_engine_spec(args.engine) if args.engine else None
+    if args.python is not None:
+        args.python.must_exist()  # beside a release it would only be named in the fixes, never run: said now
     line = _launch_line(args, spec.engine if spec else None)
     early = None  # the release, opened before the inputs when only its parser can say which word is the model
     if line is not None and args.target is None and line.model_unread:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from compat.commands._source import PYTHON_HELP, absolute_path, add_python_argument
 from compat.core.interpreter import Interpreter
-from compat.core.output import exit_codes, human_size, print_json
+from compat.core.output import EXAMPLES_HERE, examples_yours, exit_codes, human_size, plural, print_json
 from compat.torch_pin import ASK as ASK_TORCH_REQUIREMENTS
 from compat.torch_pin import TorchPin, torch_pins
 
@@ -35,10 +35,12 @@ DESCRIPTION = (
     "interpreter and in --python PY (the serving venv) with the patches compat applied to them and its plugin, "
     "the torch and CUDA versions each interpreter sees (asked of it, never imported here), and the cache."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat env                                   this interpreter
-  compat env --python ./venv-serve/bin/python  and the serving venv
   compat env --json                            for a CI log
+
+""" + examples_yours("a serving venv") + """
+  compat env --python ./venv-serve/bin/python  and the serving venv
 
 """ + exit_codes()
 
@@ -247,7 +249,7 @@ def render(r: dict[str, Any], console: Console) -> None:
             say(f"  torch pin: {TorchPin(**pin).describe()}")
     say("")
     g = r["gpus"]
-    say(f"GPUs: {g['driver'] or 'no NVIDIA driver loaded'}" + (f"; {len(g['devices'])} device(s) {' '.join(g['devices'])}" if g["devices"] else ""))
+    say(f"GPUs: {g['driver'] or 'no NVIDIA driver loaded'}" + (f"; {plural(len(g['devices']), 'device')} {' '.join(g['devices'])}" if g["devices"] else ""))
     say(f"release cache: {r['cache']['path']}  ({human_size(r['cache']['bytes'])}; compat cache list shows what)")
     say(f"Hugging Face cache: {r['hf_hub_cache']}")
     for key, value in r["environment"].items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compat.core.output import add_json_argument, exit_codes
+from compat.core.output import EXAMPLES_HERE, add_json_argument, examples_yours, exit_codes
 from compat.commands._source import add_source_arguments
 
 NAME = "explain"
@@ -19,14 +19,18 @@ DESCRIPTION = (
     "matches nothing is said to be not recognised; a failure that is not about speculative decoding (out of memory, "
     "an exception in your own code) is said to be unrelated."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat explain "ValueError: Eagle3 is only supported for ['llama', 'qwen'] models. Got model_type='kimi_k2'" --engine vllm==0.11.0
+  compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
+                                                    (no vLLM installed: every release compat covers)
+
+""" + examples_yours("the engine's log, an issue's text, a serving venv") + """
+  compat explain --log server.log                   the release the log states (`vLLM API server version ...`)
   compat explain --log server.log --engine vllm --python /opt/venv/bin/python    the serving venv's vLLM
   vllm serve ... 2>&1 | tail -200 | compat explain - --engine vllm==0.32.0
   compat explain --log server.log --engine vllm==0.32.0 --json                      for CI
   compat explain server.log --engine vllm            no vLLM installed here: the releases the log names, else every
                                                     release compat covers; each finding says which releases raise it
-  compat explain "Cannot find any model weights" --engine vllm      a fragment: its site in every release
   compat explain "$(cat issue.txt)"                 no --engine: the release the text names (banner, wheel, image tag)
 
 The release is the one that produced the text: --engine vllm==X (fetched once, then cached), --engine vllm with
@@ -61,6 +65,7 @@ def run(args, console) -> int:
     import sys
 
     from compat.commands._source import open_source
+    from compat.core.console import heartbeat, show_progress
     from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
     from compat.explain.run import explain_input, render
     from compat.core.output import print_json
@@ -74,7 +79,9 @@ def run(args, console) -> int:
         # an empty quote (a shell variable that was never set) would otherwise be searched and come back "not recognised"
         raise UsageError("the text to explain is empty", hint='paste the error message (compat explain "ValueError: ..."), '
                          "give the log (compat explain server.log), or pipe it in with -")
-    result = explain_input(args, open_source, progress=not args.json)
+    with heartbeat("explain", show_progress(args)) as beat:  # into a log: a line every few seconds however it goes
+        beat.state = "reading the text against the release's source"
+        result = explain_input(args, open_source, progress=not args.json)
     if args.json:
         print_json(result.to_json(), "explain")
     else:

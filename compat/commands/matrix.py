@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from compat.core.output import exit_codes
+from compat.core.output import EXAMPLES_HERE, exit_codes, plural
 
 NAME = "matrix"
 ORDER = 45
@@ -24,13 +24,13 @@ DESCRIPTION = (
     "each linked to the upstream source line at that release's tag. Written: matrix.html (one file, nothing loaded "
     "from the network) and matrix.json beside it; --format md a markdown table."
 )
-EXAMPLES = """examples:
+EXAMPLES = EXAMPLES_HERE + """
   compat matrix --engine vllm --out site/                  every vLLM release from 0.10.0: site/matrix.html + matrix.json
-  compat matrix --engine vllm --engine sglang --target ./Kimi-K2-Instruct --drafter ./kimi-k2-eagle3 --out site/
+  compat matrix --engine vllm --engine sglang --target Kimi-K2-Instruct --drafter kimi-k2-eagle3 --out site/
                                    both engines on one page, your pair first, beside the families
   compat matrix --engine sglang --releases '>=0.5.5' --family kimi-k2 --family llama --format md
   compat matrix --engine vllm --engine sglang --releases 'vllm:>=0.30' --releases 'sglang:>=0.5.8' --out site/
-  compat matrix --engine vllm --target ./Llama-3.1-8B --drafter ./eagle3 --kind specforge --format json | jq '.rows[0]'
+  compat matrix --engine vllm --target Llama-3.3-70B-Instruct --drafter Llama-3.3-70B-Instruct-Eagle3 --kind specforge --format json | jq '.rows[0]'
   compat matrix --engine sglang --method dspark --method dflash --format md     the block drafters only
 
 The first run fetches and probes the releases it lacks (a progress bar on a terminal); after that the cells are
@@ -39,7 +39,7 @@ read from the cache (<cache>/matrix/cells), and a whole engine's page is rebuilt
 EPILOG = EXAMPLES + "\n" + exit_codes(
     c0="the matrix was built (whatever its cells say)",
     c3="no release of the range could be obtained",
-    c4="--target or --drafter could not be read, or --out is not a directory",
+    c4="--target or --drafter could not be read, or --out is not a directory this user can write",
 )
 FORMATS = ("html", "json", "md")
 
@@ -143,12 +143,12 @@ def _user_pair(args) -> dict:
 
 
 def _check_out(args) -> Path:
-    """Where the page goes: a file there is the wrong kind of path (4)."""
+    """Where the page goes: a file on its path, or a folder this user may not write, is refused before the work (4)."""
     out = Path(args.out or "compat-matrix").expanduser()
-    if (args.out or args.format == "html") and out.exists() and not out.is_dir():
-        from compat.core.errors import RefusedError
+    if args.out or args.format == "html":
+        from compat.core.files import writable_folder
 
-        raise RefusedError(f"--out {out}: a file, not a directory", hint="name a directory (it is made when missing)")
+        writable_folder(out, "--out", "compat matrix ... --out ~/compat-matrix (made when missing)")
     return out
 
 
@@ -161,11 +161,9 @@ def _shown_argv() -> list[str]:
 
 def _emit(args, document: dict, console) -> None:
     import json
-    from datetime import datetime, timezone
 
-    from compat.matrix import render_html, render_markdown
+    from compat.matrix import render_markdown
     from compat.core.output import SCHEMA_VERSION
-    from compat.sources.cache import atomic_write
 
     document = {"schema": f"compat.matrix/{SCHEMA_VERSION}", **document}
     as_json = json.dumps(document, indent=1)
@@ -173,6 +171,22 @@ def _emit(args, document: dict, console) -> None:
         sys.stdout.write(as_json + "\n" if args.format == "json" else render_markdown(document))
         return
     out = _check_out(args)
+    try:
+        written = _write_page(args, document, as_json, out)
+    except OSError as err:  # the disk filling up while the page is written: one line, no half page
+        from compat.core.files import refuse_os_error
+
+        raise refuse_os_error(err, out, "writing the matrix") from None
+    if not args.quiet or args.quiet < 2:
+        _say_written(document, written, console)
+
+
+def _write_page(args, document: dict, as_json: str, out: Path) -> list[Path]:
+    from datetime import datetime, timezone
+
+    from compat.matrix import render_html, render_markdown
+    from compat.sources.cache import atomic_write
+
     out.mkdir(parents=True, exist_ok=True)
     written = []
     if args.format in ("html", "json"):
@@ -186,8 +200,7 @@ def _emit(args, document: dict, console) -> None:
         atomic_write(out / "matrix.md", render_markdown(document))
         written.append(out / "matrix.md")
     _readable(written)
-    if not args.quiet or args.quiet < 2:
-        _say_written(document, written, console)
+    return written
 
 
 def _readable(paths: list[Path]) -> None:
@@ -212,6 +225,6 @@ def _say_written(document: dict, written: list[Path], console) -> None:
     for engine, about in document["engines"].items():
         rows = [r for r in document["rows"] if r["engine"] == engine]
         counts = Counter(r["verdict"] for r in rows)
-        console.print(Text(f"  {engine} {about['releases']}: {len(about['versions'])} releases x "
-                           f"{len(document['columns'])} columns; " + ", ".join(f"{n} {v}" for v, n in counts.most_common())))
+        console.print(Text(f"  {engine} {about['releases']}: {plural(len(about['versions']), 'release')} x "
+                           f"{plural(len(document['columns']), 'column')}; " + ", ".join(f"{n} {v}" for v, n in counts.most_common())))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from compat.core.output import EXIT_CODES, print_json
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, examples_yours, plural, print_json
 from compat.commands._source import add_source_arguments
 from compat.core.errors import EXIT_OK, EXIT_REFUSED, EXIT_REPORT_FAILED, CompatError, RefusedError, UsageError
 from compat.patch_record import RECORD_NAME, applied_patches, read_record, record_path
@@ -30,7 +30,11 @@ DESCRIPTION = (
     "atomic writes, a record for a byte-identical --revert."
 )
 
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
+  compat patch --engine vllm==0.11.0 --dry-run      preview on a release from the package index
+                                                    (released trees are a shared cache: preview only)
+
+""" + examples_yours("an installed engine, a serving venv, a source tree") + """
   compat patch --engine vllm --dry-run              what would change in this interpreter's vLLM (a diff; nothing written)
   compat patch --engine vllm                        apply every patch offered for its version
   compat patch --engine vllm --python /opt/venv/bin/python   ... in the serving venv
@@ -40,8 +44,6 @@ EPILOG = """examples:
   compat patch --engine vllm --skip vllm-kimi-k25-eagle3
   compat patch --engine vllm --status               what is applied (also shown by compat probe)
   compat patch --engine vllm --revert               put every patched file back, byte for byte
-  compat patch --engine vllm==0.11.0 --dry-run      preview on a release from the package index
-                                                    (released trees are a shared cache: preview only)
 
 Patches are pinned to engine version ranges and find their files by content. Running again
 is a no-op; a file that is not what a patch expects (a hand edit, a fork) is refused unless
@@ -175,7 +177,7 @@ def _revert(tree: EngineTree, record: dict | None, args, out: "_Output") -> int:
         out.note(note)
     out.data.update(action="revert", reverted=ids, files=restored)
     if not out.json:
-        out.console.print(f"Reverted {', '.join(ids) or 'nothing'}: restored {len(restored)} file(s) byte for byte; removed {record_path(tree)}")
+        out.console.print(f"Reverted {', '.join(ids) or 'nothing'}: restored {plural(len(restored), 'file')} byte for byte; removed {record_path(tree)}")
         for rel in restored:
             out.console.print(f"  {rel}")
     return out.finish(EXIT_OK)
@@ -238,7 +240,7 @@ class _Output:
         if text:
             self.console.print()
             self.console.out(text, highlight=False, end="")  # plain text: pipe it to `patch -p1` or a pager
-            self.console.print(f"\n[dim]dry run: nothing was written ({len(edits)} file(s) would change)[/]")
+            self.console.print(f"\n[dim]dry run: nothing was written ({plural(len(edits), 'file')} would change)[/]")
         else:
             self.console.print("dry run: nothing would change")
 
@@ -254,7 +256,7 @@ class _Output:
             self.console.print("Nothing to do, no file changed: " + ("; ".join(parts) or "no patch applies to this version"))
             return
         ids = [p.patch.id for p in planned if p.state == APPLY]
-        self.console.print(f"Applied {', '.join(ids)}: {len(edits)} file(s) changed; record {record_path(self.tree)}")
+        self.console.print(f"Applied {', '.join(ids)}: {plural(len(edits), 'file')} changed; record {record_path(self.tree)}")
         where = f"--path {self.tree.root}" if self.tree.source.kind == "path" else f"--engine {self.tree.engine}"
         from compat.sources.installed import installed_interpreter
 

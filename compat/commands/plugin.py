@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, Callable
 
-from compat.core.output import EXIT_CODES, print_json
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, examples_yours, plural, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,16 +26,19 @@ DESCRIPTION = (
     "with one log line."
 )
 
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
+  compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0 --name qwen-eagle3 > compat-plugin.yaml
+                                            Kubernetes: an init container that installs the plugin at every pod
+                                            start (a Kustomize patch: init container, emptyDir, PYTHONPATH); the
+                                            plugin is built here on vLLM 0.11.0 and carried in it (no index needed)
+
+""" + examples_yours("the serving venv's python, PY: /opt/venv/bin/python") + """
   compat plugin install --engine vllm --python /opt/venv/bin/python
                                             every patch offered for that venv's vLLM, applied in memory
   compat plugin install --engine vllm --python PY --select vllm-cpu-attn-block16
   compat plugin install --engine vllm --select vllm-eagle3-whitelist --model-type glm4_moe
   compat plugin status --engine vllm --python PY     what is installed, and does each file still match
   compat plugin remove --engine vllm --python PY     remove it (pip uninstall compat-plugin-vllm does too)
-  compat plugin manifest --engine vllm --image vllm/vllm-openai:v0.11.0 --name qwen-eagle3 > compat-plugin.yaml
-                                            Kubernetes: an init container that installs the plugin at every pod
-                                            start (a Kustomize patch: init container, emptyDir, PYTHONPATH)
   compat plugin install --engine vllm --target DIR   into DIR, not site-packages (what that init container runs;
                                             the serving processes get PYTHONPATH=DIR)
 
@@ -62,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "its site-packages")
     where.add_argument("--path", metavar="DIR", type=absolute_path,
                        help="install: the engine tree that interpreter imports, when it is not an installed distribution "
-                       "(a checkout on its path); default: the engine installed in --python")
+                       "(a checkout on its path); default: the engine installed in --python. manifest: a copy of the "
+                       "image's engine tree; default: the release the image's tag names, from the package index")
     where.add_argument("--target", metavar="DIR", type=absolute_path, help="install: into DIR instead of site-packages, "
                        "with a sitecustomize.py that turns the plugin on for every python started with PYTHONPATH=DIR")
     kube = parser.add_argument_group("manifest (Kubernetes; docs/manifests.md)")
@@ -73,8 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     kube.add_argument("--kind", default="Deployment", choices=("Deployment", "StatefulSet", "DaemonSet"),
                       help="the workload's kind (default Deployment)")
     kube.add_argument("--mount", metavar="DIR", default="/compat-plugin", help="where the shared volume is mounted")
-    kube.add_argument("--compat-requirement", metavar="REQ", help="what the init container pip-installs (default: "
-                      "this compat's version)")
+    kube.add_argument("--image-python", metavar="PY", default="python3", help="the image's python (default python3): "
+                      "it runs the init container")
+    kube.add_argument("--compat-requirement", metavar="REQ", help="build the plugin in the pod instead: the init "
+                      "container pip-installs REQ (a compat wheel's URL or path in the image; its dependencies from the "
+                      "image's pip index) and runs compat plugin install there; default: the plugin is built here, on "
+                      "the image's release, and carried in the manifest (the pod needs no index)")
     choice = parser.add_argument_group("which patches (install; as for compat patch)")
     choice.add_argument("--select", metavar="ID", action="append", default=[], help="only this patch (repeatable)")
     choice.add_argument("--skip", metavar="ID", action="append", default=[], help="not this patch (repeatable)")
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     options = given_options(args)
     if args.action == "manifest":
-        return _manifest(args, console)
+        return _manifest(args, console, options)
     if args.action != "install" and (args.select or args.skip or options or args.path):
         from compat.core.errors import UsageError
 
@@ -124,7 +132,7 @@ def _show_install(r: dict[str, Any], console: Console, args: argparse.Namespace)
     for p in r["patches"]:
         console.print(f"  [bold green]in memory[/]  [bold]{p['id']}[/]  [dim]({p['versions']})[/]  {', '.join(p['files'])}")
     verb = "Replaced the plugin" if r["replaced"] else "Installed the plugin"
-    console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({len(r['files'])} files, no engine file changed)")
+    console.print(f"{verb} compat-plugin-{r['engine']} in {r['site_packages']} ({plural(len(r['files']), 'file')}, no engine file changed)")
     for name in r["modules"]:
         module = r["modules"][name]
         console.print(f"  {name}: patched at import time while its file matches sha256 {module['sha256_original'][:12]}...")
@@ -171,15 +179,15 @@ def _show_remove(r: dict[str, Any], console: Console, args: argparse.Namespace) 
     if not r["removed"]:
         console.print(f"Nothing to remove: no compat plugin for {r['engine']} in {r['site_packages']}")
         return
-    console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({len(r['removed'])} files)")
+    console.print(f"Removed compat-plugin-{r['engine']} from {r['site_packages']} ({plural(len(r['removed']), 'file')})")
 
 
-def _manifest(args: argparse.Namespace, console: Console) -> int:
+def _manifest(args: argparse.Namespace, console: Console, options: dict[str, Any]) -> int:
     """The init container, volume and environment that install the plugin at every start of the serving container."""
     from compat.core.errors import UsageError
     from compat.manifests.images import read_image
     from compat.manifests.model import Where
-    from compat.plugin import kubernetes
+    from compat.plugin import bake, kubernetes
 
     if not args.image:
         raise UsageError("compat plugin manifest needs --image: the serving image",
@@ -187,15 +195,26 @@ def _manifest(args: argparse.Namespace, console: Console) -> int:
     image = read_image(args.image, Where("--image", 1))
     if image.engine is not None and image.engine != args.engine:
         raise UsageError(f"--image {args.image} is {image.engine}'s, --engine says {args.engine}")
-    parts = kubernetes.parts(engine=args.engine, version=image.version, image=args.image,
-                             container=args.container or args.engine, mount=args.mount.rstrip("/") or "/compat-plugin",
-                             requirement=args.compat_requirement, select=args.select, skip=args.skip)
+    mount = args.mount.rstrip("/") or "/compat-plugin"
+    files, built = None, None
+    if not args.compat_requirement:  # built here, on the image's release, and carried in the manifest
+        from compat.sources import open_tree
+
+        if image.version is None and not args.path:
+            raise UsageError(f"--image {args.image} names no {args.engine} release, and the plugin is built on one",
+                             hint=f"give the image's tag with its release (e.g. {args.engine}==X is in image:vX), or "
+                             "--path to a copy of the image's engine tree")
+        tree = open_tree(args.engine if args.path else f"{args.engine}=={image.version}", path=args.path,
+                         progress=not args.json)
+        files, built = bake(tree, python=args.image_python, site=f"{mount}/site", select=args.select, skip=args.skip,
+                            options=options)
+    parts = kubernetes.parts(engine=args.engine, version=image.version or (built or {}).get("engine_version"),
+                             image=args.image, container=args.container or args.engine, mount=mount, files=files,
+                             requirement=args.compat_requirement, python=args.image_python, select=args.select,
+                             skip=args.skip)
     patch = kubernetes.strategic_patch(parts, kind=args.kind, name=args.name)
     if args.json:
-        print_json({**parts, "patch": patch, "exit_code": 0}, "plugin-manifest")
+        print_json({**parts, "plugin": built, "patch": patch, "exit_code": 0}, "plugin-manifest")
         return 0
-    if image.version is None:
-        console.print(f"[yellow]note:[/] {args.image} names no release: the plugin is built for whatever engine the image has",
-                      highlight=False)
     print(kubernetes.header(parts) + kubernetes.dump(patch), end="")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from compat.core.output import EXIT_CODES, add_json_argument
+from compat.core.output import EXAMPLES_HERE, EXIT_CODES, add_json_argument, examples_yours
 from compat.commands._source import add_source_arguments
 
 NAME = "probe"
@@ -13,19 +13,22 @@ FLEET = True  # --host/--hosts/--ray (compat/fleet/)
 SUMMARY = "what an engine release supports for EAGLE-3, read from its own source"
 DESCRIPTION = (
     "Read a vLLM or SGLang release's source (installed, released or a tree) statically and report, with file "
-    "and line, how it does EAGLE-3: SpeculativeConfig fields and methods, the target model-type whitelist, which "
-    "target classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the "
-    "speculative CLI flags. No GPU, no engine import."
+    "and line, how it does speculative decoding: every method it accepts (EAGLE-3, DFlash, DSpark, MTP, draft models, "
+    "n-gram, ...; --methods: family by family), SpeculativeConfig's fields, the EAGLE-3 target gate and which target "
+    "classes can feed a drafter, registered drafter architectures, how aux layer ids are read, and the speculative "
+    "CLI flags. No GPU, no engine import."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat probe                                  which engines are installed here
-  compat probe --engine vllm                    the vLLM installed in this interpreter
-  compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --engine vllm==0.11.0            a release, fetched from the package index (cached): the summary
   compat probe --engine vllm==0.11.0 --full     ... then every fact, with its file and line
   compat probe --engine sglang==0.5.23 --methods    every method, family by family (names, aliases, drafters)
   compat probe --engine 'sglang>=0.5.8,<0.6'    the newest release in a range
   compat probe --engine vllm==latest --json     for CI
+
+""" + examples_yours("an installed engine, a serving venv, a source tree") + """
+  compat probe --engine vllm                    the vLLM installed in this interpreter
+  compat probe --engine vllm --python ./venv-serve/bin/python   ... in the serving venv
   compat probe --path ./vllm-checkout           a source tree (checkout, unpacked or patched copy)
 
 """ + EXIT_CODES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat.core.output import add_json_argument, exit_codes
+from compat.core.output import EXAMPLES_HERE, add_json_argument, exit_codes, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,11 +21,11 @@ DESCRIPTION = (
     "never runs a model, it reads names and configs). The seed case is among them: Kimi-K2.5 with a SpecForge-"
     "trained drafter whose ids vLLM reads one layer low. Every example in the README and docs/ runs in DIR."
 )
-EPILOG = """examples:
+EPILOG = EXAMPLES_HERE + """
   compat samples demo                   write them into ./demo (made if absent)
-  cd demo && compat doctor Kimi-K2.5 kimi-k25-eagle3-ft --engine vllm==0.16.0 -q
-                                        the seed case, diagnosed against vLLM 0.16.0's source
   compat samples demo --json            what was written, for scripts
+  compat doctor Kimi-K2.5 kimi-k25-eagle3-ft --engine vllm==0.16.0 -q
+                                        the seed case, diagnosed against vLLM 0.16.0's source
 
 A folder already in DIR with a sample's name is kept when it holds that sample's files (an earlier run), and
 refused otherwise (exit 4, nothing written): it may be a real model of the same name.
@@ -41,15 +41,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    from compat.core.errors import EXIT_OK, RefusedError
+    from compat.core.errors import EXIT_OK
+    from compat.core.files import refuse_os_error, writable_folder
     from compat.core.output import print_json
     from compat.samples import write_samples
 
     args.dir = Path(args.dir)
-    if args.dir.exists() and not args.dir.is_dir():
-        raise RefusedError(f"{args.dir} is a file, not a folder", hint="name a folder (made if absent)")
+    writable_folder(args.dir, "DIR", "compat samples ~/compat-samples (made if absent)")
     args.change_made = None
-    written = write_samples(args.dir)
+    try:
+        written = write_samples(args.dir)
+    except OSError as err:  # the disk filling up, a folder changed under the run: one line, nothing left behind
+        raise refuse_os_error(err, args.dir, "writing the samples") from None
     args.change_made = f"the samples were written in {args.dir}"
     if args.json:
         print_json({"dir": str(args.dir), "samples": [
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_OK
     say = lambda text: console.out(text, highlight=False)  # noqa: E731 - plain lines, never wrapped
     fresh = sum(w.state == "written" for w in written)
-    say(f"{fresh} sample(s) written in {args.dir}" + (f", {len(written) - fresh} already there" if fresh < len(written) else ""))
+    say(f"{plural(fresh, 'sample')} written in {args.dir}" + (f", {len(written) - fresh} already there" if fresh < len(written) else ""))
     width = max(len(w.sample.name) for w in written)
     for w in written:
         say(f"  {w.sample.name:<{width}}  {w.sample.kind:<7}  {w.sample.about}")

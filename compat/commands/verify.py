@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
-from compat.core.output import print_json
+from compat.core.output import examples_yours, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,17 +32,17 @@ DESCRIPTION = (
     "points at."
 )
 
-EPILOG = """examples:
-  compat verify ./Llama-3.1-8B ./eagle3-llama --engine vllm --python /opt/venv/bin/python
+EPILOG = examples_yours("an engine in its serving venv, with --python PY (default: this one), or a running server") + """
+  compat verify Llama-3.3-70B-Instruct Llama-3.3-70B-Instruct-Eagle3 --engine vllm --python /opt/venv/bin/python
   compat verify ./tiny-target ./tiny-drafter --engine vllm --min-acceptance 0.3 --json
   compat verify ./target ./drafter --engine vllm --prompt "Hello" --prompt "def f(x):" --max-tokens 64
-  compat verify ./Llama-3.1-8B ./Llama-3.2-1B --method draft_model --engine vllm
+  compat verify Llama-3.1-8B-Instruct Llama-3.2-1B-Instruct --method draft_model --engine vllm
   compat verify ./target --method ngram --engine vllm --prompts traffic.jsonl
-  compat verify ./Qwen3-8B ./Qwen3-8B-DFlash-b16 --engine vllm   (the method read from the drafter: dflash)
+  compat verify Qwen3-8B qwen3-8b-dflash --engine vllm   (the method read from the drafter: dflash)
   compat verify --canary --engine vllm --python /opt/venv/bin/python
   compat verify --canary --engine vllm --family llama --json
   compat verify --server http://127.0.0.1:8000
-  compat verify --server https://llm.example.com --api-key $KEY --prompts traffic.jsonl --num-prompts 200 --json
+  compat verify --server https://llm.example.com --api-key "$KEY" --prompts traffic.jsonl --num-prompts 200 --json
   compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --min-acceptance 0.5
   compat verify --server http://gpu1:8000 --baseline http://gpu2:8000 --concurrency 1,2,4,8,16 --page sweep.html
                     does speculation pay at each load: the crossover concurrency and why (acceptance, the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from compat.checkpoints import LLAMA_LAYER0, MLA_LAYER0, REQUIRED_TOP, DrafterConfig, layer_index
 from compat.core.errors import RefusedError
+from compat.core.output import plural
 from compat.target import Target
 from compat.vocab_maps import DerivedMap, derive_missing, vocab_map_problems
 
@@ -24,7 +25,7 @@ def check_layers(drafter: DrafterConfig, tensors: dict[str, SourceTensor], notes
     if layers != list(range(len(layers))):
         raise RefusedError(f"decoder layers {layers} are not numbered 0..{len(layers) - 1}")
     if drafter.num_hidden_layers != len(layers):
-        notes.append(f"num_hidden_layers: config says {drafter.num_hidden_layers}, the checkpoint holds {len(layers)} layer(s); "
+        notes.append(f"num_hidden_layers: config says {drafter.num_hidden_layers}, the checkpoint holds {plural(len(layers), 'layer')}; "
                      f"writing {len(layers)} (a target's layer count here breaks both engines)")
         drafter.num_hidden_layers = len(layers)
     expected = MLA_LAYER0 if drafter.family == "mla" else LLAMA_LAYER0

@@ -23,6 +23,8 @@ from .interrupts import SignalGuard
 TYPE_CHECKING = False  # rich is imported only when a progress bar is shown
 if TYPE_CHECKING:
     from rich.progress import Progress
+
+    from compat.core.console import Heartbeat
 from .plan import Plan, PlannedTensor
 from .record import build_record
 from .source import INDEX_FILE, copy_extra_file
@@ -47,19 +49,34 @@ class Result:
 
 
 class _Step:
-    """What is being done to which file, for the one-line message an OSError becomes."""
+    """What is being done to which file, for the one-line message an OSError becomes, and for the heartbeat's lines
+    into a log (`convert: writing model.safetensors: 1.2 GiB of 4.0 GiB, 35 s`)."""
 
-    def __init__(self, dst: Path):
-        self.dst, self.path, self.doing = dst, dst, "preparing DST"
+    def __init__(self, dst: Path, beat: Heartbeat | None = None):
+        self.dst, self.path, self.doing, self.beat = dst, dst, "preparing DST", beat
 
     def __call__(self, name: str | None, doing: str) -> None:
         self.path, self.doing = (self.dst / name if name else self.dst), doing
+        if self.beat is not None:
+            self.beat.state = doing
+
+    def copied(self, done: int, total: int) -> None:
+        if self.beat is not None:
+            from compat.core.output import human_size
+
+            self.beat.state = f"{self.doing}: {human_size(done)} of {human_size(total)}"
 
 
 def execute(plan: Plan, progress: bool = True) -> Result:
     """Write into a temporary directory beside DST, verify, then swap it into place."""
+    from compat.core.console import heartbeat
+
     total = sum(t.out_nbytes for _, items in plan.shards for t in items)
-    step = _Step(plan.dst)
+    with heartbeat("convert", progress) as beat:  # into a log: a line every few seconds, a big checkpoint or not
+        return _execute(plan, progress, total, _Step(plan.dst, beat))
+
+
+def _execute(plan: Plan, progress: bool, total: int, step: _Step) -> Result:
     notes: list[str] = []
     tmp = None
     committed = False
@@ -99,11 +116,18 @@ def _output(t: PlannedTensor) -> OutputTensor:
 
 def _write(plan: Plan, tmp: Path, total: int, progress: bool, step: _Step) -> list[WrittenTensor]:
     written: list[WrittenTensor] = []
+    done = [0]
+
+    def copied(n: int) -> None:
+        done[0] += n
+        step.copied(done[0], total)
+        advance(n)
+
     with _progress(total, enabled=progress) as advance:
         for file_name, items in plan.shards:
             step(file_name, f"writing {file_name}")
             outputs = [_output(t) for t in items]
-            written += write_safetensors(tmp / file_name, outputs, plan.metadata, on_bytes=advance, checksum=plan.checksum)
+            written += write_safetensors(tmp / file_name, outputs, plan.metadata, on_bytes=copied, checksum=plan.checksum)
     if len(plan.shards) > 1:
         step(INDEX_FILE, f"writing {INDEX_FILE}")
         weight_map = {t.dest_name: name for name, items in plan.shards for t in items}

@@ -96,6 +96,24 @@ def make_consoles(args):
     return console, err_console
 
 
+def print_hanging(console, head, text) -> None:
+    """`head` then `text`; on a terminal what wraps is indented under the text (a hanging indent, as doctor and
+    explain print a field under its label); into a pipe the line is never wrapped, so a path or command stays whole."""
+    from rich.table import Table
+    from rich.text import Text
+
+    head = head if isinstance(head, Text) else Text(head)
+    text = text if isinstance(text, Text) else Text(text)
+    if console.soft_wrap:
+        console.print(head + text)
+        return
+    grid = Table.grid(padding=0)
+    grid.add_column(no_wrap=True, width=head.cell_len)
+    grid.add_column(overflow="fold")
+    grid.add_row(head, text)
+    console.print(grid)
+
+
 def show_progress(args) -> bool:
     """Progress bars and waiting messages on stderr: not under --json, not with -q."""
     return not getattr(args, "json", False) and not (getattr(args, "quiet", 0) or 0)
@@ -123,24 +141,101 @@ def progress_bar(command: str):
 
 
 PROGRESS_EVERY_S = 5.0  # into a file or a pipe (a CI log): a line this often, so a long cold run never looks hung
+_LAST_LINE = [0.0]  # when a progress line last went to stderr, from any reporter (a fetch's lines too: note_line)
+_BEATING: list[Heartbeat] = []  # the heartbeats running, innermost last: only that one speaks
+
+
+def note_line() -> None:
+    """A progress line just went to stderr (compat/sources/progress.py says so): no heartbeat repeats it for a while."""
+    import time
+
+    _LAST_LINE[0] = time.monotonic()
+
+
+class Heartbeat:
+    """Into a file or a pipe: a line on stderr at least every `every` seconds while work runs, saying what it is doing
+    (`state`), however long one step takes (a release probed, a gigabyte copied): a CI log never goes quiet.
+
+        with Heartbeat("convert") as beat:
+            beat.state = "copying tensors: 1.2 GB of 4.0 GB"   # what the next line says
+            beat.say("verifying")                             # a line now
+
+    The lines come from a thread that wakes five times per `every`; the work itself never waits for it. Heartbeats
+    nest (a command's around its steps'): the innermost speaks, and any progress line on stderr counts as one."""
+
+    def __init__(self, command: str, every: float = PROGRESS_EVERY_S, stream=None, *, silent: bool = False) -> None:
+        import threading
+        import time
+
+        self.command, self.every, self._out, self.silent = command, every, stream, silent
+        self.state = ""
+        self._started = self._last = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"{command}-heartbeat", daemon=True)
+
+    def say(self, text: str, *, elapsed: bool = False) -> None:
+        import time
+
+        if self.silent:
+            return
+        now = time.monotonic()
+        print(f"{self.command}: {text}" + (f", {now - self._started:.0f} s" if elapsed else ""),
+              file=self._out or sys.stderr, flush=True)
+        self._last = now
+        if self._out is None:
+            note_line()
+
+    def due(self) -> bool:
+        """True when no line was said on this stream for `every` seconds."""
+        import time
+
+        last = self._last if self._out is not None else max(self._last, _LAST_LINE[0])
+        return time.monotonic() - last >= self.every
+
+    def seconds(self) -> float:
+        import time
+
+        return time.monotonic() - self._started
+
+    def _beat(self) -> None:
+        import time
+
+        while not self._stop.wait(self.every / 5):
+            if self.state and _BEATING and _BEATING[-1] is self and self.due():
+                self.say(self.state, elapsed=True)
+
+    def __enter__(self) -> Heartbeat:
+        if not self.silent:
+            _BEATING.append(self)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if not self.silent:
+            self._thread.join()
+            _BEATING.remove(self)
+
+
+def heartbeat(command: str, enabled: bool = True) -> Heartbeat:
+    """A Heartbeat for a long step into a file or a pipe; a silent one on a terminal (its bars show what moves) or
+    when progress is off (-q, --json)."""
+    return Heartbeat(command, PROGRESS_EVERY_S, silent=not enabled or _isatty(sys.stderr))
 
 
 def progress_lines(command: str, items: list[str], what: str, every: float = PROGRESS_EVERY_S, stream=None):
     """The items, with plain progress lines on stderr where no bar can be drawn: one when the work starts, then one
-    at most every `every` seconds (`compat matrix: releases 12/39 (0.18.0), 41 s`), and one when it is done."""
-    import time
-
-    out = stream or sys.stderr
-    started = last = time.monotonic()
-    print(f"{command}: {what}: {len(items)} to do", file=out, flush=True)
-    for done, item in enumerate(items):
-        now = time.monotonic()
-        if now - last >= every:
-            print(f"{command}: {what} {done}/{len(items)} ({item}), {now - started:.0f} s", file=out, flush=True)
-            last = now
-        yield item
-    if time.monotonic() - started >= every:
-        print(f"{command}: {what} done, {len(items)} in {time.monotonic() - started:.0f} s", file=out, flush=True)
+    at least every `every` seconds while it runs (`compat matrix: releases 12/39 (0.18.0), 41 s`, however long one
+    item takes), and one when it is done."""
+    with Heartbeat(command, every, stream) as beat:
+        beat.say(f"{what}: {len(items)} to do")
+        for done, item in enumerate(items):
+            beat.state = f"{what} {done}/{len(items)} ({item})"
+            if beat.due():
+                beat.say(beat.state, elapsed=True)
+            yield item
+        if beat.seconds() >= every:
+            beat.say(f"{what} done, {len(items)} in {beat.seconds():.0f} s")
 
 
 class TrailingSpaceStripper:

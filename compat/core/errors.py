@@ -9,7 +9,7 @@ EXIT_CHECK_FAILED = 1  # a check failed (doctor), or what convert wrote did not 
 EXIT_USAGE = 2  # bad command line, or a path / model name that names nothing (argparse uses 2 as well)
 EXIT_SOURCE = 3  # the engine source could not be obtained (no such release, offline, not a tree)
 EXIT_REFUSED = 4  # an input exists but is not what was expected, or the output exists (nothing changed)
-EXIT_REPORT_FAILED = 5  # the change was made, reporting it failed (stdout closed or full)
+EXIT_REPORT_FAILED = 5  # the work was done (a report made, a change made), printing it failed (stdout closed or full)
 EXIT_INTERRUPTED = 130  # SIGINT/SIGTERM (128 + 2, the shell's convention)
 
 

@@ -128,3 +128,20 @@ def read_json(path: Path, roots: tuple[Path, ...], what: str, limit: int = MAX_J
         raise RefusedError(f"{path}: JSON nested too deeply to be {what}") from None
     except ValueError as exc:  # JSONDecodeError, and int literals beyond Python's digit limit
         raise RefusedError(f"{path}: not valid JSON ({str(exc).splitlines()[0][:200]})", hint=f"{what} must be a JSON object") from None
+
+
+def writable_folder(folder: Path, flag: str, example: str) -> None:
+    """Refuse, before any work, an output folder that cannot be made or written into: a file where a folder of its
+    path should be, or a folder this user may not write (what root is never refused, the others are). `flag` names
+    the input (`DIR`, `--out`); `example` is a command that names a folder the user can write."""
+    folder = Path(folder)
+    ancestor = folder
+    while not ancestor.exists() and not ancestor.is_symlink() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        what = ": a file, not a directory" if ancestor == folder else f" cannot be made: {ancestor} is a file, not a directory"
+        raise RefusedError(f"{flag} {folder}{what}; nothing was written", hint=f"name a directory: {example}")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        why = "this user may not write into it" if ancestor == folder else \
+            f"cannot be made in {ancestor}, which this user may not write into"
+        raise RefusedError(f"{flag} {folder}: {why}; nothing was written", hint=f"name a directory you can write: {example}")

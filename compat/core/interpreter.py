@@ -127,6 +127,13 @@ class Interpreter:
         """How messages name it: as the option that names it."""
         return f"--python {self.path}"
 
+    def must_exist(self) -> Interpreter:
+        """This interpreter, when something is at its path (checked before any work: a --python beside a release is
+        otherwise only named in the fixes printed, never run); NoSuchInterpreter (exit 2) when nothing is."""
+        if not os.path.exists(self.path):
+            raise NoSuchInterpreter(f"{self.label}: no such interpreter", python=self.path)
+        return self
+
     # -- what it says about itself -----------------------------------------------------------------
     @cached_property
     def about(self) -> About:

@@ -9,7 +9,8 @@ with a command's own examples of a code where it helps) and used by every comman
     3    the engine source could not be obtained (no such release, offline with an empty cache, not a tree)
     4    refused: an input exists but is not what was expected (a directory without config.json, a
          broken header, a file changed since compat patched it), or the output exists; nothing changed
-    5    the change was made, but printing the result failed (stdout closed or full)
+    5    the work was done (a report made, a patch applied), but printing the result failed (stdout
+         closed or full)
     130  interrupted (Ctrl-C, SIGTERM): what was half done is undone
 
 Under `--json` an error is one document on stdout, whatever the command and however early it
@@ -31,7 +32,8 @@ EXIT_TABLE: dict[int, str] = {
     3: "the engine source could not be obtained (no such release, offline with an empty cache, not a tree)",
     4: "refused: an input exists but is not what was expected (a directory without config.json, a broken\n"
        "header), or the output exists; nothing was changed",
-    5: "the change was made (a patch applied), but printing the result failed (stdout closed or full)",
+    5: "the work was done (a report made, a patch applied), but printing the result failed (stdout closed\n"
+       "or full)",
     130: "interrupted (Ctrl-C, SIGTERM): what was half done is undone",
 }
 
@@ -95,3 +97,61 @@ def exit_code_if_unread(code: int):
     except BrokenPipeError as gone:
         setattr(gone, "exit_code", code)  # an attribute of our own: compat/cli.py reads it back (getattr)
         raise
+
+
+class OutputFailed(OSError):
+    """Writing to stdout failed (a full disk, an I/O error, a closed descriptor): exit 5, not a traceback. The reader
+    going away (BrokenPipeError) is not this: compat/cli.py ends that run quietly."""
+
+
+class GuardedStdout:
+    """sys.stdout while a command runs: its write or flush failing raises OutputFailed (the errno kept), so the one
+    place where errors become exit codes (compat/cli.py) can tell the result's printing failing from any other OSError."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.failed: OutputFailed | None = None  # kept: argparse's help swallows an OSError of its stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise self._failed(err) from None
+
+    def _failed(self, err: OSError) -> OutputFailed:
+        self.failed = OutputFailed(err.errno, err.strerror or str(err))
+        return self.failed
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 finding`, `2 findings`, `1 class`, `3 classes`, `1 entry`, `0 entries`: a count with its noun, as said."""
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return f"{n} {noun}es"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}s"
+
+
+# The two kinds of --help examples (tools/readme_examples.py holds every example to them): those that run as written
+# in the folder `compat samples .` writes, and those that need what the user brings (a serving venv, a server, ...).
+EXAMPLES_HERE = "examples, in the folder `compat samples .` writes (each runs as written there):"
+
+
+def examples_yours(what: str) -> str:
+    """The heading of the --help examples that need what the user brings: `what`, in words."""
+    return f"examples with what you bring ({what}):"

@@ -16,8 +16,8 @@ from compat.checks import (  # noqa: F401
 )
 from compat.checks import suggested_launch as launch_command  # noqa: F401  (the launch doctor prints)
 from compat.doctor.diagnose import (  # noqa: F401
-    CANNOT_TELL, DEPENDS, DEPENDS_LAYERS, DEPENDS_VENV, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS, WORKS_LINE_FIXED,
-    WORKS_PATCHED, WORKS_PATCHED_CONVERTED,
+    CANNOT_TELL, DEPENDS, DEPENDS_LAYERS, DEPENDS_VENV, DOES_NOT_WORK, NEEDS_CONVERT, SOURCE_UNAVAILABLE, WORKS,
+    WORKS_COMMAND_FIXED, WORKS_LINE_FIXED, WORKS_PATCHED, WORKS_PATCHED_CONVERTED,
     classify,
     diagnose, diagnose_range, fix_summary, release_row, release_trees, run_checks,
 )

@@ -31,6 +31,7 @@ WORKS_PATCHED = "works after compat patch"
 NEEDS_CONVERT = "needs a converted drafter"
 WORKS_PATCHED_CONVERTED = "works after compat patch + a converted drafter"
 WORKS_LINE_FIXED = "works with the launch line as doctor prints it (your line, changed)"
+WORKS_COMMAND_FIXED = "works with the launch command as doctor prints it (not as your options asked)"  # no line given
 DOES_NOT_WORK = "does not work"
 CANNOT_TELL = "cannot tell: the release checks what doctor cannot read (see the warnings)"
 DEPENDS = "depends on how the drafter was trained (say --layer-ids-convention)"
@@ -68,7 +69,7 @@ def diagnose(tree: EngineTree, target: Target, drafter: Drafter, options: Option
         fix_with_patches(tree, ctx, checks)
         fix_with_conversion(ctx, checks)
         fix_with_release(ctx, checks)
-    verdict = classify(checks)
+    verdict = classify(checks, line_given=options.launch is not None)
     steps = fix_steps(tree, ctx, checks) if verdict != DOES_NOT_WORK else []  # they would not make it work
     converted = next((step["dst"] for step in steps if step["kind"] == "convert"), None)
     if options.launch is not None:  # the user's own line, fixed
@@ -117,22 +118,24 @@ def fix_steps(tree: EngineTree, ctx: Ctx, checks: list[Result]) -> list[dict[str
     return steps
 
 
-def classify(checks: list[Result]) -> str:
-    verdict = _classify(checks)
+def classify(checks: list[Result], line_given: bool = True) -> str:
+    """The verdict of the checks with their fixes; `line_given`: the user gave a launch line (a fix of the line is a
+    change of theirs), else the fixes change what doctor's options asked for (`--method eagle4`)."""
+    verdict = _classify(checks, line_given)
     if verdict in (DOES_NOT_WORK, DEPENDS, DEPENDS_LAYERS):
         return verdict
     # what the release needs from the serving venv, which doctor could not ask: it works only if the venv has it
     return DEPENDS_VENV if any(c.venv is not None and c.verdict != FAIL for c in checks) else verdict
 
 
-def _classify(checks: list[Result]) -> str:
+def _classify(checks: list[Result], line_given: bool) -> str:
     kinds = {c.fix.kind if c.fix is not None else None for c in checks if c.verdict == FAIL}
     if not kinds:
         if any(c.unread for c in checks):  # a third engine before its checks are written
             return UNCHECKED
         return CANNOT_TELL if any(c.undecided for c in checks) else WORKS
     if kinds == {"line"}:
-        return WORKS_LINE_FIXED
+        return WORKS_LINE_FIXED if line_given else WORKS_COMMAND_FIXED
     kinds -= {"line"}  # the launch printed is the fixed line: the other fixes decide
     if kinds - {"patch", "convert", "ask"}:
         return DOES_NOT_WORK
@@ -156,7 +159,8 @@ def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter
     `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
     trees, finder = release_trees(engine, specifier, versions=versions, open_release=open_release, cache_dir=cache_dir,
                                   offline=offline, progress=progress)
-    rows = [release_row(version, tree, target, drafter, options, finder) for version, tree in trees.items()]
+    versions_read = progress(list(trees), f"diagnosing {engine} releases") if progress else list(trees)
+    rows = [release_row(version, trees[version], target, drafter, options, finder) for version in versions_read]
     return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
 
 
@@ -187,7 +191,8 @@ def release_trees(engine: str, specifier: str, *, versions: list[str] | None = N
             trees[version] = open_release(version)
         except SourceError as err:
             trees[version] = err
-    probe_missing([t for t in trees.values() if not isinstance(t, SourceError)])  # in parallel, into the facts cache
+    probe_missing([t for t in trees.values() if not isinstance(t, SourceError)],  # in parallel, into the facts cache
+                  progress=progress, what=f"probing {engine} releases")
     return trees, finder
 
 

@@ -172,9 +172,13 @@ def later_releases(engine: str, version: str | None, cache_dir, offline: bool, p
             return None
 
     def index_of(release: str) -> SiteIndex | None:
+        from compat.core.console import heartbeat
+
         tree = tree_of(release)
         try:
-            return release_index(tree) if tree is not None else None
+            with heartbeat("explain", progress) as beat:
+                beat.state = f"reading where {engine} {release} raises"
+                return release_index(tree) if tree is not None else None
         except SourceError:
             return None
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.core.output import plural
 from compat.core.errors import RefusedError, SourceError, UsageError
 from compat.explain import Explanation, explain
 from compat.explain.text import Line, from_stream, from_text
@@ -79,28 +80,28 @@ def explain_input(args, open_source, *, progress: bool) -> Result:
     if spec is None or args.path:
         if args.path:
             tree = open_source(args, python=args.python, progress=progress)
-            found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+            found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
             return Result(found, [_searched(found)], input_name=name)
-        if not args.log:  # a paste: the release its text names (an engine's banner, a wheel, an image tag)
-            return _named_by_text(args, lines, name, progress)
-        raise UsageError(NAME_THE_RELEASE)
+        # a paste or a log: the release its text names (an engine's banner, a wheel, an image tag); else NAME_THE_RELEASE
+        return _named_by_text(args, lines, name, progress)
     if spec.released or args.python:
         tree = open_source(args, python=args.python, progress=progress)
-        found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+        found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
         return Result(found, [_searched(found)], input_name=name)
     try:
         tree = open_source(args, python=None, progress=progress)
     except SourceError:
         return _guess(args, lines, name, spec.engine, progress)
-    found = explain(lines, tree, _release(args, tree), *_later(args, tree))
+    found = explain(lines, tree, _release(args, tree), *_later(args, tree, progress))
     return Result(found, [_searched(found)], input_name=name)
 
 
-def _later(args, tree) -> tuple:
-    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them."""
+def _later(args, tree, progress: bool) -> tuple:
+    """The releases after the tree's (to say from which one a check lets the input pass), and how to read them (a
+    release fetched says so, as the first did: a cold run across releases is never silent)."""
     from compat.explain.every_release import later_releases
 
-    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline)
+    return later_releases(tree.engine, tree.version, args.cache_dir, args.offline, progress)
 
 
 def _searched(found: Explanation) -> dict:
@@ -149,7 +150,7 @@ def _named_by_text(args, lines: Iterator[Line], name: str, progress: bool) -> Re
         if len(by) == 1:
             tree = open_tree(f"{engine}=={by[0].version}", cache_dir=args.cache_dir, offline=args.offline,
                              progress=progress)
-            found = explain(replay(), tree, ReleaseRef.released(engine, by[0].version), *_later(args, tree))
+            found = explain(replay(), tree, ReleaseRef.released(engine, by[0].version), *_later(args, tree, progress))
             return Result(found, [_searched(found)], input_name=name, named_by=[n.to_json() for n in by])
         result = _search(args, replay, name, engine, [n.version for n in by], progress)
     result.named_by = [n.to_json() for n in by]
@@ -175,6 +176,7 @@ def _search(args, replay: Callable[[], Iterator[Line]], name: str, engine: str, 
             progress: bool) -> Result:
     """The text read against each candidate release (the ones `named`, else every release compat covers), explained
     against the one that fits best, each finding with the releases that raise it."""
+    from compat.core.console import heartbeat
     from compat.explain.every_release import best, raised_in, read_release, versions_to_search
     from compat.sources import open_tree
 
@@ -187,7 +189,9 @@ def _search(args, replay: Callable[[], Iterator[Line]], name: str, engine: str, 
     for version in candidates:
         try:
             tree = open_tree(f"{engine}=={version}", cache_dir=args.cache_dir, offline=args.offline, progress=progress)
-            reading = read_release(tree, replay)
+            with heartbeat("explain", progress) as beat:
+                beat.state = f"reading the text against {engine} {version}"
+                reading = read_release(tree, replay)
         except SourceError as err:
             searched.append({"version": version, "fits": None, "error": err.message})
             continue
@@ -197,7 +201,7 @@ def _search(args, replay: Callable[[], Iterator[Line]], name: str, engine: str, 
         raise SourceError(f"none of the releases tried could be had: {', '.join(candidates)}",
                           hint=f"name one that can: --engine {engine}==VERSION (without --offline to fetch it)")
     chosen = best(readings)
-    found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree))
+    found = explain(replay(), chosen.tree, ReleaseRef.released(engine, chosen.version), *_later(args, chosen.tree, progress))
     for finding in found.findings:
         finding["raised_in"] = raised_in(finding, readings)
     return Result(found, searched, guessed=True, input_name=name, named=bool(named))
@@ -206,11 +210,14 @@ def _search(args, replay: Callable[[], Iterator[Line]], name: str, engine: str, 
 # -- what people read --------------------------------------------------------------------------------------------
 def render(result: Result, console) -> None:
     from rich.markup import escape
+    from rich.text import Text
+
+    from compat.core.console import print_hanging
 
     found = result.chosen
     assert found is not None
     where = found.source.get("location") or ""
-    console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({found.lines} lines) against "
+    console.print(f"[bold]compat explain[/]: {escape(result.input_name)} ({plural(found.lines, 'line')}) against "
                   f"{found.engine} {found.version or '?'} ({escape(str(where))})")
     if result.named_by:
         said = "; ".join(f"{n['engine']} {n['version']} (line {n['line']}: `{escape(n['said'])}`)" for n in result.named_by)
@@ -240,39 +247,48 @@ def render(result: Result, console) -> None:
         style = {"error": "red", "warning": "yellow", "unrelated": "cyan", "acceptance": "magenta"}.get(f["kind"], "")
         count = f" (x{f['count']})" if f.get("count", 1) > 1 else ""
         role = {"failure": " (what the engine stopped on)", "after the failure": " (after the failure)"}.get(f.get("role") or "", "")
-        process = f" in {escape(f['process'])}" if f.get("process") else ""
-        console.print(f"[bold]{number}. [{style}]{f['kind']}[/]{role}[/]{count}  line {f['line']}{process}: "
-                      f"{escape(_cut(f['message'].replace(chr(10), ' | ')))}")
+        process = f" in {f['process']}" if f.get("process") else ""
+        print_hanging(console, Text(f"{number}. ", style="bold"), Text.assemble(
+            (f["kind"], f"bold {style}".strip()), (role, "bold"), f"{count}  line {f['line']}{process}: ",
+            _cut(f["message"].replace(chr(10), " | "))))
         if f["site"]:
             function = f" in {f['function']}" if f.get("function") else ""
             also = f"; the same message also at {', '.join(f['also_at'])}" if f.get("also_at") else ""
-            console.print(f"   [cyan]site[/]   {escape(f['site'])}{escape(function)} (located by the {f['located_by']}{also})")
+            _field(console, "site   ", f"{f['site']}{function} (located by the {f['located_by']}{also})")
         if f.get("raised_by_user"):
             mine = f["raised_by_user"]
             code = f" (`{mine['code']}`)" if mine.get("code") else ""
-            console.print(f"   [cyan]raised[/] {escape(mine['path'])}:{mine['line']} in {escape(mine['function'])}"
-                          f"{escape(code)} (your code)")
+            _field(console, "raised ", f"{mine['path']}:{mine['line']} in {mine['function']}{code} (your code)")
         if f.get("raised_in"):
             sites = _raised_where(f["raised_in"]["sites"], result)
-            console.print(f"   [cyan]raised by[/] {found.engine} {escape(f['raised_in']['ranges'])}"
-                          + (f" ({escape(sites)})" if len(f["raised_in"]["sites"]) > 1 else ""))
+            _field(console, "raised by ", f"{found.engine} {f['raised_in']['ranges']}"
+                   + (f" ({sites})" if len(f["raised_in"]["sites"]) > 1 else ""))
         if f.get("match"):
-            console.print(f"   [cyan]match[/]  {escape(f['match']['says'])}: {escape(_cut(f['match']['template'], 160))}")
+            _field(console, "match  ", f"{f['match']['says']}: {_cut(f['match']['template'], 160)}")
         for maybe in f.get("could_be") or ():
-            console.print(f"   [cyan]could be[/] {escape(maybe['site'])}: {escape(_cut(maybe['checks'] or '', 200))}")
+            _field(console, "could be ", f"{maybe['site']}: {_cut(maybe['checks'] or '', 200)}")
         for near in f.get("also_fits") or ():
-            console.print(f"   [cyan]also fits[/] {escape(near['site'])}: {escape(near['says'])}: "
-                          f"{escape(_cut(near['template'], 160))}")
+            _field(console, "also fits ", f"{near['site']}: {near['says']}: {_cut(near['template'], 160)}")
         if f.get("during"):
-            console.print(f"   [cyan]during[/] {escape(_cut(f['during'], 200))}")
-        console.print(f"   [cyan]cause[/]  {escape(f['cause'])}")
+            _field(console, "during ", _cut(f["during"], 200))
+        _field(console, "cause  ", f["cause"])
         if f.get("check") and f.get("cause_id"):  # a catalogued cause: what the code checked, besides
-            console.print(f"   [cyan]check[/]  {escape(f['check']['says'])}")
+            _field(console, "check  ", f["check"]["says"])
         if f["kind"] == "acceptance":
             trend = ", ".join(f"{_first(i)}" for i in f["over_time"][:12])
-            console.print(f"   [cyan]over time[/]  {escape(trend)}{' ...' if len(f['over_time']) > 12 else ''}")
+            _field(console, "over time  ", f"{trend}{' ...' if len(f['over_time']) > 12 else ''}")
         if f["fix"]:
-            console.print(f"   [cyan]fix[/]    {escape(f['fix']['text'])}")
+            _field(console, "fix    ", f["fix"]["text"])
+
+
+def _field(console, label: str, text: str) -> None:
+    """`   label  text`: on a terminal what wraps is indented under the text, as doctor's fields are."""
+    from rich.text import Text
+
+    from compat.core.console import print_hanging
+
+    name = label.rstrip(" ")
+    print_hanging(console, Text.assemble("   ", (name, "cyan"), label[len(name):]), text)
 
 
 def _render_nearest(nearest: list[dict], console) -> None:
@@ -315,7 +331,7 @@ def _fit_text(searched: dict) -> str:
         return f"{searched['version']}: not available ({searched['error']})"
     fits = {True: "fits (every traceback frame shows its code)", False: "does not fit (traceback frames show other code)",
             None: "no traceback frame to compare"}[searched["fits"]]
-    return f"{searched['version']}: {fits}, {searched['findings']} findings"
+    return f"{searched['version']}: {fits}, {plural(searched['findings'], 'finding')}"
 
 
 def _cut(text: str, width: int = 300) -> str:

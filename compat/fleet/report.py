@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from compat.core.output import plural
 from compat.fleet.outcome import Outcome
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def state(command: str, r: dict[str, Any]) -> str:
         if action == "status":
             return f"plugin {_plugin_state(r) if r.get('installed') else 'not installed'}"
         if action == "remove":
-            return f"plugin removed ({len(r.get('removed') or [])} files)" if r.get("removed") else "no plugin to remove"
+            return f"plugin removed ({plural(len(r.get('removed') or []), 'file')})" if r.get("removed") else "no plugin to remove"
         return f"plugin installed: {','.join(_patch_ids(r.get('patches'))) or '-'}"
     f = fingerprint(command, r)
     return "; ".join(f"{k} {v}" for k, v in f.items() if k != "engine") or "ok"
@@ -178,7 +179,7 @@ def details(command: str, r: dict[str, Any]) -> list[str]:
             if p.get("state") != "not-offered":
                 lines.append(f"{p.get('state')}: {p.get('id')} ({p.get('versions')})" + (f" by {p['by']}" if p.get("by") else ""))
         if r.get("reverted") is not None:
-            lines.append(f"reverted: {', '.join(r['reverted']) or 'nothing'} ({len(r.get('files') or [])} files restored)")
+            lines.append(f"reverted: {', '.join(r['reverted']) or 'nothing'} ({plural(len(r.get('files') or []), 'file')} restored)")
         lines.extend(str(r.get("diff") or "").splitlines())
     for key, value in fingerprint(command, r).items():
         lines.append(f"{key}: {value}")

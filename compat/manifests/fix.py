@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK
+from compat.core.output import plural
 from compat.launch_line import read_line
 from compat.manifests import Outcome
 from compat.manifests.checking import Checked
@@ -243,7 +244,7 @@ def run_fix(outcome: Outcome, args: Any, console: Any, code: int) -> int:
         console.print("nothing to write: doctor has no fix to write into these manifests")
         return code
     if not args.write:
-        console.print(Text(f"dry run: {changed} file(s) would change; write them with --fix --write", style="dim"))
+        console.print(Text(f"dry run: {plural(changed, 'file')} would change; write them with --fix --write", style="dim"))
         return code
-    console.print(Text(f"wrote {changed} file(s); check them again: compat doctor --manifest ...", style="bold"))
+    console.print(Text(f"wrote {plural(changed, 'file')}; check them again: compat doctor --manifest ...", style="bold"))
     return EXIT_OK if code == EXIT_OK else EXIT_CHECK_FAILED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from compat.core.output import plural
 from compat.manifests import Outcome
 from compat.manifests.checking import NONE, UNCHECKED, Checked
 
@@ -49,7 +50,8 @@ def render(outcome: Outcome, console: Any, only_problems: bool = False) -> None:
 
     scan = outcome.scan
     console.print(Text.assemble(("compat doctor --manifest", "bold"),
-                                f"  {len(scan.files)} files, {scan.documents} documents, {len(outcome.checked)} serving containers"))
+                                f"  {plural(len(scan.files), 'file')}, {plural(scan.documents, 'document')}, "
+                                f"{plural(len(outcome.checked), 'serving container')}"))
     for checked in outcome.checked:
         _block(checked, console, only_problems)
     if outcome.problems:
@@ -62,8 +64,8 @@ def render(outcome: Outcome, console: Any, only_problems: bool = False) -> None:
     failing = sum(1 for c in outcome.checked if any(f.verdict == "fail" for f in c.findings))
     errors = sum(1 for p in outcome.problems if p.level == "error")
     console.print()
-    console.print(Text.assemble(("summary: ", "bold"), f"{len(outcome.checked)} serving containers, {failing} failing, "
-                                f"{errors} problems" + (f", {len(scan.skipped)} documents of no serving format" if scan.skipped else "")))
+    console.print(Text.assemble(("summary: ", "bold"), f"{plural(len(outcome.checked), 'serving container')}, {failing} failing, "
+                                f"{plural(errors, 'problem')}" + (f", {plural(len(scan.skipped), 'document')} of no serving format" if scan.skipped else "")))
 
 
 def _block(c: Checked, console: Any, only_problems: bool) -> None:
@@ -100,6 +102,6 @@ def _block(c: Checked, console: Any, only_problems: bool) -> None:
         console.print(Text(f"  unchecked ({why}): {', '.join(ids)}", style="yellow"), soft_wrap=True)
     passed = sum(1 for f in c.findings if f.verdict == "pass")
     if c.findings:
-        console.print(Text(f"  {passed} checks pass" + (f"; verdict: {c.verdict}" if c.verdict else ""), style="dim"))
+        console.print(Text(f"  {plural(passed, 'check')} pass" if passed != 1 else "  1 check passes" + (f"; verdict: {c.verdict}" if c.verdict else ""), style="dim"))
     if c.fixed_line:
         console.print(Text("  fixed line: " + shlex.join(c.fixed_line), style="cyan"), soft_wrap=True)

@@ -7,11 +7,11 @@ from typing import Any, Callable
 
 from compat import engines
 from compat.core.errors import CompatError
-from compat.fix import LineFix
+from compat.fix import LineFix, PatchFix
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
 from compat.manifests.checking import (
-    NONE, UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, edit_where, launch_words, local_model, read_serving,
-    release_of, spec_where,
+    NONE, UNCHECKED, Checked, Finding, Missing, Settings, Unavailable, arg_word, edit_where, launch_words, local_model,
+    read_serving, release_of, spec_where,
 )
 from compat.manifests.model import Problem, Serving
 from compat.manifests.scan import Scan
@@ -65,11 +65,34 @@ def check_one(serving: Serving, settings: Settings, trees: dict, memo: dict) -> 
     checked.verdict = outcome["verdict"]
     checked.fixed_line = outcome["fixed"]
     checked.release_fix = outcome["release_fix"]
+    patches = [r["fix"] for r in outcome["results"] if r["verdict"] == "fail" and (r.get("fix") or {}).get("kind") == "patch"]
     for result in outcome["results"]:
         where = _where(serving, line, result)
         checked.findings.append(Finding(serving, result["check"], result["title"], result["verdict"], result["detail"],
-                                        where, result.get("fix"), result.get("location")))
+                                        where, _durable(serving, line, result.get("fix"), patches), result.get("location")))
     return checked
+
+
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")  # what compat plugin manifest's Kustomize patch targets
+
+
+def _durable(serving: Serving, line: LaunchLine, fix: dict[str, Any] | None, patches: list[dict[str, Any]]
+             ) -> dict[str, Any] | None:
+    """A patch fix for a container a manifest declares: the plugin's manifest (its init container applies the patches
+    at every start), not `compat patch` inside a container whose next restart undoes it; one manifest with every patch
+    the container's failing checks need (two would each add the same init container). Without an image to build the
+    plugin on (a Ray Serve pip pin), the in-memory plugin in that environment."""
+    if not fix or fix.get("kind") != "patch" or not fix.get("patch_ids"):
+        return fix
+    if serving.image is None:
+        return {**fix, "command": fix.get("plugin") or fix.get("command")}
+    ids = list(dict.fromkeys(pid for f in [*patches, fix] for pid in f.get("patch_ids") or ()))
+    options = {pid: opts for f in [*patches, fix] for pid, opts in (f.get("options") or {}).items()}
+    kind, _, name = serving.resource.partition("/")
+    workload = (kind, name) if kind in WORKLOADS and name else None
+    command = PatchFix.manifest_command(line.engine, serving.image.ref, ids, options, workload=workload,
+                                        container=serving.container)
+    return {**fix, "command": command, "plugin": command}
 
 
 def _no_drafter(line: LaunchLine) -> tuple[bool, str]:
@@ -90,6 +113,9 @@ def _no_drafter(line: LaunchLine) -> tuple[bool, str]:
 
 
 def _where(serving: Serving, line: LaunchLine, result: dict[str, Any]):
+    """The line a finding is about: the refused argument's words, else the first edit's, else the speculative settings."""
+    for start, _ in result.get("line_words") or []:
+        return arg_word(serving, line, start)
     for edit in result.get("line_edits") or []:
         found = edit_where(serving, line, LineEdit(edit["kind"], edit.get("why", ""), edit.get("start", 0), edit.get("end", 0),
                                                    edit.get("option", ""), tuple(edit.get("aliases") or ()), edit.get("key", ""),

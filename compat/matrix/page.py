@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from compat import engines
+from compat.core.output import plural
 from compat.matrix.assets import CSS, JS
 from compat.matrix.method_templates import METHOD_KINDS
 from compat.matrix.build import USER, summary
@@ -69,7 +70,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
            # the page loads nothing: no script, style, font or image from anywhere but itself
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
            "script-src 'unsafe-inline'; img-src data:\">",
-           f"<title>compat matrix: EAGLE-3 on {_esc(', '.join(_shown(e) for e in document['engines']))}</title>",
+           f"<title>compat matrix: speculative decoding on {_esc(', '.join(_shown(e) for e in document['engines']))}</title>",
            f"<style>{CSS}</style><style id=\"filter-style\"></style></head><body>"]
     out.append(_header(document, info, command, generated))
     out.append('<main><div class="wrap"><table id="matrix"><thead><tr><th class="rel" scope="col">release</th>')
@@ -81,7 +82,7 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
     out.append("</tr></thead><tbody>")
     for engine, about in document["engines"].items():
         out.append(f'<tr class="engine"><th colspan="{len(columns) + 1}">{_esc(_shown(engine))} '
-                   f'{_esc(about["releases"])}: {len(about["versions"])} releases</th></tr>')
+                   f'{_esc(about["releases"])}: {plural(len(about["versions"]), "release")}</th></tr>')
         for version in about["versions"]:
             out.append(f'<tr data-engine="{_esc(engine)}"><th class="rel" scope="row">{_esc(version)}</th>')
             for ci, column in enumerate(columns):
@@ -116,14 +117,14 @@ def render_html(document: dict[str, Any], *, command: str = "", generated: str =
 
 
 def _header(document: dict[str, Any], info: dict[str, Any], command: str, generated: str) -> str:
-    engines = ", ".join(f"{_shown(e)} {document['engines'][e]['releases']} ({n} releases)"
+    engines = ", ".join(f"{_shown(e)} {document['engines'][e]['releases']} ({plural(n, 'release')})"
                         for e, n in info["engines"].items())
     families = "".join(f'<option value="{_esc(f)}">{_esc(f)}</option>' for f in info["families"] if f != USER)
     kinds = "".join(f'<option value="{_esc(k)}">{_esc(k)}</option>' for k in info["drafter_kinds"] if k != USER)
     methods = "".join(f'<option value="{_esc(m)}">{_esc(_method_title(m))}</option>' for m in info.get("methods") or [])
     chips = "".join(f'<span class="chip {css}" title="{_esc(verdict)}">{_esc(text)}<span class="lv">: {_esc(verdict)}</span></span>'
                     for text, css, verdict in legend())
-    return (f"<header><h1>Which release serves an EAGLE-3 drafter, and what it needs</h1>"
+    return (f"<header><h1>Which release serves your drafter, by method, and what it needs</h1>"
             f"<p>{_esc(engines)}. Each cell is <code>compat doctor</code>'s verdict for that target family and drafter "
             f"kind on that release; click a cell for its checks and the upstream source each fact was read from.</p>"
             + (f'<p class="long">{_esc(command)}{" · " + _esc(generated) if generated else ""}</p>' if command else "")

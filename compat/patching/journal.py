@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 
 from compat.core.errors import CompatError, RefusedError
 from compat.core.locking import directory_lock
+from compat.core.output import plural
 from compat.patching.files import (
     check_writable, current_bytes, drop_bytecode, os_error, remove_file, remove_temp_files, sha256, temp_files_in,
     write_atomic,
@@ -187,7 +188,7 @@ def settle(tree: EngineTree, *, force: bool = False) -> list[str]:
     except OSError as err:
         raise os_error(err, journal_path(tree), "the interrupted run is not settled yet (the next run tries again)") from None
     if leftovers:
-        notes.append(f"removed {len(leftovers)} temporary file(s) an interrupted compat patch run left: "
+        notes.append(f"removed {plural(len(leftovers), 'temporary file')} an interrupted compat patch run left: "
                      + ", ".join(p.name for p in leftovers))
     return notes
 

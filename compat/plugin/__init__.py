@@ -12,7 +12,7 @@ What other parts call:
     plugin_command(engine, ids, model_types, python=..., path=...) -> str   the fix line (doctor)
 """
 
-__all__ = ["check_target", "install", "installed_plugins", "plugin_command", "remove", "state", "status", "package_name"]
+__all__ = ["bake", "check_target", "install", "installed_plugins", "plugin_command", "remove", "state", "status", "package_name"]
 
 
 from compat.plugin.names import package_name
@@ -31,7 +31,7 @@ def state(tree, site_dirs=()) -> dict | None:
 
 
 def __getattr__(name: str):
-    if name in ("check_target", "install", "installed_plugins", "plugin_command", "remove", "status"):
+    if name in ("bake", "check_target", "install", "installed_plugins", "plugin_command", "remove", "status"):
         from compat.plugin import manage
 
         return getattr(manage, name)

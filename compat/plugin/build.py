@@ -85,9 +85,11 @@ def groups(planned: list[PlannedPatch]) -> list[list[str]]:
     return list(out.values())
 
 
-def version_guard(tree: EngineTree) -> dict:
+def version_guard(tree: EngineTree, *, elsewhere: bool = False) -> dict:
     """What the runtime checks to know it runs on the release it was built for: the hash of the
-    engine's version file, else (no such file) the installed distribution's version."""
+    engine's version file, else (no such file) the installed distribution's version. `elsewhere`: the plugin runs on
+    another build of the release (an image's, built from the release on the index: compat plugin manifest), whose
+    version file holds its own commit id; the version it says is checked (each patched file's hash still is)."""
     for rel in version_files(tree.engine):
         if not tree.exists(rel):
             continue
@@ -95,6 +97,8 @@ def version_guard(tree: EngineTree) -> dict:
             found = version_assignment(tree.parse(rel))
         except Exception:  # noqa: BLE001 - an unparseable version file is just not a guard
             found = None
+        if found and elsewhere:
+            return {"version_file": {"file": rel, "says": found[0]}}
         if found:
             return {"version_file": {"file": rel, "sha256": sha256(tree.read_bytes(rel)), "says": found[0]}}
     distribution = tree.source.detail.get("distribution")
@@ -123,7 +127,7 @@ def process_env(tree: EngineTree, relpath: str) -> dict[str, str]:
     return {"VLLM_DISABLE_COMPILE_CACHE": "1"} if keyed_by_files and switch else {}
 
 
-def build_data(tree: EngineTree, planned: list[PlannedPatch], *, python: str, options: dict) -> dict:
+def build_data(tree: EngineTree, planned: list[PlannedPatch], *, python: str, options: dict, elsewhere: bool = False) -> dict:
     """plugin.json: everything the runtime needs, nothing it would have to compute."""
     patch_groups = groups(planned)
     group_of = {pid: index for index, ids in enumerate(patch_groups) for pid in ids}
@@ -147,7 +151,7 @@ def build_data(tree: EngineTree, planned: list[PlannedPatch], *, python: str, op
         "root": str(tree.root.resolve()), "source": tree.source.to_json(), "python": python,
         "installed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "options": {k: list(v) for k, v in options.items()},
-        "guard": version_guard(tree),
+        "guard": version_guard(tree, elsewhere=elsewhere),
         "patches": [
             {"id": p.patch.id, "description": p.patch.description, "versions": version_range(p.patch.versions),
              "options": p.to_json()["options"], "files": [e.relpath for e in p.edits], "group": group_of[p.patch.id]}

@@ -188,6 +188,16 @@ def check_writable(site: Path) -> None:
                            hint="run compat plugin as the user that owns the environment (or with sudo for a system-wide one)")
 
 
+def files_of(site: Path, engine: str, data: dict) -> dict[str, bytes]:
+    """Every file of the plugin in a directory of its own (`site`, where it will be: --target, or a pod's volume):
+    the distribution with its RECORD, and the sitecustomize that turns it on from PYTHONPATH."""
+    files = _files(site, engine, data)
+    dist = f"{package_name(engine)}-{__version__}.dist-info"
+    files[f"{dist}/RECORD"] = _record(files, dist)
+    files["sitecustomize.py"] = SITECUSTOMIZE.encode()
+    return files
+
+
 def write(site: Path, engine: str, data: dict) -> list[str]:
     """Install the distribution (replacing an earlier one of ours); returns the files written."""
     files = _files(site, engine, data)

@@ -57,6 +57,26 @@ def install(tree: EngineTree, *, python: Interpreter | str | None, select: list[
             "plan": [p.to_json() for p in planned], **summary(data)}
 
 
+def bake(tree: EngineTree, *, python: str, site: str, select: list[str], skip: list[str],
+         options: dict[str, Any]) -> tuple[dict[str, bytes], dict[str, Any]]:
+    """The plugin's files for another machine (compat plugin manifest: a pod's volume at `site`, run by the image's
+    `python`), built here on `tree` (the release the image's tag names, from the package index, or a copy of the
+    image's engine): nothing is written. At run time each patched file's hash must match, and the version file must
+    say the same version (the image's build writes its own commit id into it)."""
+    from compat.plugin import build
+
+    if not tree.version:
+        raise RefusedError(f"cannot tell which {tree.engine} version {tree.root} is; patches are pinned to versions",
+                           hint=f"name the image's release: --image with a release tag, or --path to a tree with its version file")
+    planned = build.plan_patches(tree, select, skip, options)
+    why = build.refusal(planned, select)
+    if why:
+        raise RefusedError(f"{tree.engine} {tree.version}: {why}; nothing was written",
+                           hint="compat patch --status --engine ENGINE==VERSION lists what each patch would do there")
+    data = build.build_data(tree, planned, python=python, options=options, elsewhere=True)
+    return dist.files_of(Path(site), tree.engine, data), {"plan": [p.to_json() for p in planned], **summary(data)}
+
+
 def check_target(target: str | Path | None) -> None:
     """--target DIR, checked before the engine is looked for: a file there is the wrong kind of path (4)."""
     if target is not None and Path(target).exists() and not Path(target).is_dir():

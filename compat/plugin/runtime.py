@@ -95,6 +95,11 @@ def version_problem(data, root):
     guard = data.get("guard") or {}
     built = "%s %s" % (data.get("distribution") or ENGINE, data.get("engine_version"))
     vfile = guard.get("version_file")
+    if vfile and vfile.get("sha256") is None:  # built on the release from the index (compat plugin manifest): the
+        says = version_said(os.path.join(root, vfile["file"]))  # image's build writes its own commit id into the file
+        if says != vfile["says"]:
+            return "%s says %s: this is not %s, which the plugin was built for" % (vfile["file"], says, built)
+        return None
     if vfile:
         if sha256_of(os.path.join(root, vfile["file"])) != vfile["sha256"]:
             return "%s changed: this is not %s, which the plugin was built for; run compat plugin install again" % (vfile["file"], built)
@@ -111,6 +116,22 @@ def version_problem(data, root):
             return "%s is %s here, the plugin was built for %s; run compat plugin install again" % (dist["name"], found, dist["version"])
         return None
     return "the plugin data names no version guard"
+
+
+def version_said(path):
+    """The version a version file assigns (`__version__ = version = '0.32.0'`), or None."""
+    import ast
+
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read())
+    except Exception:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
 
 
 def group_problem(data, entry, root):
@@ -329,3 +350,26 @@ def diagnose(root=None):
         out["modules"][name] = {"file": entry["file"], "patch": source is not None, "why": why,
                                 "imported_patched": module is not None and hasattr(module, MARK)}
     return out
+
+
+def check_image():
+    """Run by `compat plugin manifest`'s init container with the image's own python, the plugin on PYTHONPATH: does
+    each module the plugin patches hold here the very source it was built on, and is the import hook on? 0 when so
+    (one line per module); else 1, with why, so the pod does not start on an engine the plugin would leave alone."""
+    from importlib.util import find_spec
+
+    data = load_data()
+    spec = find_spec(ENGINE) if data is not None else None
+    if data is None or spec is None or not spec.submodule_search_locations:
+        print("compat plugin (%s): %s" % (ENGINE, "no readable plugin.json" if data is None else "no %s in this image" % ENGINE))
+        return 1
+    root = os.path.dirname(os.path.abspath(list(spec.submodule_search_locations)[0]))
+    found = diagnose(root)
+    failed = 0
+    for name, module in found["modules"].items():
+        print("compat plugin (%s): %s %s" % (ENGINE, name, "patched at import" if module["patch"] else "NOT patched: %s" % module["why"]))
+        failed += not module["patch"]
+    if not found["hook_active"]:
+        print("compat plugin (%s): the import hook is off (the sitecustomize of the plugin's directory did not run)" % ENGINE)
+        failed += 1
+    return 1 if failed else 0

@@ -36,12 +36,13 @@ if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
+    from compat.core.errors import SourceError
     from compat.sources.progress import Progress
 
 __all__ = [
     "RECORD_NAME", "OWN_ENTRIES", "cache_root", "atomic_write", "CacheEntry", "cached_versions", "cached_pin",
     "plain_pin", "cached_release", "listing_path", "listing_files", "ReleaseFolder", "release_folders", "tree_size",
-    "cache_size", "facts_dirs",
+    "cache_size", "facts_dirs", "cache_os_error", "within_cache",
 ]
 
 RECORD_NAME = "release.json"
@@ -74,6 +75,35 @@ def atomic_write(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def cache_os_error(err: OSError, cache: Path, doing: str) -> SourceError:
+    """The cache failing this user (no permission, a full disk, read-only): one line naming the file, with the fix
+    for that cause (a permission is not fixed by freeing space)."""
+    import errno
+
+    from compat.core.errors import SourceError
+
+    where = err.filename or cache
+    reason = err.strerror or str(err) or type(err).__name__
+    elsewhere = "or use another cache: --cache-dir DIR (or XDG_CACHE_HOME)"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        hint = f"this user may not use the cache {cache}: give it back (sudo chown -R $(id -un) {cache}) {elsewhere}"
+    elif err.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = f"free some space on the cache's disk (compat cache clean) {elsewhere}"
+    elif err.errno == errno.EROFS:
+        hint = f"the cache is on a read-only filesystem: {elsewhere[3:]}"
+    else:
+        hint = f"fix the cause above {elsewhere}"
+    return SourceError(f"cannot use the cache {cache} while {doing}: {where}: {reason}", hint=hint)
+
+
+def within_cache(err: OSError, cache: Path) -> bool:
+    """True when the file `err` names is in the cache (a folder of it this user may not read, ...)."""
+    names = [n for n in (err.filename, getattr(err, "filename2", None)) if n]
+    root = os.path.abspath(cache)
+    return any(os.path.abspath(os.fsdecode(n)) == root or os.path.abspath(os.fsdecode(n)).startswith(root + os.sep)
+               for n in names)
 
 
 def _releases(cache: Path, engine: str) -> Path:

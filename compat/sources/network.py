@@ -59,11 +59,16 @@ class FetchError(SourceError):
 
 
 class _Transient(Exception):
-    """One attempt failed the way pip retries; `reason` in words, `retry_after` seconds when the server said."""
+    """One attempt failed the way pip retries; `reason` in words, `retry_after` seconds when the server said,
+    `refused`: nothing listened at the host (not a slow index: its fix is the URL or the proxy)."""
 
-    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None, *, refused: bool = False):
         super().__init__(reason)
-        self.reason, self.status, self.retry_after = reason, status, retry_after
+        self.reason, self.status, self.retry_after, self.refused = reason, status, retry_after, refused
+
+
+def _refused(err: BaseException) -> bool:
+    return isinstance(getattr(err, "reason", err), ConnectionRefusedError)
 
 
 def describe(err: BaseException, timeout: float | None = None) -> str:
@@ -152,6 +157,12 @@ class Session:
                 f"{o.retries}); check the network, a proxy (HTTPS_PROXY) or the index (PIP_INDEX_URL); offline: --offline "
                 "with a cached release")
 
+    def refused_hint(self, url: str) -> str:
+        """Nothing listens at the index's host: a wrong URL or port, or a proxy that is down; waiting will not help."""
+        host = urlsplit(url).netloc or url
+        return (f"nothing answers at {host}: check the index URL (--index-url, PIP_INDEX_URL, pip.conf) and a proxy "
+                "(HTTPS_PROXY); offline: --offline with a cached release")
+
     def open(self, url: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
         """The response to GET `url`; retried as pip retries; FetchError naming the URL when it cannot be had."""
         attempt = 0
@@ -162,7 +173,8 @@ class Session:
                 attempt += 1
                 if attempt > self.options.retries:
                     tried = f" (tried {attempt} times)" if attempt > 1 else ""
-                    raise FetchError(url, why.reason + tried, why.status, hint=self.give_up_hint) from None
+                    hint = self.refused_hint(url) if why.refused else self.give_up_hint
+                    raise FetchError(url, why.reason + tried, why.status, hint=hint) from None
                 self.wait(attempt, url, why.reason, why.retry_after)
 
     def wait(self, attempt: int, url: str, why: str, retry_after: float | None = None) -> None:
@@ -202,7 +214,7 @@ class Session:
             raise FetchError(url, reason, status=err.code) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
             if _transient(err):
-                raise _Transient(describe(err, o.timeout)) from None
+                raise _Transient(describe(err, o.timeout), refused=_refused(err)) from None
             raise FetchError(url, describe(err, o.timeout)) from None
 
     def read(self, url: str, headers: dict[str, str] | None = None) -> tuple[bytes, str, str]:

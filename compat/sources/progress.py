@@ -65,6 +65,7 @@ class Progress:
             self._task = self._bar.add_task(f"fetching {label}", total=total)
         else:
             print(f"fetching {label} from {source}", file=sys.stderr, flush=True)
+            _noted()
 
     def set_total(self, total: int | None) -> None:
         if total:
@@ -81,6 +82,7 @@ class Progress:
             if now - self._last >= self.every:
                 of = f" of {human(self._total)}" if self._total else ""
                 print(f"fetching {self._label}: {human(self._done)}{of}, {now - self._started:.0f} s", file=sys.stderr, flush=True)
+                _noted()
                 self._last = now
 
     def waiting(self, why: str) -> None:
@@ -91,8 +93,16 @@ class Progress:
             self._bar.update(self._task, description=f"waiting: {why}")
         else:
             print(f"waiting: {why}", file=sys.stderr, flush=True)
+            _noted()
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def _noted() -> None:
+    """A line went to stderr: a command's heartbeat (compat/core/console.py) need not say one for a while."""
+    from compat.core.console import note_line
+
+    note_line()

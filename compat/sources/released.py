@@ -32,7 +32,7 @@ from pathlib import Path
 from compat import engines
 from compat.core.errors import SourceError
 from compat.core.tree import EngineTree
-from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, plain_pin
+from compat.sources.cache import CacheEntry, cache_root, cached_pin, cached_release, cached_versions, listing_path, plain_pin
 
 TYPE_CHECKING = False  # packaging and index.py are imported only when the cache cannot answer
 if TYPE_CHECKING:
@@ -104,7 +104,24 @@ class Resolver:
         spec = self.spec
         if spec is not None and self.exact:
             return cached_pin(self.cache, self.engine, spec)
+        if self.offline and not listing_path(self.cache, self.engine).is_file():
+            return self._newest_cached(spec)
         return None
+
+    def _newest_cached(self, spec: SpecifierSet | None) -> CacheEntry | None:
+        """Offline with no index listing in the cache: `latest` (or a range) is the newest cached release it matches,
+        said once; what the index has since is not known (run once online)."""
+        from compat.sources.choice import parse_specifier
+
+        wanted = spec if spec is not None else parse_specifier(">=0")
+        assert wanted is not None
+        hit = cached_pin(self.cache, self.engine, wanted)
+        if hit is not None and self.progress:
+            import sys
+
+            print(f"note: offline, and no index listing in the cache: {self.engine} {self.specifier} is taken as the newest "
+                  f"cached release, {hit.version}", file=sys.stderr, flush=True)
+        return hit
 
     def listing(self, *, fresh: bool = False) -> Listing:
         """What the indexes list (the cached listing when recent, or offline; `fresh`: the indexes asked again)."""
@@ -169,10 +186,9 @@ class Resolver:
             forget_listing(self.cache, self.engine)  # the hashes it lists may be what was mangled: ask again next time
             raise
         except OSError as err:  # the cache, not the network (network errors are SourceErrors already)
-            raise SourceError(
-                f"cannot write {self.engine} {choice.version} into the cache {self.cache}: {err.strerror or err}",
-                hint="free some space or pick another folder with --cache-dir (or XDG_CACHE_HOME)",
-            ) from None
+            from compat.sources.cache import cache_os_error
+
+            raise cache_os_error(err, self.cache, f"writing {self.engine} {choice.version} into it") from None
 
     def _sound(self, entry: CacheEntry) -> bool:
         """True when the complete entry matches its manifest; a damaged one is said once, then fetched again."""

@@ -9,6 +9,8 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from compat.core.output import plural
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.status import Status
@@ -64,7 +66,7 @@ def render(d: dict[str, Any], console: Console) -> None:
     if dr:
         console.print(f"  drafter  {escape(dr['path'])}  {dr['architecture']}")
     kind = "token-id" if p["kind"] == "token-ids" else p["kind"]
-    console.print(f"  prompts  {p['count']} {kind} prompts {escape(p['source'])}; {p['max_tokens']} new tokens each, greedy")
+    console.print(f"  prompts  {plural(p['count'], kind + ' prompt')} {escape(p['source'])}; {p['max_tokens']} new tokens each, greedy")
     console.print(Text(f"  speculative_config {json.dumps(d['speculative_config'])}"), soft_wrap=True)
     console.print()
     n = d["prompts"]["count"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from compat.core.interpreter import Interpreter
+from compat.core.output import plural
 from compat.verify.engine import (
     DEFAULT_TIMEOUT_S, EngineRun, EngineRunError, describe, explain_command, installed_vllm, new_log_path, run_script,
 )
@@ -175,7 +176,7 @@ def failures(document: dict, min_acceptance: float | None) -> list[str]:
     out = []
     if not document["outputs_equal"]:
         count = len([m for m in document["mismatches"] if m.get("prompt") is not None])
-        out.append(f"greedy outputs differ with speculation on {count} prompt(s): the engine's speculative decoding "
+        out.append(f"greedy outputs differ with speculation on {plural(count, 'prompt')}: the engine's speculative decoding "
                    "is not exact here")
     rate = document["acceptance"]["rate"]
     if min_acceptance is not None and (rate is None or rate < min_acceptance):

@@ -68,7 +68,7 @@ def test_list_gives_every_release_and_the_facts_with_sizes(cache, env):
     assert [Path(o["path"]).name for o in data["other"]] == ["engine-venv"]
     human = compat("cache", "list", env=env).out
     assert f"compat cache: {cache}" in human
-    assert "vllm: 2 release(s), 8" in human and "0.11.0" in human and "KiB" in human  # sizes people read
+    assert "vllm: 2 releases, 8" in human and "0.11.0" in human and "KiB" in human  # sizes people read
     assert "engine-venv 4.0 KiB" in human and "never removed" in human  # 2 KiB written: one 4 KiB block on disk
 
 

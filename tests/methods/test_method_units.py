@@ -88,6 +88,18 @@ def test_a_plain_causal_lm_is_a_draft_model_only_weakly():
     assert isinstance(found, Recognition) and found.family == "draft_model" and found.certain is False
 
 
+def test_a_whole_causal_lm_is_a_draft_model_certainly():
+    """Issue 40: its own embedding and decoder layers, nothing of a head fed a target's hidden states (fc, d2t/t2d):
+    what else can a whole causal LM given as the drafter be run as? It was checked as EAGLE-3 ("does not work")."""
+    layer = {f"model.layers.{i}.self_attn.q_proj.weight": ("BF16", (1024, 1024)) for i in range(2)}
+    whole = {"lm_head.weight": ("BF16", (151936, 1024)), "model.embed_tokens.weight": ("BF16", (151936, 1024)), **layer}
+    found = recognise_drafter(QWEN3_06B, whole)
+    assert isinstance(found, Recognition) and (found.family, found.certain) == ("draft_model", True)
+    assert "2 decoder layers" in found.evidence
+    head = recognise_drafter(QWEN3_06B, {**whole, "fc.weight": ("BF16", (1024, 3072))})  # an EAGLE head saved whole
+    assert not (isinstance(head, Recognition) and head.family == "draft_model" and head.certain)
+
+
 def test_an_unrecognised_drafter_says_which_keys_were_read():
     found = recognise_drafter({"architectures": ["MysteryHead"], "model_type": "mystery"}, {"w": ("F32", (2, 2))})
     assert isinstance(found, Unrecognised)
@@ -113,4 +125,4 @@ def test_mtp_heads_say_which_layer_holds_them():
 
     assert heads(DEEPSEEK_V3, {"model.layers.61.eh_proj.weight": ("BF16", (1, 1))}).startswith("model.layers.61 (DeepSeek-style")
     assert "missing ['model.layers.61']" in heads(DEEPSEEK_V3, {"model.layers.0.mlp.up_proj.weight": ("BF16", (1, 1))})
-    assert heads({"mtp_num_hidden_layers": 1}, {"mtp.fc.weight": ("BF16", (1, 1))}) == "mtp.* (Qwen3-Next / Qwen3.5): 1 tensors"
+    assert heads({"mtp_num_hidden_layers": 1}, {"mtp.fc.weight": ("BF16", (1, 1))}) == "mtp.* (Qwen3-Next / Qwen3.5): 1 tensor"

@@ -95,7 +95,7 @@ def test_apply_records_then_a_second_run_is_a_no_op_and_revert_is_byte_identical
 def test_human_output_says_what_happened(mini_vllm, capsys):
     assert main(["patch", "--path", str(mini_vllm)]) == 0
     out = capsys.readouterr().out
-    assert "Applied vllm-eagle3-whitelist, vllm-deepseek-eagle3-aux: 2 file(s) changed" in out
+    assert "Applied vllm-eagle3-whitelist, vllm-deepseek-eagle3-aux: 2 files changed" in out
     assert f"Undo with: compat patch --path {mini_vllm} --revert" in out
     assert main(["patch", "--path", str(mini_vllm)]) == 0
     assert "Nothing to do, no file changed: already applied by compat: vllm-eagle3-whitelist, vllm-deepseek-eagle3-aux" in capsys.readouterr().out

@@ -165,7 +165,7 @@ def test_stray_temp_files_are_removed_and_said(tree, capsys):
     for name in (f".{journal.JOURNAL_NAME}.a1b2c3.compat-tmp", f".{RECORD_NAME}.d4e5f6.compat-tmp"):
         (tree / "vllm" / name).write_bytes(b"half a file")
     code, result = run(capsys, "--path", str(tree), "--dry-run")
-    assert code == 0 and any("removed 2 temporary file(s)" in n for n in result["notes"])
+    assert code == 0 and any("removed 2 temporary files" in n for n in result["notes"])
     assert leftovers(tree) == []
 
 

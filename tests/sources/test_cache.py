@@ -112,7 +112,7 @@ def test_a_killed_fetch_leaves_no_visible_tree_and_is_cleaned_up(index, cache):
 
 def test_unusable_cache_folder_is_a_source_error(index, tmp_path):
     (tmp_path / "a-file").write_text("")
-    with pytest.raises(SourceError, match=r"cannot write vllm 0\.9\.0 into the cache .*a-file") as caught:
+    with pytest.raises(SourceError, match=r"cannot use the cache .*a-file.* while writing vllm 0\.9\.0 into it") as caught:
         fetch_release("vllm", "==0.9.0", cache_dir=tmp_path / "a-file" / "cache", index_url=index.file_url, progress=False)
     assert caught.value.exit_code == 3 and "--cache-dir" in str(caught.value)
 
