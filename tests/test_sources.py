@@ -30,8 +30,8 @@ def test_engine_spec_forms(text, engine, spec):
 
 
 @pytest.mark.parametrize("text, said", [
-    ("tensorrt", "expected vllm or sglang, optionally with a version"), ("vllm==banana", "'==banana' is not a version specifier"),
-    ("", "expected vllm or sglang, optionally with a version"), ("vllm=0.11", "'=0.11' is not a version specifier")])
+    ("tensorrt", "expected vllm, sglang or lmdeploy, optionally with a version"), ("vllm==banana", "'==banana' is not a version specifier"),
+    ("", "expected vllm, sglang or lmdeploy, optionally with a version"), ("vllm=0.11", "'=0.11' is not a version specifier")])
 def test_bad_engine_spec_is_a_usage_error(text, said):
     with pytest.raises(UsageError, match=f"^--engine {re.escape(repr(text))}: {re.escape(said)}\n  fix: e.g. ") as err:
         parse_engine_spec(text)
@@ -67,7 +67,7 @@ def test_path_may_name_the_package_folder_or_an_sglang_checkout(tmp_path):
 def test_path_that_is_not_a_tree_says_what_was_looked_for(tmp_path):
     (tmp_path / "random").mkdir()
     with pytest.raises(SourceError, match=f"^{re.escape(str(tmp_path / 'random'))} is not an engine source tree: no "
-                                          r"vllm/__init__.py or sglang/__init__.py in it\n  fix: point --path at ") as err:
+                                          r"vllm/__init__.py or sglang/__init__.py or lmdeploy/__init__.py in it\n  fix: point --path at ") as err:
         open_path(tmp_path / "random")
     assert err.value.exit_code == EXIT_SOURCE
     assert "vllm/__init__.py or sglang/__init__.py" in str(err.value)

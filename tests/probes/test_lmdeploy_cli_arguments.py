@@ -145,5 +145,5 @@ def test_the_first_word_is_the_model_and_model_path_is_no_option_of_it():
     typed = read_line("lmdeploy serve api_server --model-path /m/x /m/t --speculative-draft-model /m/d")
     assert typed.target is None and typed.model_unread and typed.drafter == "/m/d"  # which word: the release's parser
     assert read_line("lmdeploy serve api_server /m/t --speculative-draft-model /m/d").target == "/m/t"
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="api_server"):
         read_line("lmdeploy serve")  # not the api_server sub-command: no entry point doctor reads
