@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
+import re
 from typing import Any
 
 from compat.probes.drafter_code import Function
@@ -29,6 +30,16 @@ _LIST_METHODS = {"index", "count"}
 _SET_METHODS = {"intersection", "union", "difference", "issubset", "issuperset", "isdisjoint"}
 _BUILTINS: dict[str, Any] = {"len": len, "range": range, "int": int, "str": str, "any": any, "all": all, "min": min,
                              "max": max, "enumerate": enumerate, "tuple": tuple, "list": list, "sorted": sorted, "bool": bool}
+# the `re` module as helpers use it on a tensor name (`re.search(r"layers\.(\d+)\.", name)` in a layer-id helper):
+# the functions run on the name, a match answers group()/groups()/start()/end()
+_RE_FUNCTIONS = {"search", "match", "fullmatch", "sub", "findall", "split", "escape"}
+_MATCH_METHODS = {"group", "groups", "start", "end", "span"}
+
+
+class _ReModule:
+    """The value of the name `re` in a helper: only the functions above are called."""
+
+
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.Mod: operator.mod}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
@@ -236,6 +247,8 @@ class _Run:
                 return self.env[node.id]
             if node.id in _BUILTINS:
                 return _BUILTINS[node.id]
+            if node.id == "re":
+                return _ReModule()
             if node.id in ("None", "True", "False"):
                 return {"None": None, "True": True, "False": False}[node.id]
             raise Unsupported(f"unknown name {node.id}")
@@ -340,6 +353,10 @@ class _Run:
             if isinstance(holder, (list, tuple)) and func.attr in _LIST_METHODS:
                 return getattr(holder, func.attr)(*args)
             if isinstance(holder, (set, frozenset)) and func.attr in _SET_METHODS:
+                return getattr(holder, func.attr)(*args)
+            if isinstance(holder, _ReModule) and func.attr in _RE_FUNCTIONS and all(isinstance(a, str) for a in args):
+                return getattr(re, func.attr)(*args)
+            if isinstance(holder, re.Match) and func.attr in _MATCH_METHODS:
                 return getattr(holder, func.attr)(*args)
             if isinstance(holder, Params) and func.attr == "get":
                 return holder.get(*args)

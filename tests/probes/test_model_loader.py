@@ -178,6 +178,20 @@ def test_name_eval_runs_string_surgery_and_config_reads_only():
         evaluate(engine, {"name": "a"}, {})
 
 
+def test_name_eval_runs_a_layer_id_helper_with_re():
+    import ast
+
+    # SGLang's models/llama.py get_layer_id, which LlamaForCausalLM.load_weights calls on every name (0.4.x-0.5.x)
+    source = ("def get_layer_id(weight_name):\n    match = re.search(r'layers\\.(\\d+)\\.', weight_name)\n"
+              "    if match:\n        return int(match.group(1))\n    return None")
+    helper = helper_source(ast.parse(source).body[0])
+    assert evaluate(helper, {"weight_name": "model.layers.12.mlp.w"}, {}) == 12
+    assert evaluate(helper, {"weight_name": "model.midlayer.mlp.w"}, {}) is None
+    compiled = helper_source(ast.parse("def h(name):\n    return re.compile('x').search(name)").body[0])
+    with pytest.raises(Unsupported, match="call re.compile"):  # only the module's functions on strings are run
+        evaluate(compiled, {"name": "x"}, {})
+
+
 def test_refusal_runs_a_prologue_statement_by_statement():
     source = ("if hasattr(self.config, 'n'):\n    n = self.config.n\n    assert n == self.config.layers, 'only one'\n"
               "x = engine_call()\nassert x\n")
