@@ -80,7 +80,10 @@ def read(evidence, tree: EngineTree, index: SiteIndex, files: list[str]) -> list
     from compat.explain.classes import definitions, find_class, hierarchy
     from compat.explain.python_errors import Problem, locate, site_of
 
-    if evidence.lines > SHORT_INPUT or any(e.site is not None or e.candidates for e in evidence.events):
+    # a paste whose error the release's code already places (a site, candidates) or that Python itself reported (an
+    # exception, a traceback) is no prose: the log lines around it are not a description of it
+    if evidence.lines > SHORT_INPUT or any(e.site is not None or e.candidates or e.exception or e.traceback is not None
+                                           for e in evidence.events):
         return []
     lines = [line for line, _ in evidence.unmatched]
     if not lines:
