@@ -159,10 +159,10 @@ def _over_ssh(args: argparse.Namespace, remote: list[str], python: str | None, e
 
     from compat.fleet.bundle import build_bundle
     from compat.fleet.hosts import hosts_of
-    from compat.fleet.ssh import SshOptions, run_on_host
+    from compat.fleet.ssh import SshOptions, asyncssh_module, run_on_host
 
     try:
-        import asyncssh  # noqa: F401 - a runtime dependency; said clearly if a broken install lacks it
+        asyncssh_module()  # a runtime dependency; said clearly if a broken install lacks it
     except ImportError:
         raise UsageError("--host needs asyncssh, which is not installed here", hint="pip install asyncssh") from None
     hosts = hosts_of(args.host, args.hosts)

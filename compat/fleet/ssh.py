@@ -63,6 +63,18 @@ class SshOptions:
     command_timeout: float | None = None
 
 
+def asyncssh_module():
+    """asyncssh, imported without the deprecation warnings a newer cryptography prints for its DSA support (they
+    would land in the user's output on every --host run; compat offers no DSA key)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*DSA.*", category=UserWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="asyncssh.*")
+        import asyncssh
+    return asyncssh
+
+
 def _python_word(python: str | None) -> str:
     """The remote interpreter as a shell word: `~/x` expands on the host, a venv directory means its bin/python."""
     if not python:
@@ -91,7 +103,7 @@ class _KnownHosts:
         self.known = False
 
     def __call__(self, host: str, addr: str, port: int | None):
-        import asyncssh
+        asyncssh = asyncssh_module()
 
         self.asked = (host, addr, port)
         path = _known_hosts_file()
@@ -118,7 +130,7 @@ class HostKeyRefused(Exception):
 
 
 async def _connect(host: Host, options: SshOptions):
-    import asyncssh
+    asyncssh = asyncssh_module()
 
     kwargs: dict[str, Any] = {"connect_timeout": options.connect_timeout}
     if host.port:
@@ -142,7 +154,7 @@ async def _connect(host: Host, options: SshOptions):
 
 
 def _connection_error(host: Host, err: BaseException) -> Outcome:
-    import asyncssh
+    asyncssh = asyncssh_module()
 
     name = host.spec
     if isinstance(err, HostKeyRefused):
@@ -168,7 +180,7 @@ def _connection_error(host: Host, err: BaseException) -> Outcome:
 
 async def run_on_host(host: Host, words: list[str], python: str | None, bundle: Bundle, options: SshOptions) -> Outcome:
     """`compat WORDS --json` on `host` with `python` (default python3 there)."""
-    import asyncssh
+    asyncssh = asyncssh_module()
 
     started = time.monotonic()
     try:

@@ -118,7 +118,7 @@ def test_doctor_on_hosts_reads_their_paths_and_equals_the_local_diagnosis(truste
     from doctor_models import tiny_llama_target, vllm_drafter
 
     target, drafter = tiny_llama_target(tmp_path / "target"), vllm_drafter(tmp_path / "drafter")
-    words = ("doctor", str(target), str(drafter), "--engine", "vllm", "--python", engine_python)
+    words = ("doctor", str(target), str(drafter), "--engine", "vllm", "--python", engine_python, "--no-preflight")
     here = subprocess.run([sys.executable, "-m", "compat", *words, "--json"], capture_output=True, text=True, timeout=300)
     code, doc = fleet(trusted, *words, "--host", "alpha", "--host", "beta")
     assert code == here.returncode and doc["mixed"] == {}
