@@ -62,10 +62,13 @@ def outcome_of(ctx: Ctx, line: LaunchLine | None = None) -> Outcome | None:
     return evaluate(fact, given, extra_keys="forbid" if keys else None)
 
 
-def passes_with(ctx: Ctx, given: Given) -> bool:
+def clears(ctx: Ctx, given: Given, site: str) -> bool:
+    """The release's validation of `given` no longer raises at `site`: it passes, cannot be told, or a later raise stops
+    it (another setting's, which its own fix, or another check's, answers: a method name the method check renames)."""
     fact = ctx.fact(FACT)
     keys = ctx.fact("speculative_config").get("rejects_unknown_keys")
-    return evaluate(fact, given, extra_keys="forbid" if keys else None).verdict == "passes"
+    refused = evaluate(fact, given, extra_keys="forbid" if keys else None).refused
+    return refused is None or refused.site.location != site  # what is still unknown is the check's to say, not this fix's
 
 
 def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
@@ -84,7 +87,7 @@ def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
             if tries > MAX_TRIES:
                 return []
             edited = _edited(given, name, value, in_config)
-            if edited is not None and passes_with(ctx, edited):
+            if edited is not None and clears(ctx, edited, refused.site.location):
                 why = (f"{name} removed: the release refuses it here" if value is _REMOVE else
                        f"{name} = {value!r}: the release's validation takes it ({refused.site.location})")
                 return [LineEdit("spec", why, key=name, value=None if value is _REMOVE else value)] if in_config else \
