@@ -55,7 +55,7 @@ def test_a_marker_shared_by_parts_names_its_part():
     assert parts.needed({"engine_python"}, {"engine": ()}) == [engine]
     assert parts.needed({"older_engine_python"}, {"engine": ()}) == [older]
     assert parts.needed(set(), {"strace": ()}) == [parts.BY_NAME["strace"]]
-    with pytest.raises(ValueError, match=r"pytest.mark.engine belongs to the parts engine-venv, engine-venv-0.16.0: "
+    with pytest.raises(ValueError, match=r"pytest.mark.engine belongs to the parts engine-venv, engine-venv-0.16.0, engine-venv-0.17.1: "
                                          r"name the one this test needs \(pytest.mark.engine\('engine-venv'\)\)"):
         parts.needed(set(), {"engine": ()})
     with pytest.raises(ValueError, match=r"pytest.mark.engine\('vllm'\): vllm is not a part of the marker"):

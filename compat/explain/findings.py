@@ -194,15 +194,21 @@ def _change(event: Event, release: Release) -> list[Lever]:
     return levers(tree, _vocabulary(release.report), site.file, line, tests, receiver)
 
 
-_VOCABULARIES: dict[int, Vocabulary] = {}
+# report -> its vocabulary, kept while the report lives (keyed by the object itself: an id is reused once the report
+# is collected, and another release's options would be read for this one's)
+_VOCABULARIES: list[tuple[dict, Vocabulary]] = []
+_KEPT = 8
 
 
 def _vocabulary(report: dict) -> Vocabulary:
     from compat.explain.levers import Vocabulary
 
-    found = _VOCABULARIES.get(id(report))
-    if found is None:
-        found = _VOCABULARIES[id(report)] = Vocabulary.of(report)
+    for held, found in _VOCABULARIES:
+        if held is report:
+            return found
+    found = Vocabulary.of(report)
+    _VOCABULARIES.insert(0, (report, found))
+    del _VOCABULARIES[_KEPT:]
     return found
 
 
