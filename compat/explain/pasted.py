@@ -11,16 +11,20 @@ from compat.explain.sites import SiteIndex
 from compat.explain.titles import cut_sites, message_of
 from compat.explain.tracebacks import exception_line
 
-_WORDS: dict[int, WordIndex] = {}
+_WORDS: dict[int, tuple[SiteIndex, WordIndex]] = {}  # id -> (the index, its words)
 MAX_LINES = 40  # distinct lines compared with every template
 MIN_ELSEWHERE = 24  # characters of a message looked for in the release's other files
 
 
 def word_index(index: SiteIndex) -> WordIndex:
     """The release's templates by their words (built on first need: most logs match exactly)."""
-    found = _WORDS.get(id(index))
-    if found is None:
-        found = _WORDS[id(index)] = WordIndex(index.sites)
+    held = _WORDS.get(id(index))
+    if held is not None and held[0] is index:  # an id is reused once its index is collected: the index itself is kept
+        return held[1]
+    if len(_WORDS) > 16:
+        _WORDS.clear()
+    found = WordIndex(index.sites)
+    _WORDS[id(index)] = (index, found)
     return found
 
 
