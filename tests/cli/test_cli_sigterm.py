@@ -52,12 +52,12 @@ def _digest(tree: Path) -> dict[str, str]:
 
 def test_convert_terminated_at_its_fsync_leaves_no_output(tmp_path):
     compat("samples", tmp_path)
+    samples = sorted(p.name for p in tmp_path.iterdir())
     argv = ["convert", "ckpt", "kimi-k2-eagle3", "out", "--to", "vllm", "--engine", "vllm==0.22.0",
             "--target", "Kimi-K2-Instruct"]
     run = _under_strace(argv, "fsync", 1, tmp_path)
     _interrupted(run.returncode, run.stderr)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["Kimi-K2-Instruct", "Kimi-K2.5", "kimi-k2-eagle3",
-                                                           "kimi-k25-eagle3-ft"]  # no DST, no staging folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == samples  # no DST, no staging folder
 
 
 def test_patch_terminated_between_its_renames_leaves_the_tree_as_it_was(tmp_path, pinned_release):
