@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, cast
 
+from compat.core.identity_memo import IdentityMemo
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence
 from compat.explain.tracebacks import exception_line
 from compat.explain.causes import CATALOG, ERROR, UNRELATED, WARNING, Release, event_text, doctor_fix
@@ -194,22 +195,13 @@ def _change(event: Event, release: Release) -> list[Lever]:
     return levers(tree, _vocabulary(release.report), site.file, line, tests, receiver)
 
 
-# report -> its vocabulary, kept while the report lives (keyed by the object itself: an id is reused once the report
-# is collected, and another release's options would be read for this one's)
-_VOCABULARIES: list[tuple[dict, Vocabulary]] = []
-_KEPT = 8
+_VOCABULARIES: IdentityMemo[dict, Vocabulary] = IdentityMemo(keep=8)  # a report's vocabulary, while it is held
 
 
 def _vocabulary(report: dict) -> Vocabulary:
     from compat.explain.levers import Vocabulary
 
-    for held, found in _VOCABULARIES:
-        if held is report:
-            return found
-    found = Vocabulary.of(report)
-    _VOCABULARIES.insert(0, (report, found))
-    del _VOCABULARIES[_KEPT:]
-    return found
+    return _VOCABULARIES.get(report, Vocabulary.of)
 
 
 def _could_be(event: Event) -> list[dict[str, Any]]:

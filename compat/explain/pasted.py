@@ -5,27 +5,21 @@ a match. See nearest.py for how text and templates are compared.
 
 from __future__ import annotations
 
+from compat.core.identity_memo import IdentityMemo
 from compat.explain.analysis import SHORT_INPUT, Event, Evidence, record_event
 from compat.explain.nearest import Near, WordIndex
 from compat.explain.sites import SiteIndex
 from compat.explain.titles import cut_sites, message_of
 from compat.explain.tracebacks import exception_line
 
-_WORDS: dict[int, tuple[SiteIndex, WordIndex]] = {}  # id -> (the index, its words)
+_WORDS: IdentityMemo[SiteIndex, WordIndex] = IdentityMemo(keep=16)  # an index's words, while it is held
 MAX_LINES = 40  # distinct lines compared with every template
 MIN_ELSEWHERE = 24  # characters of a message looked for in the release's other files
 
 
 def word_index(index: SiteIndex) -> WordIndex:
     """The release's templates by their words (built on first need: most logs match exactly)."""
-    held = _WORDS.get(id(index))
-    if held is not None and held[0] is index:  # an id is reused once its index is collected: the index itself is kept
-        return held[1]
-    if len(_WORDS) > 16:
-        _WORDS.clear()
-    found = WordIndex(index.sites)
-    _WORDS[id(index)] = (index, found)
-    return found
+    return _WORDS.get(index, lambda held: WordIndex(held.sites))
 
 
 def read_pasted(evidence: Evidence, index: SiteIndex, elsewhere=None) -> list[dict]:

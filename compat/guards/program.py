@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from compat.core.identity_memo import IdentityMemo
 from compat.guards.values import Obj, Unknown
 
 
@@ -68,14 +69,7 @@ class Program:
     @classmethod
     def of(cls, fact: dict[str, Any]) -> Program:
         """The program of a spec_validation fact, decoded once per fact object."""
-        cached = _DECODED.get(id(fact))
-        if cached is not None and cached[0] is fact:
-            return cached[1]
-        program = cls._decode(fact)
-        if len(_DECODED) > 64:
-            _DECODED.clear()
-        _DECODED[id(fact)] = (fact, program)
-        return program
+        return _DECODED.get(fact, cls._decode)
 
     @classmethod
     def _decode(cls, fact: dict[str, Any]) -> Program:
@@ -93,7 +87,7 @@ class Program:
         return program
 
 
-_DECODED: dict[int, tuple[dict, Program]] = {}
+_DECODED: IdentityMemo[dict, Program] = IdentityMemo(keep=64)  # a fact's program, while it is held
 
 
 def render(node: ast.expr, value: Callable[[ast.expr], Any]) -> str:
