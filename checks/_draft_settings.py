@@ -55,10 +55,11 @@ def draft_setting(ctx: Ctx, read: ReadLine, *, config_key: str, config_target: t
                   flag_target: tuple[str, ...]) -> DraftSetting:
     """The draft's own setting and the target's it falls back to: a --speculative-config key and the target's option
     where the engine's settings are one JSON object (vLLM), else a --speculative-draft-* flag and the target's."""
-    if engines.get(ctx.engine).spec_in_config:
+    unit = engines.get(ctx.engine)
+    if unit.spec_in_config:
         field = spec_field(ctx, config_key)
         return DraftSetting(read.line.spec.get(config_key), read.value(*config_target),
-                            f"--speculative-config {config_key}" if field else None, (field or {}).get("location"),
+                            f"{unit.spec_config_options[0]} {config_key}" if field else None, (field or {}).get("location"),
                             config_target[0], (argument(ctx, config_target[0]) or {}).get("location"))
     own = argument(ctx, flag)
     return DraftSetting(read.value(flag) if own else None, read.value(*flag_target), flag if own else None,

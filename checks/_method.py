@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compat import engines
 from compat.checks._context import DEFAULT_FAMILY, Ctx
 from compat.methods import Method, Name, NameMatch, Recognition, Unrecognised, find_name, get_method
 
@@ -74,14 +75,21 @@ def drafter_words(found: Recognition | Unrecognised | None) -> str:
     return "no drafter"
 
 
+def method_option(ctx: Ctx) -> str | None:
+    """The option a flags line names the method with, as the engine's unit gives it (SPEC_SETTING_OPTIONS "method":
+    --speculative-algorithm); None: the engine's settings are config keys ("method"), or its unit names none."""
+    return engines.get(ctx.engine).setting_option("method")
+
+
 def method_edit(ctx: Ctx, name: str, why: str):
     """The launch-line edit that runs `name`: vLLM's "method" key, SGLang's --speculative-algorithm (a release with a
     SpeculativeConfig takes the key)."""
     from compat.launch_line import LineEdit
 
-    if ctx.fact("speculative_config").get("present"):
+    option = method_option(ctx)
+    if ctx.fact("speculative_config").get("present") or option is None:
         return LineEdit("spec", why, key="method", value=name)
-    return LineEdit("set", why, option="--speculative-algorithm", value=name)
+    return LineEdit("set", why, option=option, value=name)
 
 
 def other_families() -> tuple[str, ...]:

@@ -19,10 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compat.checks._context import Ctx, replay_detection
-from compat.checks._method import accepted_names, name_location, release_name
+from compat.checks._method import accepted_names, method_option, name_location, release_name
 from compat.methods import family_of, find_name, get_method
-
-METHOD_FLAG = "--speculative-algorithm"  # the flag form of the method (SPEC_FORM "flags"); the config form's key is "method"
 
 
 @dataclass(frozen=True)
@@ -172,12 +170,13 @@ def _unnamed(ctx: Ctx, source: str) -> Resolution:
         return Resolution(ctx.engine, None, source, None, found.get("method"), (step,), certain=bool(found.get("certain", True)),
                           detected=True, raises=str(raises) if raises else None,
                           raises_at=found.get("location") if raises else None)
-    flag = ctx.flag(METHOD_FLAG)
+    option = method_option(ctx)  # the flag form's (SGLang's --speculative-algorithm); the config form's key is "method"
+    flag = ctx.flag(option) if option else None
     if flag is None:
         return Resolution(ctx.engine, None, source, None, None, certain=False)
     default = flag.get("default")
     step = Step(None, None if default is None else str(default),
-                f"no {METHOD_FLAG}: its default is {default!r}" + (": no speculative decoding, the draft model is unused"
+                f"no {option}: its default is {default!r}" + (": no speculative decoding, the draft model is unused"
                                                                   if default is None else ""), flag.get("location"))
     return Resolution(ctx.engine, None, source, None, None if default is None else str(default), (step,))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from compat import engines
 from compat.checks import FAIL, PASS, WARN, Ctx, Result, check
-from compat.checks._method import release_name
+from compat.checks._method import method_option, release_name
 from compat.launch_line import LineEdit
 
 
@@ -28,7 +28,8 @@ def _asked(ctx: Ctx) -> tuple[str | None, str]:
         return ctx.options.method, "--method"
     if engines.get(ctx.engine).spec_in_config:
         return ctx.options.extra_spec.get("method", "eagle3"), "--spec"
-    return _eagle3_name(ctx, (ctx.flag("--speculative-algorithm") or {}).get("choices")), "doctor's launch command"
+    option = method_option(ctx)
+    return _eagle3_name(ctx, ((ctx.flag(option) if option else None) or {}).get("choices")), "doctor's launch command"
 
 
 def _in_config(ctx: Ctx) -> Result:
@@ -83,25 +84,30 @@ def _eagle3_name(ctx: Ctx, choices: list | None) -> str:
 
 
 def _in_flags(ctx: Ctx) -> Result:
-    flag = ctx.flag("--speculative-algorithm")
+    """The method option of the engine's unit (SGLang's and LMDeploy's --speculative-algorithm)."""
+    option = method_option(ctx)
+    if option is None:
+        return Result(WARN, f"cannot tell: {engines.get(ctx.engine).display_name}'s unit names no option for the method "
+                      "(SPEC_SETTING_OPTIONS)", None)
+    flag = ctx.flag(option)
     if flag is None:
-        return Result(FAIL, "no --speculative-algorithm flag in this release", None)
+        return Result(FAIL, f"no {option} flag in this release", None)
     where = flag.get("location")
     choices = flag.get("choices")
     name = _eagle3_name(ctx, choices)  # as the release spells it: EAGLE3 (SGLang), eagle3 (LMDeploy)
     if isinstance(choices, list) and name not in choices:
-        return Result(FAIL, f"--speculative-algorithm accepts {choices}, not {name}", where)
+        return Result(FAIL, f"{option} accepts {choices}, not {name}", where)
     asked, source = _asked(ctx)
-    fix = (LineEdit("set", "EAGLE-3 drafter", option="--speculative-algorithm", value=name),)
+    fix = (LineEdit("set", "EAGLE-3 drafter", option=option, value=name),)
     if asked is None:
-        return Result(FAIL, "the launch line gives no --speculative-algorithm: the drafter is not used at all "
+        return Result(FAIL, f"the launch line gives no {option}: the drafter is not used at all "
                       "(no speculative decoding)", where, edits=fix)
     if asked.upper() != name.upper():
-        return Result(FAIL, f"{source} runs --speculative-algorithm {asked}: an EAGLE-3 drafter run as {asked} drafts with "
+        return Result(FAIL, f"{source} runs {option} {asked}: an EAGLE-3 drafter run as {asked} drafts with "
                       "the wrong head (EAGLE with an EAGLE-3 drafter runs at accept length 1.00, no error)", where, edits=fix)
     if asked != name and isinstance(choices, list):
-        return Result(FAIL, f"--speculative-algorithm {asked}: not among this release's choices {choices} "
+        return Result(FAIL, f"{option} {asked}: not among this release's choices {choices} "
                       "(argparse compares them as typed)", where, edits=fix)
     who = "the launch command" if source == "doctor's launch command" else source
-    return Result(PASS, f"{who} passes --speculative-algorithm {name} "
+    return Result(PASS, f"{who} passes {option} {name} "
                   "(EAGLE with an EAGLE-3 drafter runs at accept length 1.00)", where)

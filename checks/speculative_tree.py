@@ -14,7 +14,6 @@ from compat.checks._launch_args import env_switches, read_against, settings
 from compat.checks._rules import UNKNOWN, fill, holds
 from compat.launch_line import LineEdit
 
-STEPS, TOPK, DRAFT = "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"
 
 
 @check("speculative-tree", "draft tree: steps, topk and draft tokens are ones this release runs as given", order=6,
@@ -36,10 +35,10 @@ def speculative_tree(ctx: Ctx) -> Result:
             open_rules.append(rule)
         elif verdict and rule["kind"] == "refuse":
             refused.append(f"{fill(rule['message'], values)} ({rule['location']})")
-            edits += _tree_edits(rule, values)
+            edits += _tree_edits(unit, rule, values)
         elif verdict and rule["kind"] == "adjust" and rule.get("message"):
             adjusted.append(f"{rule['message']} ({rule['location']})")
-            edits += _tree_edits(rule, values)
+            edits += _tree_edits(unit, rule, values)
     evidence = {"settings": {k: values.get(k) for k in ("speculative_num_steps", "speculative_eagle_topk",
                                                         "speculative_num_draft_tokens")},
                 "env": env, "undecided": [f"{' and '.join(r['when'])} ({r['location']})" for r in open_rules]}
@@ -55,18 +54,21 @@ def speculative_tree(ctx: Ctx) -> Result:
                   f"these settings{tail}", fact.get("location"), evidence=evidence)
 
 
-def _tree_edits(rule: dict, values: dict) -> list[LineEdit]:
-    """What makes the rule hold: topk 1 (and draft tokens steps + 1) for a topk rule, steps for topk without steps."""
+def _tree_edits(unit: engines.Engine, rule: dict, values: dict) -> list[LineEdit]:
+    """What makes the rule hold: topk 1 (and draft tokens steps + 1) for a topk rule, steps for topk without steps; each
+    set by the option the engine's unit gives the setting (SGLang's --speculative-num-steps, -eagle-topk, -num-draft-tokens)."""
+    steps_option, topk_option, draft_option = (unit.setting_option(s) or "" for s in
+                                               ("num_speculative_tokens", "topk", "num_draft_tokens"))
     steps = values.get("speculative_num_steps")
     text = " and ".join(rule["when"])
     why = f"{rule['location']}"
     if isinstance(steps, int) and "speculative_eagle_topk == 1" in text and "speculative_num_steps + 1" in text:
-        return [LineEdit("set", f"draft tokens = steps + 1 with topk 1 ({why})", option=DRAFT, value=steps + 1)]
+        return [LineEdit("set", f"draft tokens = steps + 1 with topk 1 ({why})", option=draft_option, value=steps + 1)]
     if isinstance(steps, int) and ("speculative_eagle_topk > 1" in text or "speculative_eagle_topk != 1" in text):
-        return [LineEdit("set", f"topk 1 ({why})", option=TOPK, value=1),
-                LineEdit("set", f"draft tokens = steps + 1 with topk 1 ({why})", option=DRAFT, value=steps + 1)]
+        return [LineEdit("set", f"topk 1 ({why})", option=topk_option, value=1),
+                LineEdit("set", f"draft tokens = steps + 1 with topk 1 ({why})", option=draft_option, value=steps + 1)]
     if steps is None and "speculative_num_steps is None" in text:
         draft = values.get("speculative_num_draft_tokens")
-        return [LineEdit("set", f"steps with topk / draft tokens ({why})", option=STEPS,
+        return [LineEdit("set", f"steps with topk / draft tokens ({why})", option=steps_option,
                          value=draft - 1 if isinstance(draft, int) and draft > 1 else 3)]
     return []

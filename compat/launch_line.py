@@ -1,13 +1,15 @@
 """The engine launch line a user runs, read as typed (`compat doctor --launch "..."`).
 
-Three entry points: `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server --model MODEL ...`
-and `python -m sglang.launch_server --model-path MODEL ...` (after any `VAR=value` environment words). This
-module splits the line as a shell would and takes out what doctor must know before it opens a release:
-the engine, the target, the drafter and the speculative settings, by the names every release spells them.
-Which options the release itself knows, the values it takes and what it does with them is read against its
-`cli_arguments` probe fact, by the checks (checks/_launch_args.py). A line that cannot be read at all
-(unbalanced quotes, an unknown entry point, `--speculative-config` that is not JSON) is a UsageError naming
-the token: never a traceback.
+The entry points are the engine units' (compat/engines): `vllm serve MODEL ...`, `python -m
+vllm.entrypoints.openai.api_server --model MODEL ...`, `python -m sglang.launch_server --model-path MODEL ...`,
+`lmdeploy serve api_server MODEL ...` (after any `VAR=value` environment words). This module splits the line as a
+shell would, reads its words once (`LaunchLine.words`: which are options, their names, their `=values`) and takes
+out what doctor must know before it opens a release: the engine, the target, the drafter and the speculative
+settings, by the launch grammar of the engine's unit (its TARGET_OPTIONS, DRAFTER_OPTIONS, SPEC_CONFIG_OPTIONS,
+SPEC_SETTING_OPTIONS, ...): the names every release spells them. Which options the release itself knows, the values
+it takes and what it does with them is read from the same words against its `cli_arguments` probe fact, by the
+checks (checks/_launch_args.py). A line that cannot be read at all (unbalanced quotes, an unknown entry point, a
+config option whose value is not JSON) is a UsageError naming the token: never a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field
+from functools import cached_property
+from collections.abc import Iterator
 from typing import Any
 
 from compat import engines
@@ -23,27 +27,45 @@ from compat.core.errors import UsageError
 
 ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
-# vLLM: the options that carry the speculative settings. --speculative-config (FlexibleArgumentParser also
-# takes --speculative_config; -sc from 0.2x) and the flat flags of releases before the JSON config.
-VLLM_SPEC_CONFIG = ("--speculative-config", "--speculative_config", "-sc")
-VLLM_FLAT = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
-             "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
-             "--speculative-model-quantization": "quantization", "--speculative-max-model-len": "max_model_len"}
-# vLLM 0.22+: --spec-method/--spec-model/--spec-tokens, merged into the config after parsing
-# (EngineArgs.create_speculative_config, which refuses a key given both ways).
-VLLM_SPEC_SHORTCUTS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
-# the long options whose unique prefixes argparse takes for them (allow_abbrev): an abbreviation that is ambiguous
-# in a release is refused there (checks/_launch_args.py reads it against the release's own list)
-VLLM_ABBREVIATED = ("--speculative-config", *VLLM_SPEC_SHORTCUTS)
-VLLM_TARGET = ("--model",)
-SGLANG_TARGET = ("--model-path", "--model")
-SGLANG_DRAFTER = ("--speculative-draft-model-path", "--speculative-draft-model")
-# what doctor reads of an SGLang line, whose unique prefixes argparse takes for them (allow_abbrev)
-ALIAS_OF = {"--speculative-draft-model": "--speculative-draft-model-path", "--model": "--model-path"}  # SGLang's aliases
-SGLANG_ABBREVIATED = (*SGLANG_TARGET, *SGLANG_DRAFTER, "--speculative-algorithm", "--speculative-num-steps",
-                      "--speculative-eagle-topk", "--speculative-num-draft-tokens")
-HINT = ('e.g. --launch "vllm serve ./target --speculative-config \'{\\"method\\": \\"eagle3\\", '
-        '\\"model\\": \\"./drafter\\", \\"num_speculative_tokens\\": 3}\'"')
+
+
+def hint() -> str:
+    """An error's hint: the first engine's example line (its unit's LAUNCH_EXAMPLE), as --launch takes it."""
+    example = next((e.launch_example for e in engines.all_engines() if e.launch_example), "")
+    return f"e.g. --launch {json.dumps(example)}" if example else "compat doctor --help shows a launch line"
+
+
+@dataclass(frozen=True)
+class Word:
+    """One word after the entry point, read once for every reader of the line: an option (a word that starts with '-'
+    and is no number) with its name and its `=value`, or another word (a value, a positional)."""
+
+    index: int
+    text: str
+    option: bool
+    name: str  # the option as typed before any '=' (the word itself when it is no option)
+    inline: str | None  # the value after '=' (None: no '=')
+
+
+def is_option(word: str) -> bool:
+    """A word argparse takes for an option: it starts with '-', is more than '-', and is no number (`-1` is a value)."""
+    return word.startswith("-") and len(word) > 1 and not _number(word)
+
+
+def split_option(word: str) -> tuple[str, str | None]:
+    """`--x=y` -> ("--x", "y"); `--x` -> ("--x", None)."""
+    name, eq, inline = word.partition("=")
+    return name, inline if eq else None
+
+
+def read_args(args: tuple[str, ...]) -> tuple[Word, ...]:
+    """The words, each read once (is_option, split_option)."""
+    out = []
+    for i, text in enumerate(args):
+        option = is_option(text)
+        name, inline = split_option(text) if option else (text, None)
+        out.append(Word(i, text, option, name, inline))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -51,19 +73,24 @@ class LaunchLine:
     """A launch line as typed: its words, the entry point, and what doctor reads before the release."""
 
     text: str
-    engine: str  # "vllm" | "sglang"
+    engine: str  # the engine unit's name
     env: dict[str, str]  # VAR=value words before the command
     entry: tuple[str, ...]  # the words naming the entry point: ("vllm", "serve"), ("python", "-m", "sglang.launch_server")
     args: tuple[str, ...]  # the words after the entry point
     target: str | None
     drafter: str | None
-    # vLLM: the --speculative-config object (JSON, dotted `--speculative-config.key v` merged, flat flags mapped);
-    # SGLang: {flag: value} of the --speculative-* options as typed
+    # SPEC_FORM "config" (vLLM): the config object (JSON, dotted `--speculative-config.key v` merged, the unit's
+    # legacy options and shortcuts mapped); "flags": {option: value} of the options with SPEC_OPTION_PREFIX, as typed
     spec: dict[str, Any] = field(default_factory=dict)
-    spec_option: str | None = None  # the option that carried the JSON, as typed (vLLM)
-    # vLLM: (shortcut, key) given both as --spec-method/--spec-model/--spec-tokens and in the config (a release that
-    # has the shortcuts refuses the pair when it builds the config)
+    spec_option: str | None = None  # the option that carried the JSON, as typed (config form)
+    # config form: (shortcut, key) given both as a SPEC_SHORTCUTS option and in the config (a release that has the
+    # shortcut refuses the pair when it builds the config)
     given_twice: tuple[tuple[str, str], ...] = ()
+
+    @cached_property
+    def words(self) -> tuple[Word, ...]:
+        """The arguments read once: which are options, their names and `=values` (every reader of the line uses them)."""
+        return read_args(self.args)
 
     @property
     def module_form(self) -> bool:
@@ -76,12 +103,19 @@ class LaunchLine:
         on which options take a value in the release (compat.checks.served_model reads it there)."""
         unit = engines.get(self.engine)
         positional = self.entry[-1:] == ("serve",) or not (unit.spec_in_config or unit.model_option)
-        return self.target is None and positional and any(not _is_option(w) for w in self.args)
+        return self.target is None and positional and any(not w.option for w in self.words)
+
+    def setting(self, name: str) -> Any:
+        """A speculative setting as the checks name it ("method", "num_speculative_tokens", "topk", ...): the config's
+        key, or the option the engine's unit gives it with (SPEC_SETTING_OPTIONS); None: the line does not give it."""
+        unit = engines.get(self.engine)
+        key = name if unit.spec_in_config else unit.setting_option(name)
+        return None if key is None else self.spec.get(key)
 
     @property
     def method(self) -> str | None:
         """The method the line asks for (vLLM "method" key, SGLang --speculative-algorithm); None: not given."""
-        value = self.spec.get("method" if engines.get(self.engine).spec_in_config else "--speculative-algorithm")
+        value = self.setting("method")
         return None if value is None else str(value)
 
 
@@ -124,21 +158,29 @@ def _entry(words: list[str]) -> tuple[str, list[str]]:
         if found is not None:
             return found.name, words[:3]
         raise UsageError(f"--launch: unknown entry point {words[2]!r} (python -m {words[2]})",
-                         hint="vllm serve, python -m vllm.entrypoints.openai.api_server or python -m sglang.launch_server")
+                         hint=_listed([e for unit in units for e in _entries(unit, "")], "or"))
     first = " ".join(words[:2]) or "(an empty line)"
-    raise UsageError(f"--launch: unknown entry point {first!r}: doctor reads `vllm serve MODEL ...`, "
-                     "`python -m vllm.entrypoints.openai.api_server ...` and `python -m sglang.launch_server ...`", hint=HINT)
+    read = _listed([f"`{e}...`" for unit in units for e in _entries(unit, " ")], "and")
+    raise UsageError(f"--launch: unknown entry point {first!r}: doctor reads {read}", hint=hint())
+
+
+def _entries(unit: engines.Engine, tail: str) -> list[str]:
+    """The entry points of a unit as a message names them: its commands (`vllm serve MODEL ...`), its first module."""
+    model = " MODEL" if tail and not unit.model_option else ""
+    shown = [" ".join(command) + model + tail for command in unit.launch_commands]
+    return shown + [f"python -m {module}{tail}" for module in unit.launch_modules[:1]]
+
+
+def _listed(items: list[str], word: str) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
 def options(args: tuple[str, ...]) -> list[tuple[str, str | None, int]]:
-    """(option, the word after it or its =value, index) for every word that starts with '-' (syntax only)."""
-    out = []
-    for i, word in enumerate(args):
-        if word.startswith("-") and len(word) > 1 and not _number(word):
-            name, eq, inline = word.partition("=")
-            value = inline if eq else (args[i + 1] if i + 1 < len(args) and not _is_option(args[i + 1]) else None)
-            out.append((name, value, i))
-    return out
+    """(option, the word after it or its =value, index) for every option of the words (syntax only)."""
+    words = read_args(args)
+    return [(w.name, w.inline if w.inline is not None else (
+        words[w.index + 1].text if w.index + 1 < len(words) and not words[w.index + 1].option else None), w.index)
+            for w in words if w.option]
 
 
 def _number(word: str) -> bool:
@@ -149,14 +191,10 @@ def _number(word: str) -> bool:
         return False
 
 
-def _is_option(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not _number(word)
-
-
 def spec_json(option: str, value: str | None) -> dict[str, Any]:
     """The --speculative-config value as an object, or a UsageError naming the option and the fault."""
     if value is None:
-        raise UsageError(f"--launch: {option} has no value", hint=HINT)
+        raise UsageError(f"--launch: {option} has no value", hint=hint())
     if value in ("", "None"):  # no speculative config: taken from 0.11 (optional_type), refused before (the checks say)
         return {}
     try:
@@ -165,64 +203,65 @@ def spec_json(option: str, value: str | None) -> dict[str, Any]:
         raise UsageError(f"--launch: {option} {_shown(value)} is not JSON: {exc.msg} at column {exc.colno}",
                          hint="quote the whole object for the shell: --speculative-config '{\"method\": \"eagle3\", ...}'") from None
     except RecursionError:  # json.loads recurses per level: thousands of [ or { exhaust the stack
-        raise UsageError(f"--launch: {option} {_shown(value)} is nested too deeply to read", hint=HINT) from None
+        raise UsageError(f"--launch: {option} {_shown(value)} is nested too deeply to read", hint=hint()) from None
     except ValueError as exc:  # a number past Python's 4,300-digit limit for int()
-        raise UsageError(f"--launch: {option} {_shown(value)} cannot be read: {exc}", hint=HINT) from None
+        raise UsageError(f"--launch: {option} {_shown(value)} cannot be read: {exc}", hint=hint()) from None
     if not isinstance(parsed, dict):
-        raise UsageError(f"--launch: {option} {_shown(value)} is JSON but not an object", hint=HINT)
+        raise UsageError(f"--launch: {option} {_shown(value)} is JSON but not an object", hint=hint())
     return parsed
 
 
-def vllm_name(typed: str) -> str:
-    """An option's name as vLLM's parser reads it: FlexibleArgumentParser turns underscores before any `.` into dashes,
-    and argparse takes a unique prefix of a long option (of the speculative ones, here)."""
+def option_name(typed: str, unit: engines.Engine) -> str:
+    """An option's name as the engine's parser reads it: underscores before any `.` as dashes (its unit's
+    OPTION_UNDERSCORES), and a unique prefix of one of its ABBREVIATED_OPTIONS as that option (argparse's allow_abbrev)."""
     head, dot, rest = typed.partition(".")
     if head.startswith("--"):
-        head = _unique_prefix("--" + head[2:].replace("_", "-"), VLLM_ABBREVIATED)
+        head = _unique_prefix(_dashed(head, unit), unit)
     return head + dot + rest
 
 
-def _unique_prefix(typed: str, names: tuple[str, ...]) -> str:
-    """The one of `names` that `typed` abbreviates (argparse's allow_abbrev), else `typed`. Whether it is unique among
-    all of a release's options is the release's to say: checks/_launch_args.py refuses an ambiguous one there."""
+def _dashed(typed: str, unit: engines.Engine) -> str:
+    return "--" + typed[2:].replace("_", "-") if unit.option_underscores and typed.startswith("--") else typed
+
+
+def _unique_prefix(typed: str, unit: engines.Engine) -> str:
+    """The one of the unit's ABBREVIATED_OPTIONS that `typed` abbreviates (an alias counted as the option it stands
+    for), else `typed`. Whether it is unique among all of a release's options is the release's to say:
+    checks/_launch_args.py refuses an ambiguous one there."""
+    names = unit.abbreviated_options
     if typed in names or not typed.startswith("--") or len(typed) < 4:
         return typed
-    hits = {ALIAS_OF.get(n, n) for n in names if n.startswith(typed)}
+    hits = {unit.option_named(n) for n in names if n.startswith(typed)}
     return hits.pop() if len(hits) == 1 else typed
 
 
 def _config_form(line: LaunchLine) -> LaunchLine:
-    """vLLM's --speculative-config (its dotted keys, the shortcuts, the flat flags of older releases), as every release
-    from 0.10 reads it: the last --speculative-config wins (argparse), dotted keys are merged into
-    one object that FlexibleArgumentParser appends last (so it replaces any JSON), shortcuts and flat flags add their
-    key; `vllm serve` takes the first --model (moved in front as the positional), the module form the last."""
-    whole: dict[str, Any] | None = None
-    dotted: dict[str, Any] = {}
+    """The speculative settings as one object (vLLM's --speculative-config, its dotted keys, the shortcuts and legacy
+    options of its unit), as every release from 0.10 reads them: the last --speculative-config wins (argparse), dotted
+    keys are merged into one object that FlexibleArgumentParser appends last (so it replaces any JSON), shortcuts and
+    legacy options add their key; the command form (`vllm serve`) takes the first target option (moved in front as
+    the positional), the module form the last."""
+    unit = engines.get(line.engine)
+    shortcuts_of, legacy_of = dict(unit.spec_shortcuts), dict(unit.spec_legacy_options)
+    given, spec_option = _config_object(line, unit)
     added: dict[str, Any] = {}
     shortcuts: dict[str, str] = {}
     models: list[str | None] = []
-    spec_option = None
     for typed, value, _ in options(line.args):
-        name = vllm_name(typed)
-        head, dot, key = name.partition(".")
-        if head in VLLM_SPEC_CONFIG and dot:
-            _nest(dotted, key.split("."), _json_or_text(value))  # --speculative-config.method eagle3
-        elif head in VLLM_SPEC_CONFIG:
-            whole, spec_option = spec_json(typed, value), typed
-        elif name in VLLM_SPEC_SHORTCUTS:
-            added[VLLM_SPEC_SHORTCUTS[name]] = _json_or_text(value)
-            shortcuts[VLLM_SPEC_SHORTCUTS[name]] = name
-        elif name in VLLM_FLAT:
-            added[VLLM_FLAT[name]] = _json_or_text(value)
-        elif name in VLLM_TARGET:
+        name = option_name(typed, unit)
+        if name in shortcuts_of:
+            added[shortcuts_of[name]] = _json_or_text(value)
+            shortcuts[shortcuts_of[name]] = name
+        elif name in legacy_of:
+            added[legacy_of[name]] = _json_or_text(value)
+        elif name in unit.target_options:
             models.append(value)
-    spec = dict(dotted) if dotted else dict(whole or {})
+    spec = dict(given or {})
     twice = tuple((flag, key) for key, flag in shortcuts.items() if key in spec)
     for key, value in added.items():
         spec.setdefault(key, value)
-    serve = line.entry[-1] == "serve"
-    target = (models[0] if serve else models[-1]) if models else None
-    if target is None and serve and line.args and not _is_option(line.args[0]):
+    target = (models[-1] if line.module_form else models[0]) if models else None
+    if target is None and not line.module_form and line.words and not line.words[0].option:
         target = line.args[0]
     drafter = spec.get("model")
     return LaunchLine(line.text, line.engine, line.env, line.entry, line.args, target,
@@ -230,17 +269,24 @@ def _config_form(line: LaunchLine) -> LaunchLine:
 
 
 def config_given(line: LaunchLine) -> dict[str, Any] | None:
-    """vLLM: the --speculative-config object as the release's parser hands it to EngineArgs (the JSON, or its dotted
-    keys merged), before the release adds its --spec-* shortcuts; None when the line gives none."""
+    """The config form's object as the release's parser hands it on (vLLM: to EngineArgs; the JSON, or its dotted keys
+    merged), before the release adds its shortcuts; None when the line gives none."""
+    return _config_object(line, engines.get(line.engine))[0]
+
+
+def _config_object(line: LaunchLine, unit: engines.Engine) -> tuple[dict[str, Any] | None, str | None]:
+    """(the object the SPEC_CONFIG_OPTIONS give: the last JSON, or the dotted keys merged; None: none given, the
+    option that carried the last JSON as typed)."""
     whole: dict[str, Any] | None = None
     dotted: dict[str, Any] = {}
+    spec_option = None
     for typed, value, _ in options(line.args):
-        head, dot, key = vllm_name(typed).partition(".")
-        if head in VLLM_SPEC_CONFIG and dot:
-            _nest(dotted, key.split("."), _json_or_text(value))
-        elif head in VLLM_SPEC_CONFIG:
-            whole = spec_json(typed, value)
-    return dict(dotted) if dotted else (dict(whole) if whole is not None else None)
+        head, dot, key = option_name(typed, unit).partition(".")
+        if head in unit.spec_config_options and dot:
+            _nest(dotted, key.split("."), _json_or_text(value))  # --speculative-config.method eagle3
+        elif head in unit.spec_config_options:
+            whole, spec_option = spec_json(typed, value), typed
+    return (dict(dotted) if dotted else (dict(whole) if whole is not None else None)), spec_option
 
 
 def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
@@ -252,21 +298,23 @@ def _nest(into: dict[str, Any], keys: list[str], value: Any) -> None:
 
 
 def _flags_form(line: LaunchLine) -> LaunchLine:
-    """SGLang's and LMDeploy's: one --speculative-* flag per setting. The target is SGLang's --model-path, or the first
-    word when the engine takes its model as a positional (`lmdeploy serve api_server MODEL`, MODEL_OPTION ""; after an
+    """One option per setting (SGLang's, LMDeploy's --speculative-*): the settings are the options with the unit's
+    SPEC_OPTION_PREFIX, as typed; the drafter its DRAFTER_OPTIONS'; the target its TARGET_OPTIONS', or the first word
+    when the engine takes its model as a positional (`lmdeploy serve api_server MODEL`, MODEL_OPTION ""; after an
     option, which word it is is the release's to say: model_unread)."""
+    unit = engines.get(line.engine)
     spec: dict[str, Any] = {}
     target = drafter = None
-    positional = not engines.get(line.engine).model_option
-    if positional and line.args and not _is_option(line.args[0]):
+    positional = not unit.model_option
+    if positional and line.words and not line.words[0].option:
         target = line.args[0]
     for typed, value, _ in options(line.args):
-        name = _unique_prefix(typed, SGLANG_ABBREVIATED)
-        if name in SGLANG_TARGET and not positional:
+        name = _unique_prefix(_dashed(typed, unit), unit)
+        if name in unit.target_options and not positional:
             target = value
-        elif name in SGLANG_DRAFTER:
+        elif name in unit.drafter_options:
             drafter = value
-        if name.startswith("--speculative-") and name not in SGLANG_DRAFTER:
+        if unit.spec_option_prefix and name.startswith(unit.spec_option_prefix) and name not in unit.drafter_options:
             spec[name] = value
     return LaunchLine(line.text, line.engine, line.env, line.entry, line.args, target, drafter, spec)
 
@@ -310,8 +358,9 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
     """The user's words with the edits applied: the other arguments kept, in their order."""
     args = list(line.args)
     dropped = {i for e in edits if e.kind == "drop" for i in range(e.start, e.end)}
-    in_config = engines.get(line.engine).spec_in_config
-    spec_words = _spec_words(line) if in_config else []
+    unit = engines.get(line.engine)
+    in_config = unit.spec_in_config
+    spec_words = _spec_words(line, unit) if in_config else []
     spec = dict(line.spec)
     for edit in (e for e in edits if e.kind == "spec"):
         if edit.value is None:
@@ -319,13 +368,14 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
         else:
             spec[edit.key] = edit.value
     kept: list[str | None] = [None if i in dropped else w for i, w in enumerate(args)]
-    one_json = len(spec_words) == 1 and vllm_name(line.args[spec_words[0]].partition("=")[0]) in VLLM_SPEC_CONFIG
+    one_json = len(spec_words) == 1 and option_name(line.words[spec_words[0]].name, unit) in unit.spec_config_options
     if in_config and (spec != line.spec or not one_json or any(i in dropped for i in spec_words)):
         first = min(spec_words) if spec_words else len(kept)
         for i in spec_words:
-            for j in _words_of(line.args, i):
+            for j in _words_of(line.words, i):
                 kept[j] = None
-        option = line.spec_option if line.spec_option and line.spec_option != "-sc" else "--speculative-config"
+        # as typed when long (--speculative_config), else the unit's first (-sc is written --speculative-config)
+        option = line.spec_option if (line.spec_option or "").startswith("--") else unit.spec_config_options[0]
         insert = [option, json.dumps(spec, separators=(",", ":"))] if spec else []
         kept = kept[:first] + insert + kept[first:]
     words = [w for w in kept if w is not None]
@@ -335,18 +385,20 @@ def fixed_words(line: LaunchLine, edits: list[LineEdit]) -> list[str]:
     return [*(f"{k}={v}" for k, v in line.env.items()), *line.entry, *words]
 
 
-def _spec_words(line: LaunchLine) -> list[int]:
+def _spec_words(line: LaunchLine, unit: engines.Engine) -> list[int]:
+    """The options that give the config form's settings: its config options (dotted too), legacy options, shortcuts."""
+    legacy, shortcuts = dict(unit.spec_legacy_options), dict(unit.spec_shortcuts)
     out = []
-    for typed, _, i in options(line.args):
-        name = vllm_name(typed)
-        if name.split(".", 1)[0] in VLLM_SPEC_CONFIG or name in VLLM_FLAT or name in VLLM_SPEC_SHORTCUTS:
-            out.append(i)
+    for word in (w for w in line.words if w.option):
+        name = option_name(word.name, unit)
+        if name.split(".", 1)[0] in unit.spec_config_options or name in legacy or name in shortcuts:
+            out.append(word.index)
     return out
 
 
-def _words_of(args: tuple[str, ...], i: int) -> list[int]:
+def _words_of(words: tuple[Word, ...], i: int) -> list[int]:
     """The option at i and its value word (when not given as option=value)."""
-    return [i] if "=" in args[i] or i + 1 >= len(args) or _is_option(args[i + 1]) else [i, i + 1]
+    return [i] if words[i].inline is not None or i + 1 >= len(words) or words[i + 1].option else [i, i + 1]
 
 
 def _set(words: list[str], edit: LineEdit) -> list[str]:
@@ -357,5 +409,21 @@ def _set(words: list[str], edit: LineEdit) -> list[str]:
         return [*words, edit.option, *value]
     if "=" in words[hit]:
         return [*words[:hit], f"{words[hit].partition('=')[0]}={edit.value}", *words[hit + 1:]]
-    has_value = hit + 1 < len(words) and not _is_option(words[hit + 1])
+    has_value = hit + 1 < len(words) and not is_option(words[hit + 1])
     return [*words[:hit + 1], *value, *words[hit + 1 + (1 if has_value else 0):]]
+
+
+
+class _ConfigOptions:
+    """Every unit's SPEC_CONFIG_OPTIONS, read when asked (a unit added later counts): `option in VLLM_SPEC_CONFIG`."""
+
+    def __contains__(self, option: object) -> bool:
+        return any(option in unit.spec_config_options for unit in engines.all_engines())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([option for unit in engines.all_engines() for option in unit.spec_config_options])
+
+
+# the table this module held before the launch grammar moved into the engine units, kept for
+# compat/manifests/checking.py's import until it reads the units (SPEC_CONFIG_OPTIONS) itself
+VLLM_SPEC_CONFIG = _ConfigOptions()

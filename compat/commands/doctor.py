@@ -121,7 +121,7 @@ def add_arguments(parser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--releases", metavar="SPEC", help="check every release of --engine in this range, e.g. '>=0.10,<0.34' (a table)")
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
-                        help=f"draft tokens per step (vLLM num_speculative_tokens; SGLang --speculative-num-steps) (default {DEFAULT_SPEC_TOKENS})")
+                        help=f"draft tokens per step ({_per_step_options()}) (default {DEFAULT_SPEC_TOKENS})")
     parser.add_argument("--topk", type=int, default=None, metavar="K",
                         help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK}; vLLM has none: a note says so)")
     parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
@@ -229,6 +229,13 @@ def _takes_no_drafter(method: str | None) -> bool:
     return False
 
 
+def _per_step_options() -> str:
+    """How each engine's line gives the draft tokens per step: "vLLM num_speculative_tokens; SGLang
+    --speculative-num-steps; LMDeploy --speculative-num-draft-tokens" (its unit's launch grammar)."""
+    return "; ".join(f"{unit.display_name} {unit.setting_option('num_speculative_tokens') or 'num_speculative_tokens'}"
+                     for unit in engines.all_engines())
+
+
 def _pair(args, line) -> tuple[str, str | None]:
     """TARGET and DRAFTER: as given (local copies), else the launch line's; no DRAFTER for a method that takes none."""
     target = args.target or (line.target if line else None)
@@ -239,8 +246,9 @@ def _pair(args, line) -> tuple[str, str | None]:
         raise UsageError("no target: give TARGET" + (", or the model in the launch line" if line else "") + ", or --launch",
                          hint="compat doctor --help lists the options")
     if drafter is None:
-        where = ("\"model\" in --speculative-config" if line is None or engines.get(line.engine).spec_in_config
-                 else "--speculative-draft-model-path")
+        unit = engines.get(line.engine if line else engines.names()[0])
+        where = (f"\"model\" in {unit.spec_config_options[0]}" if unit.spec_in_config and unit.spec_config_options
+                 else unit.drafter_options[0] if unit.drafter_options else "the drafter's option")
         raise UsageError("no drafter: give DRAFTER" + (f", or {where} in the launch line" if line else ", or --launch"),
                          hint="compat doctor --help lists the options")
     return target, drafter
@@ -248,8 +256,10 @@ def _pair(args, line) -> tuple[str, str | None]:
 
 def _line_numbers(line, steps: int, topk: int) -> tuple[int, int]:
     """The draft steps and topk the line runs (its values when it gives them, as numbers)."""
-    raw = [line.spec.get("num_speculative_tokens")] if engines.get(line.engine).spec_in_config else [
-        line.spec.get("--speculative-num-steps"), line.spec.get("--speculative-eagle-topk")]
+    # the settings as the engine's unit names them: vLLM's config keys, SGLang's --speculative-num-steps and
+    # --speculative-eagle-topk, LMDeploy's --speculative-num-draft-tokens (it has no topk)
+    topk_given = engines.get(line.engine).setting_option("topk") is not None
+    raw = [line.setting("num_speculative_tokens"), line.setting("topk") if topk_given else None]
     out = [steps, topk]
     for i, value in enumerate(raw):
         try:

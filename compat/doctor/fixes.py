@@ -26,6 +26,7 @@ from packaging.version import Version
 
 from compat.checkpoints import (BASIS_COMMAND_LINE, CONVENTION_FLAG, CONVENTIONS, LAYER_IDS_FLAG, RECORD_KEY,
                                 ConventionNeeded, Settled, default_layer_ids, from_flag)
+from compat import engines
 from compat.checks import FAIL, PASS, ConvertWith, Ctx, Drafter, Result, get_check
 from compat.convert.blocks import BLOCK_FAMILIES
 from compat.core.errors import CompatError
@@ -78,7 +79,8 @@ def fix_with_method(ctx: Ctx, checks: list[Result]) -> None:
     if ctx.options.method is None:
         return
     for check in unfixed(checks):
-        renames = [e for e in check.edits if e.key == "method" or e.option == "--speculative-algorithm"]
+        method_option = engines.get(ctx.engine).setting_option("method")  # the flag form's (--speculative-algorithm)
+        renames = [e for e in check.edits if e.key == "method" or (method_option and e.option == method_option)]
         if not renames or not may_fix(check, "line"):
             continue
         name = renames[-1].value

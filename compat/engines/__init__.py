@@ -19,6 +19,7 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from compat.core.errors import UsageError
 from compat.core.registry import Contract, ContractError, Field, Folder, Rule
@@ -41,6 +42,31 @@ CONTRACT = Contract("engine", (
     Field("LAUNCH_MODULES", tuple, default=(), doc="modules run with `python -m` to serve"),
     Field("MODEL_OPTION", str, default="", doc='the option naming the target in a launch line compat writes ("--model-'
           'path"); "": the first argument after the command (`vllm serve MODEL`)'),
+    # the launch grammar: how a launch line names the target, the drafter and the speculative settings, as every
+    # release spells them (compat/launch_line.py reads a line with them and writes one; what a release itself takes
+    # is its cli_arguments fact, read by the checks)
+    Field("TARGET_OPTIONS", tuple, default=(), doc='the options a line names the target with ("--model-path", '
+          '"--model"); (): only as a positional (MODEL_OPTION "") or the module form\'s --model'),
+    Field("DRAFTER_OPTIONS", tuple, default=(), doc='the options naming the drafter, the one compat writes first '
+          '("--speculative-draft-model-path", ...); (): the drafter is the speculative config\'s "model" key'),
+    Field("OPTION_ALIASES", dict, default={}, doc='{alias: the option it stands for} of the options above (SGLang\'s '
+          '"--model" is its "--model-path")'),
+    Field("ABBREVIATED_OPTIONS", tuple, default=(), doc="the long options a line is read for whose unique prefixes "
+          "its parser takes (argparse's allow_abbrev); an ambiguous one is the release's to refuse"),
+    Field("OPTION_UNDERSCORES", bool, default=False, doc="its parser reads `--a_b` as `--a-b` (FlexibleArgumentParser) "
+          "in every release"),
+    Field("SPEC_CONFIG_OPTIONS", tuple, default=(), doc='the options carrying the speculative settings as one JSON object '
+          '(SPEC_FORM "config"), the one compat writes first; dotted `--option.key value` sets one key'),
+    Field("SPEC_LEGACY_OPTIONS", dict, default={}, doc="{option: config key} of the flat options older releases took "
+          "for the speculative settings (read into the config; the release's cli_arguments says whether it has them)"),
+    Field("SPEC_SHORTCUTS", dict, default={}, doc="{option: config key} of the options a release merges into the config "
+          "after parsing, refusing a key given both ways"),
+    Field("SPEC_SETTING_OPTIONS", dict, default={}, doc='{setting: option} of a flags line (SPEC_FORM "flags"): the '
+          'option that gives each setting the checks name ("method", "num_speculative_tokens" (the draft tokens per '
+          'step), "topk", "num_draft_tokens" (a tree\'s verified tokens), ...); the order compat writes them in'),
+    Field("SPEC_OPTION_PREFIX", str, default="", doc='the prefix of a flags line\'s speculative options ("--speculative-")'
+          ': each is kept as typed in the line\'s settings'),
+    Field("LAUNCH_EXAMPLE", str, default="", doc="a launch line with a drafter, as an error's hint shows it"),
     Field("SPEC_FORM", str, doc='how a launch line gives the speculative settings: "config" (the keys of one JSON '
           'object, vLLM\'s --speculative-config) or "flags" (one --speculative-* option each, SGLang\'s)'),
     Field("DRAFT_SETTINGS_FROM", str, doc='where the draft takes the quantization, attention backend and tensor '
@@ -128,6 +154,17 @@ class Engine:
     launch_commands: tuple[tuple[str, ...], ...]
     launch_modules: tuple[str, ...]
     model_option: str
+    target_options: tuple[str, ...]
+    drafter_options: tuple[str, ...]
+    option_aliases: tuple[tuple[str, str], ...]  # the unit's dicts, as pairs (an Engine stays hashable)
+    abbreviated_options: tuple[str, ...]
+    option_underscores: bool
+    spec_config_options: tuple[str, ...]
+    spec_legacy_options: tuple[tuple[str, str], ...]
+    spec_shortcuts: tuple[tuple[str, str], ...]
+    spec_setting_options: tuple[tuple[str, str], ...]
+    spec_option_prefix: str
+    launch_example: str
     spec_form: str
     draft_settings_from: str
     draft_shape: str
@@ -156,7 +193,9 @@ class Engine:
 
     @classmethod
     def from_rule(cls, rule: Rule) -> Engine:
-        return cls(**{name.lower(): value for name, value in rule.values.items()})
+        values: dict[str, Any] = {name.lower(): tuple(value.items()) if isinstance(value, dict) else value
+                                  for name, value in rule.values.items()}
+        return cls(**values)
 
     def __str__(self) -> str:
         return self.name
@@ -170,6 +209,15 @@ class Engine:
     def draft_inherits(self) -> bool:
         """The draft worker takes the target's quantization, attention backend and parallelism unless told."""
         return self.draft_settings_from == "target"
+
+    def setting_option(self, setting: str) -> str | None:
+        """The option a flags line gives `setting` with ("num_speculative_tokens" -> SGLang's --speculative-num-steps,
+        LMDeploy's --speculative-num-draft-tokens); None: the engine has none (or its settings are config keys)."""
+        return dict(self.spec_setting_options).get(setting)
+
+    def option_named(self, option: str) -> str:
+        """The option an alias stands for (OPTION_ALIASES), else the option itself."""
+        return dict(self.option_aliases).get(option, option)
 
     def launch_entry(self) -> tuple[str, ...]:
         """The words a launch line compat writes starts with: its command (`vllm serve`), else `python -m MODULE`."""

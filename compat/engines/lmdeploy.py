@@ -24,6 +24,21 @@ TAG = "v{version}"
 LAUNCH_COMMANDS = (("lmdeploy", "serve", "api_server"),)  # lmdeploy/cli/serve.py add_parser_api_server
 LAUNCH_MODULES = ()
 MODEL_OPTION = ""  # `lmdeploy serve api_server MODEL_PATH ...`: a positional argument
+# The launch grammar (lmdeploy/cli/utils.py add_spec_group, 0.11.0+; :835-851 in 0.18.0): `--speculative-algorithm
+# X --speculative-draft-model PATH --speculative-num-draft-tokens N`, where N is the draft tokens proposed per step
+# (get_speculative_config passes it as SpeculativeConfig's num_speculative_tokens: cli/utils.py:100, 0.18.0), and
+# 0.18.0's --speculative-dflash-block-size. Its parser is a FlexibleArgumentParser (cli/utils.py:734 in 0.11.0):
+# underscores read as dashes, argparse's unique prefixes taken.
+TARGET_OPTIONS = ()  # the target is the positional MODEL_PATH
+DRAFTER_OPTIONS = ("--speculative-draft-model",)
+OPTION_UNDERSCORES = True
+SPEC_SETTING_OPTIONS = {"method": "--speculative-algorithm", "num_speculative_tokens": "--speculative-num-draft-tokens",
+                        "dflash_block_size": "--speculative-dflash-block-size"}
+SPEC_OPTION_PREFIX = "--speculative-"
+ABBREVIATED_OPTIONS = (*DRAFTER_OPTIONS, "--speculative-algorithm", "--speculative-num-draft-tokens",
+                       "--speculative-dflash-block-size")
+LAUNCH_EXAMPLE = ("lmdeploy serve api_server ./target --backend pytorch --speculative-algorithm eagle3 "
+                  "--speculative-draft-model ./drafter --speculative-num-draft-tokens 3")
 SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model, --speculative-num-draft-tokens (cli/utils.py)
 # The draft's dtype, --model-format and hf overrides come from the target's engine config, with no draft option to
 # change them; its parallelism is its own (tp 1) for eagle/eagle3, the target's for MTP, DFlash and the MLA drafter

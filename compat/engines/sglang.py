@@ -16,6 +16,19 @@ TAG = "v{version}"
 LAUNCH_COMMANDS = ()
 LAUNCH_MODULES = ("sglang.launch_server",)
 MODEL_OPTION = "--model-path"
+# The launch grammar (compat/launch_line.py): one --speculative-* flag per setting; argparse takes a unique prefix of
+# each option doctor reads (allow_abbrev)
+TARGET_OPTIONS = ("--model-path", "--model")
+DRAFTER_OPTIONS = ("--speculative-draft-model-path", "--speculative-draft-model")
+OPTION_ALIASES = {"--speculative-draft-model": "--speculative-draft-model-path", "--model": "--model-path"}
+# the tree: --speculative-num-steps draft steps of --speculative-eagle-topk each, --speculative-num-draft-tokens verified
+SPEC_SETTING_OPTIONS = {"method": "--speculative-algorithm", "num_speculative_tokens": "--speculative-num-steps",
+                        "topk": "--speculative-eagle-topk", "num_draft_tokens": "--speculative-num-draft-tokens"}
+SPEC_OPTION_PREFIX = "--speculative-"
+ABBREVIATED_OPTIONS = (*TARGET_OPTIONS, *DRAFTER_OPTIONS, "--speculative-algorithm", "--speculative-num-steps",
+                       "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+LAUNCH_EXAMPLE = ("python -m sglang.launch_server --model-path ./target --speculative-algorithm EAGLE3 "
+                  "--speculative-draft-model-path ./drafter --speculative-num-steps 3")
 SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...
 DRAFT_SETTINGS_FROM = "target"  # the draft worker is built from the target's ServerArgs (sglang#23490)
 DRAFT_SHAPE = "tree"  # --speculative-num-steps x --speculative-eagle-topk, --speculative-num-draft-tokens verified

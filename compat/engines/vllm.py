@@ -16,6 +16,24 @@ TAG = "v{version}"
 
 LAUNCH_COMMANDS = (("vllm", "serve"),)
 LAUNCH_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
+# The launch grammar (compat/launch_line.py): `vllm serve MODEL` takes the target as its positional, the module form
+# --model. The speculative settings are one JSON object: --speculative-config (FlexibleArgumentParser also takes
+# --speculative_config; -sc from 0.2x), or its keys dotted (`--speculative-config.method eagle3`).
+TARGET_OPTIONS = ("--model",)
+DRAFTER_OPTIONS = ()  # the drafter is the config's "model"
+OPTION_UNDERSCORES = True  # FlexibleArgumentParser turns underscores before any `.` into dashes
+SPEC_CONFIG_OPTIONS = ("--speculative-config", "--speculative_config", "-sc")
+# the flat options of the releases before the JSON config, each read as the config key it became
+SPEC_LEGACY_OPTIONS = {"--speculative-model": "model", "--num-speculative-tokens": "num_speculative_tokens",
+                       "--speculative-draft-tensor-parallel-size": "draft_tensor_parallel_size",
+                       "--speculative-model-quantization": "quantization",
+                       "--speculative-max-model-len": "max_model_len"}
+# 0.22+: --spec-method/--spec-model/--spec-tokens, merged into the config after parsing
+# (EngineArgs.create_speculative_config, which refuses a key given both ways)
+SPEC_SHORTCUTS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+ABBREVIATED_OPTIONS = ("--speculative-config", *SPEC_SHORTCUTS)  # argparse takes their unique prefixes
+LAUNCH_EXAMPLE = ('vllm serve ./target --speculative-config \'{"method": "eagle3", "model": "./drafter", '
+                  '"num_speculative_tokens": 3}\'')
 SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)
 DRAFT_SETTINGS_FROM = "draft"  # the draft's ModelConfig: its checkpoint's quantization, a backend for its attention
 DRAFT_SHAPE = "chain"

@@ -30,3 +30,26 @@ def test_sglang_flags_and_draft_token_count(ctx, run):
     argv = result["launch"]["argv"]
     assert argv[:3] == ["python", "-m", "sglang.launch_server"]
     assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "8"
+
+
+def test_lmdeploy_writes_its_draft_tokens_option(ctx, run):
+    """LMDeploy 0.18.0's flags, as its probe reads them (lmdeploy/cli/utils.py:835-851): the draft tokens per step are
+    --speculative-num-draft-tokens (get_speculative_config passes them as num_speculative_tokens, cli/utils.py:100),
+    the drafter --speculative-draft-model; no --speculative-num-steps or --speculative-eagle-topk (a chain, no tree)."""
+    from check_inputs import drafter, report, target
+
+    from compat.checks import Ctx
+
+    flags = [{"name": name, "default": default, "location": f"lmdeploy/cli/utils.py:{line}"} for name, default, line in
+             (("--speculative-algorithm", None, 835), ("--speculative-draft-model", None, 841),
+              ("--speculative-num-draft-tokens", 1, 846))]
+    backend = {"present": True, "speculates": "pytorch", "flag": {"name": "--backend", "default": "turbomind"}}
+    facts = {**report("sglang"), "engine": "lmdeploy", "version": "0.18.0", "cli_flags": flags,
+             "speculative_backend": backend}
+    tgt = target()
+    context = Ctx(facts, tgt, drafter(tgt=tgt), Options(num_speculative_tokens=5))
+    argv = run("launch-command", context)["launch"]["argv"]
+    assert argv[:4] == ["lmdeploy", "serve", "api_server", "/models/target"]
+    assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "5"
+    assert argv[argv.index("--speculative-draft-model") + 1] == "/models/drafter" and "--backend" in argv
+    assert "--speculative-num-steps" not in argv and "--speculative-eagle-topk" not in argv

@@ -228,7 +228,9 @@ def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
     from compat.verify.server.summary import launch_line
 
     (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30, LAUNCH_COMMANDS=(("trtllm-serve", "serve"),),
-                                                  SPEC_FORM="flags", MODEL_OPTION="--model"))
+                                                  SPEC_FORM="flags", MODEL_OPTION="--model", TARGET_OPTIONS=("--model",),
+                                                  SPEC_SETTING_OPTIONS={"method": "--speculative-algorithm"},
+                                                  SPEC_OPTION_PREFIX="--speculative-"))
     speculation = Speculation(speculating=True, method="EAGLE3", draft_model="/d", num_speculative_tokens=3)
     line = launch_line(Identity("http://x", "trtllm", "1.0", "/t", ["/t"]), speculation)
     assert line.startswith("trtllm-serve serve --model /t --speculative-algorithm EAGLE3 ")
