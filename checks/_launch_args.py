@@ -101,7 +101,7 @@ def read_words(line: LaunchLine, fact: dict[str, Any]) -> ReadLine:
     positional_slots = sum(1 for a in fact.get("arguments") or [] if a.get("value") == "positional")
     out = ReadLine(line)
     words = line.words
-    if line.entry[-1:] == ("serve",):
+    if not line.module_form:  # the command's parser (`vllm serve`): the rules it applies before argparse
         _serve_rules(out, parser.get("serve_rules") or [])
     _given_twice(out, table)
     i = 0

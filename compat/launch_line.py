@@ -102,7 +102,7 @@ class LaunchLine:
         model is positional (`lmdeploy serve api_server --backend pytorch MODEL`): which later word is the model depends
         on which options take a value in the release (compat.checks.served_model reads it there)."""
         unit = engines.get(self.engine)
-        positional = self.entry[-1:] == ("serve",) or not (unit.spec_in_config or unit.model_option)
+        positional = not unit.model_option and not (self.module_form and unit.target_options)
         return self.target is None and positional and any(not w.option for w in self.words)
 
     def setting(self, name: str) -> Any:

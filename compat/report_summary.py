@@ -41,9 +41,11 @@ def methods(report: dict[str, Any]) -> tuple[str, str | None]:
     algorithms = report.get("methods")
     if isinstance(algorithms, dict) and algorithms.get("accepted") and "names" in algorithms:
         return _algorithms(algorithms)
+    unit = engines.find(report.get("engine"))
+    option = unit.setting_option("method") if unit else None  # the flags form's method option (--speculative-algorithm)
     for flag in report.get("cli_flags") or []:
-        if isinstance(flag, dict) and flag.get("name") == "--speculative-algorithm" and flag.get("choices"):
-            return f"--speculative-algorithm {' | '.join(flag['choices'])}", flag.get("location")
+        if isinstance(flag, dict) and option and flag.get("name") == option and flag.get("choices"):
+            return f"{option} {' | '.join(flag['choices'])}", flag.get("location")
     return "not found in this release", None
 
 

@@ -105,3 +105,17 @@ def test_the_units_declare_the_grammar_their_releases_spell():
     for unit in engines.all_engines():  # each example line is read as its own engine's, with a target and a drafter
         line = read_line(unit.launch_example)
         assert (line.engine, line.target, line.drafter) == (unit.name, "./target", "./drafter"), unit.name
+
+
+def test_the_converted_drafter_takes_lmdeploys_option():
+    """doctor's line with a converted drafter: LMDeploy's --speculative-draft-model gets the new path (it has no
+    --speculative-draft-model-path, SGLang's, which was appended before)."""
+    from compat.checks import Ctx, Options
+    from compat.checks._launch import launch_from_line
+
+    line = read_line("lmdeploy serve api_server /t --backend pytorch --speculative-algorithm eagle3 "
+                     "--speculative-draft-model /d --speculative-num-draft-tokens 3")
+    ctx = Ctx({"engine": "lmdeploy", "version": "0.18.0"}, None, None, Options(launch=line))  # no target or drafter read
+    argv = launch_from_line(ctx, [], drafter_path="/converted")["argv"]
+    assert argv[argv.index("--speculative-draft-model") + 1] == "/converted"
+    assert "--speculative-draft-model-path" not in argv and "/d" not in argv
