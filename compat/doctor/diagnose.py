@@ -18,7 +18,7 @@ from compat.checks import (FAIL, Ctx, Drafter, Options, Result, all_checks, laun
                            suggested_launch)
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
-from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
+from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, typed
 from compat.doctor import reuse
 from compat.doctor.releases import ReleaseFinder, class_loaders
 from compat.core.errors import SourceError, UsageError
@@ -236,8 +236,8 @@ def answers(tree: EngineTree, target: Target, drafter: Drafter, verdict: str, op
 
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
     """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table (from the
-    checks of a diagnosis, in their JSON form)."""
-    fixes = [(c, from_json(c["fix"])) for c in checks if c["fix"]]
+    checks of a diagnosis: each fix as the dataclass it was made as, compat.fix.typed)."""
+    fixes = [(c, typed(c["fix"])) for c in checks if c["fix"]]
     shown = [(c, fix) for c, fix in fixes if fix is not None and (c["verdict"] == FAIL or isinstance(fix, PatchFix))]
     newest = _newest_lower_bound([fix.releases for _, fix in shown if isinstance(fix, ReleaseFix)])
     out: list[str] = []

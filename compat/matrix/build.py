@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from compat import engines as engine_units
-from compat.fix import from_json
+from compat.fix import typed
 from compat.matrix.evidence import evidence_url, issue_links
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
 
@@ -41,7 +41,7 @@ def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
         cell["method"] = diagnosis["method"]["family"]  # the method doctor checked (the drafter's, or the column's)
     checks = []
     for check in diagnosis.get("checks") or []:
-        fix = from_json(check.get("fix"))  # the check's typed fix: the page shows its command, else its words
+        fix = typed(check.get("fix"))  # the check's fix (the dataclass): the page shows its command, else its words
         item = {"check": check["check"], "title": check["title"], "verdict": check["verdict"], "detail": check["detail"],
                 "location": check.get("location"), "evidence": evidence_url(engine, version, check.get("location")),
                 "fix": fix.shown() if fix is not None else None}
