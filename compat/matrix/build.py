@@ -14,9 +14,10 @@ release would push the matrix's out. The user's pair is diagnosed afresh each ti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compat import engines as engine_units
+from compat.core.progress import Progress, each
 from compat.fix import typed
 from compat.matrix.evidence import evidence_url, issue_links
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
@@ -122,11 +123,11 @@ def _options_key(options: Any) -> list[Any]:
 
 def build(engines: list[str], columns: list[Column], *, releases: str | None = None, user: dict[str, Any] | None = None,
           options: Any = None, cache_dir: str | Path | None = None, offline: bool = False,
-          progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+          progress: Progress | None = None) -> dict[str, Any]:
     """The matrix document (matrix.json): engines, their releases, the columns, and one row per cell.
 
     `user`: {"target": Target, "drafter": Drafter} (read as doctor reads them), shown as the column USER.
-    `progress(items, what)` wraps each long iteration (a bar on a terminal); None iterates silently."""
+    `progress` (compat.core.progress) is told of each long iteration (a bar on a terminal); None iterates silently."""
     from compat.doctor import Options, release_row, release_trees
     from compat.core.errors import SourceError
     from compat.sources.released import list_releases
@@ -145,7 +146,7 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
         trees, finder = release_trees(engine, spec, versions=versions, cache_dir=cache_dir, offline=offline,
                                       progress=progress)
         document["engines"][engine] = {"releases": spec, "versions": list(trees)}
-        for version in (progress(list(trees), f"{engine} cells") if progress else trees):
+        for version in (each(progress, list(trees), f"{engine} cells") if progress else trees):
             tree = trees[version]
             if isinstance(tree, SourceError):  # no tree: every column says so, as doctor --releases does
                 cells = {c.id: slim(engine, version, release_row(version, tree, None, None, options, finder))  # type: ignore[arg-type]
