@@ -1,10 +1,10 @@
 """What the launch line gives the draft model, and what the draft inherits from the target: shared by the checks
 of the draft's attention backend, parallelism, quantization and KV-cache dtype.
 
-vLLM: the draft's own settings are --speculative-config keys (attention_backend, kv_cache_dtype,
-quantization, draft_tensor_parallel_size), where the release's SpeculativeConfig has the field; the target's
-are the top-level options. SGLang: --speculative-draft-* options where the release has them, else the
-target's options. Which options exist is the release's own argument list (cli_arguments), with file:line.
+Which options carry them is the engine unit's DRAFT_OPTIONS. vLLM: the draft's own settings are
+--speculative-config keys (attention_backend, kv_cache_dtype, quantization, draft_tensor_parallel_size), where the
+release's SpeculativeConfig has the field; the target's are the top-level options. SGLang: --speculative-draft-*
+options where the release has them, else the target's options. Which options exist is the release's own argument list (cli_arguments), with file:line.
 """
 
 from __future__ import annotations
@@ -51,19 +51,23 @@ def argument(ctx: Ctx, name: str) -> dict[str, Any] | None:
     return None
 
 
-def draft_setting(ctx: Ctx, read: ReadLine, *, config_key: str, config_target: tuple[str, ...], flag: str,
-                  flag_target: tuple[str, ...]) -> DraftSetting:
-    """The draft's own setting and the target's it falls back to: a --speculative-config key and the target's option
-    where the engine's settings are one JSON object (vLLM), else a --speculative-draft-* flag and the target's."""
+def draft_setting(ctx: Ctx, read: ReadLine, setting: str) -> DraftSetting:
+    """The draft's own setting and the target's it falls back to, by the engine unit's DRAFT_OPTIONS: a
+    --speculative-config key and the target's option where the engine's settings are one JSON object (vLLM), else a
+    --speculative-draft-* option and the target's (SGLang); nothing the line sets where the unit names none."""
     unit = engines.get(ctx.engine)
+    own_name, targets = unit.draft_option(setting)
+    target = read.value(*targets) if targets else None
+    target_option = targets[0] if targets else f"the target's {setting}"
+    target_location = (argument(ctx, targets[0]) or {}).get("location") if targets else None
     if unit.spec_in_config:
-        field = spec_field(ctx, config_key)
-        return DraftSetting(read.line.spec.get(config_key), read.value(*config_target),
-                            f"{unit.spec_config_options[0]} {config_key}" if field else None, (field or {}).get("location"),
-                            config_target[0], (argument(ctx, config_target[0]) or {}).get("location"))
-    own = argument(ctx, flag)
-    return DraftSetting(read.value(flag) if own else None, read.value(*flag_target), flag if own else None,
-                        (own or {}).get("location"), flag_target[0], (argument(ctx, flag_target[0]) or {}).get("location"))
+        field = spec_field(ctx, own_name) if own_name else None
+        return DraftSetting(read.line.spec.get(own_name) if own_name else None, target,
+                            f"{unit.spec_config_options[0]} {own_name}" if field else None, (field or {}).get("location"),
+                            target_option, target_location)
+    own = argument(ctx, own_name) if own_name else None
+    return DraftSetting(read.value(own_name) if own else None, target, own_name if own else None,
+                        (own or {}).get("location"), target_option, target_location)
 
 
 def line(ctx: Ctx) -> ReadLine | None:

@@ -27,9 +27,7 @@ def draft_attention_backend(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:
         return Result(PASS, "no launch line given", None)
-    setting = draft_setting(ctx, read, config_key="attention_backend", config_target=("--attention-backend",),
-                            flag="--speculative-draft-attention-backend",
-                            flag_target=("--attention-backend", "--decode-attention-backend"))
+    setting = draft_setting(ctx, read, "attention_backend")
     target_mla = "kv_lora_rank" in (ctx.target.text_config or ctx.target.config)
     # no separate drafter: MTP heads are the target's own layers (its attention), n-gram and suffix draft without one
     drafter_mla = "kv_lora_rank" in ctx.drafter.config if ctx.drafter.present else target_mla
@@ -50,7 +48,8 @@ def draft_attention_backend(ctx: Ctx) -> Result:
                   "for the target on your GPU and the draft worker inherits it (on Blackwell: trtllm_mla, an MLA-only "
                   "backend: sglang#23490)")
         if fix is None:
-            return Result(WARN, detail + "; this release has no --speculative-draft-attention-backend", None)
+            own = engines.get(ctx.engine).draft_option("attention_backend")[0] or "option for the draft's backend"
+            return Result(WARN, detail + f"; this release has no {own}", None)
         return Result(WARN, detail + f"; the printed line names an MHA backend for the draft ({fix.option} {fix.value})",
                       setting.location, edits=(fix,))
     shown = repr(backend) if backend is not None else "the one the release picks for the drafter's own attention"
@@ -66,7 +65,7 @@ def _fix(ctx: Ctx, setting) -> LineEdit | None:
     if not mha:
         return None
     if unit.spec_in_config:
-        return LineEdit("spec", "an MHA backend for the MHA drafter", key="attention_backend", value=mha[0])
-    choices = (argument(ctx, "--attention-backend") or {}).get("choices") or []
+        return LineEdit("spec", "an MHA backend for the MHA drafter", key=setting.own_option.split()[-1], value=mha[0])
+    choices = (argument(ctx, setting.target_option) or {}).get("choices") or []
     pick = next((c for c in mha if c in choices), mha[-1])
     return LineEdit("set", "an MHA backend for the MHA drafter", option=setting.own_option, value=pick)

@@ -26,10 +26,8 @@ def draft_quantization(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:
         return Result(PASS, "no launch line given", None)
-    quant = draft_setting(ctx, read, config_key="quantization", config_target=("--quantization",),
-                          flag="--speculative-draft-model-quantization", flag_target=("--quantization",))
-    kv = draft_setting(ctx, read, config_key="kv_cache_dtype", config_target=("--kv-cache-dtype",),
-                       flag="--speculative-draft-kv-cache-dtype", flag_target=("--kv-cache-dtype",))
+    quant = draft_setting(ctx, read, "quantization")
+    kv = draft_setting(ctx, read, "kv_cache_dtype")
     fails, warns, edits, where = [], [], [], None
     q_fail, q_warn, q_edit, q_where = _quantization(ctx, quant)
     k_fail, k_edit = _kv_cache(ctx, kv)

@@ -21,9 +21,11 @@ def draft_tensor_parallel(ctx: Ctx) -> Result:
     if read is None:
         return Result(PASS, "no launch line given", None)
     if engines.get(ctx.engine).draft_inherits:
-        tp = read.value("--tp-size", "--tensor-parallel-size") or "1 (default)"
+        targets = engines.get(ctx.engine).draft_option("tensor_parallel_size")[1]  # the target's (--tp-size, ...)
+        tp = (read.value(*targets) if targets else None) or "1 (default)"
+        found = next((a for a in (argument(ctx, t) for t in targets) if a), None)
         return Result(PASS, f"the draft runs at the target's tensor parallel size ({tp}); this release has no option "
-                      "for another", (argument(ctx, "--tp-size") or argument(ctx, "--tensor-parallel-size") or {}).get("location"))
+                      "for another", (found or {}).get("location"))
     fact = ctx.fact("draft_parallel_rules")
     values = settings(read, ctx.fact("cli_arguments"))
     spec = read.line.spec

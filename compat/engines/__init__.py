@@ -67,6 +67,10 @@ CONTRACT = Contract("engine", (
     Field("SPEC_OPTION_PREFIX", str, default="", doc='the prefix of a flags line\'s speculative options ("--speculative-")'
           ': each is kept as typed in the line\'s settings'),
     Field("LAUNCH_EXAMPLE", str, default="", doc="a launch line with a drafter, as an error's hint shows it"),
+    Field("DRAFT_OPTIONS", dict, default={}, doc='{setting: (the draft\'s own option, or its config key in the config '
+          'form; "": none, the target\'s option(s) it falls back to...)} of the draft settings the checks read '
+          '("attention_backend", "quantization", "kv_cache_dtype", "tensor_parallel_size"); a setting left out: the '
+          'line cannot set it'),
     Field("SPEC_FORM", str, doc='how a launch line gives the speculative settings: "config" (the keys of one JSON '
           'object, vLLM\'s --speculative-config) or "flags" (one --speculative-* option each, SGLang\'s)'),
     Field("DRAFT_SETTINGS_FROM", str, doc='where the draft takes the quantization, attention backend and tensor '
@@ -165,6 +169,7 @@ class Engine:
     spec_setting_options: tuple[tuple[str, str], ...]
     spec_option_prefix: str
     launch_example: str
+    draft_options: tuple[tuple[str, tuple[str, ...]], ...]
     spec_form: str
     draft_settings_from: str
     draft_shape: str
@@ -214,6 +219,12 @@ class Engine:
         """The option a flags line gives `setting` with ("num_speculative_tokens" -> SGLang's --speculative-num-steps,
         LMDeploy's --speculative-num-draft-tokens); None: the engine has none (or its settings are config keys)."""
         return dict(self.spec_setting_options).get(setting)
+
+    def draft_option(self, setting: str) -> tuple[str, tuple[str, ...]]:
+        """(the draft's own option or config key, "" for none; the target's options) of a draft setting (DRAFT_OPTIONS);
+        ("", ()) when the engine's line cannot set it."""
+        found = dict(self.draft_options).get(setting)
+        return (found[0], tuple(found[1:])) if found else ("", ())
 
     def option_named(self, option: str) -> str:
         """The option an alias stands for (OPTION_ALIASES), else the option itself."""

@@ -27,6 +27,12 @@ SPEC_SETTING_OPTIONS = {"method": "--speculative-algorithm", "num_speculative_to
 SPEC_OPTION_PREFIX = "--speculative-"
 ABBREVIATED_OPTIONS = (*TARGET_OPTIONS, *DRAFTER_OPTIONS, "--speculative-algorithm", "--speculative-num-steps",
                        "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+# the draft's own --speculative-draft-* options (where the release has them), else the target's it inherits
+DRAFT_OPTIONS = {"attention_backend": ("--speculative-draft-attention-backend", "--attention-backend",
+                                       "--decode-attention-backend"),
+                 "quantization": ("--speculative-draft-model-quantization", "--quantization"),
+                 "kv_cache_dtype": ("--speculative-draft-kv-cache-dtype", "--kv-cache-dtype"),
+                 "tensor_parallel_size": ("", "--tp-size", "--tensor-parallel-size")}
 LAUNCH_EXAMPLE = ("python -m sglang.launch_server --model-path ./target --speculative-algorithm EAGLE3 "
                   "--speculative-draft-model-path ./drafter --speculative-num-steps 3")
 SPEC_FORM = "flags"  # --speculative-algorithm, --speculative-draft-model-path, --speculative-num-steps, ...

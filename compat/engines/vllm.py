@@ -32,6 +32,12 @@ SPEC_LEGACY_OPTIONS = {"--speculative-model": "model", "--num-speculative-tokens
 # (EngineArgs.create_speculative_config, which refuses a key given both ways)
 SPEC_SHORTCUTS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
 ABBREVIATED_OPTIONS = ("--speculative-config", *SPEC_SHORTCUTS)  # argparse takes their unique prefixes
+# the draft's own settings are --speculative-config keys (where the release's SpeculativeConfig has the field), the
+# target's the top-level options
+DRAFT_OPTIONS = {"attention_backend": ("attention_backend", "--attention-backend"),
+                 "quantization": ("quantization", "--quantization"),
+                 "kv_cache_dtype": ("kv_cache_dtype", "--kv-cache-dtype"),
+                 "tensor_parallel_size": ("draft_tensor_parallel_size", "--tensor-parallel-size")}
 LAUNCH_EXAMPLE = ('vllm serve ./target --speculative-config \'{"method": "eagle3", "model": "./drafter", '
                   '"num_speculative_tokens": 3}\'')
 SPEC_FORM = "config"  # --speculative-config '{"method": ..., "model": ..., ...}' (flat --speculative-* flags before it)

@@ -102,6 +102,10 @@ def test_the_units_declare_the_grammar_their_releases_spell():
     assert lmdeploy.drafter_options == ("--speculative-draft-model",) and lmdeploy.target_options == ()
     assert lmdeploy.setting_option("num_speculative_tokens") == "--speculative-num-draft-tokens"
     assert sglang.setting_option("num_speculative_tokens") == "--speculative-num-steps"
+    assert sglang.draft_option("attention_backend") == ("--speculative-draft-attention-backend",
+                                                         ("--attention-backend", "--decode-attention-backend"))
+    assert vllm.draft_option("tensor_parallel_size")[0] == "draft_tensor_parallel_size"  # a --speculative-config key
+    assert lmdeploy.draft_option("quantization") == ("", ())  # its draft takes the target's engine config, no option
     for unit in engines.all_engines():  # each example line is read as its own engine's, with a target and a drafter
         line = read_line(unit.launch_example)
         assert (line.engine, line.target, line.drafter) == (unit.name, "./target", "./drafter"), unit.name
