@@ -123,7 +123,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--num-speculative-tokens", type=int, default=DEFAULT_SPEC_TOKENS, metavar="N",
                         help=f"draft tokens per step ({_per_step_options()}) (default {DEFAULT_SPEC_TOKENS})")
     parser.add_argument("--topk", type=int, default=None, metavar="K",
-                        help=f"SGLang --speculative-eagle-topk (default {DEFAULT_TOPK}; vLLM has none: a note says so)")
+                        help=f"draft candidates per step, a tree's width ({_per_step_options('topk')}) (default {DEFAULT_TOPK}; an "
+                             "engine without one says so in a note)")
     parser.add_argument("--spec", metavar="KEY=VALUE", action="append", default=[],
                         help="one more vLLM --speculative-config key (VALUE is JSON, else a string); dropped, with a "
                         "warning, when the release lacks it (SGLang has no --speculative-config: a note says so)")
@@ -229,11 +230,13 @@ def _takes_no_drafter(method: str | None) -> bool:
     return False
 
 
-def _per_step_options() -> str:
-    """How each engine's line gives the draft tokens per step: "vLLM num_speculative_tokens; SGLang
-    --speculative-num-steps; LMDeploy --speculative-num-draft-tokens" (its unit's launch grammar)."""
-    return "; ".join(f"{unit.display_name} {unit.setting_option('num_speculative_tokens') or 'num_speculative_tokens'}"
-                     for unit in engines.all_engines())
+def _per_step_options(setting: str = "num_speculative_tokens") -> str:
+    """How each engine's line gives a setting, by its unit's launch grammar: "vLLM num_speculative_tokens; SGLang
+    --speculative-num-steps; LMDeploy --speculative-num-draft-tokens"; for "topk", only the engines that have one."""
+    units = engines.all_engines()
+    named = [(u.display_name, u.setting_option(setting) or (setting if u.spec_in_config and setting != "topk" else None))
+             for u in units]
+    return "; ".join(f"{name} {option}" for name, option in named if option) or "no engine has one"
 
 
 def _pair(args, line) -> tuple[str, str | None]:

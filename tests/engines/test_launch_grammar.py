@@ -123,3 +123,17 @@ def test_the_converted_drafter_takes_lmdeploys_option():
     argv = launch_from_line(ctx, [], drafter_path="/converted")["argv"]
     assert argv[argv.index("--speculative-draft-model") + 1] == "/converted"
     assert "--speculative-draft-model-path" not in argv and "/d" not in argv
+
+
+def test_doctors_help_names_each_engines_option_for_the_draft_tokens(monkeypatch):
+    import contextlib
+    import io
+
+    from compat import cli
+
+    monkeypatch.setenv("COLUMNS", "400")  # argparse wraps at the terminal's width: one line per option
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        cli.main(["doctor", "--help"])
+    text = " ".join(out.getvalue().split())
+    assert "(vLLM num_speculative_tokens; SGLang --speculative-num-steps; LMDeploy --speculative-num-draft-tokens)" in text
