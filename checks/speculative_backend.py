@@ -19,7 +19,7 @@ def speculative_backend(ctx: Ctx) -> Result:
         return Result(PASS, "this release speculates on the backend the line runs", None)
     flag, speculates = fact.get("flag") or {}, str(fact.get("speculates"))
     name = str(flag.get("name") or "--backend")
-    given = next((value for option, value, _ in reversed(options(line.args)) if option == name), None)
+    given = next((value for option, value, _ in reversed(options(line)) if option == name), None)
     chosen = given if given is not None else flag.get("default")
     drops = fact.get("drops") or {}
     if chosen == speculates:

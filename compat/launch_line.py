@@ -175,9 +175,10 @@ def _listed(items: list[str], word: str) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {word} {items[-1]}"
 
 
-def options(args: tuple[str, ...]) -> list[tuple[str, str | None, int]]:
-    """(option, the word after it or its =value, index) for every option of the words (syntax only)."""
-    words = read_args(args)
+def options(args: tuple[str, ...] | LaunchLine) -> list[tuple[str, str | None, int]]:
+    """(option, the word after it or its =value, index) for every option of the words (syntax only); given a line, of
+    its words as read once."""
+    words = args.words if isinstance(args, LaunchLine) else read_args(args)
     return [(w.name, w.inline if w.inline is not None else (
         words[w.index + 1].text if w.index + 1 < len(words) and not words[w.index + 1].option else None), w.index)
             for w in words if w.option]
@@ -247,7 +248,7 @@ def _config_form(line: LaunchLine) -> LaunchLine:
     added: dict[str, Any] = {}
     shortcuts: dict[str, str] = {}
     models: list[str | None] = []
-    for typed, value, _ in options(line.args):
+    for typed, value, _ in options(line):
         name = option_name(typed, unit)
         if name in shortcuts_of:
             added[shortcuts_of[name]] = _json_or_text(value)
@@ -280,7 +281,7 @@ def _config_object(line: LaunchLine, unit: engines.Engine) -> tuple[dict[str, An
     whole: dict[str, Any] | None = None
     dotted: dict[str, Any] = {}
     spec_option = None
-    for typed, value, _ in options(line.args):
+    for typed, value, _ in options(line):
         head, dot, key = option_name(typed, unit).partition(".")
         if head in unit.spec_config_options and dot:
             _nest(dotted, key.split("."), _json_or_text(value))  # --speculative-config.method eagle3
@@ -308,7 +309,7 @@ def _flags_form(line: LaunchLine) -> LaunchLine:
     positional = not unit.model_option
     if positional and line.words and not line.words[0].option:
         target = line.args[0]
-    for typed, value, _ in options(line.args):
+    for typed, value, _ in options(line):
         name = _unique_prefix(_dashed(typed, unit), unit)
         if name in unit.target_options and not positional:
             target = value
