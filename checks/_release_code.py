@@ -8,6 +8,7 @@ drafter's config.json under every name the line may use for them, the platform (
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compat import engines
@@ -20,7 +21,7 @@ from compat.launch_line import LaunchLine, LineEdit, config_given
 FACT = "spec_validation"
 MAX_TRIES = 12  # edits of the line tried for a fix
 # what the user runs: a fix never changes it (another method or drafter is another question)
-KEEP = ("method", "model", "speculative_algorithm", "speculative_draft_model_path")
+KEEP = ("method", "model", "speculative_algorithm", "speculative_draft_model_path", "speculative_draft_model")
 
 
 def given_of(ctx: Ctx, line: LaunchLine | None = None) -> Given | None:
@@ -77,12 +78,21 @@ def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
     refused = outcome.refused
     if refused is None:
         return []
-    fields = set((ctx.fact(FACT).get("classes") or [{}])[0].get("fields") or {})
-    read = [name for name in refused.reads if name in fields and name not in KEEP]
+    fields = (ctx.fact(FACT).get("classes") or [{}])[0].get("fields") or {}
+    # an option known by other names on the way into the config (LMDeploy's --speculative-dflash-block-size is the
+    # builder's local and the config's `dflash_block_size`): the fact's `feeds`, read back to the option
+    feeds: dict[str, str] = {str(alias): str(name) for name, entry in fields.items() for alias in entry.get("feeds") or ()}
+    words: list[str] = list(refused.reads) + [str(w) for g in refused.guard for w in re.findall(r"[A-Za-z_]\w*", g) if w in feeds]
+    options = [feeds[word] if word in feeds else word for word in words]
+    read: list[str] = []
+    for name in options:
+        if name in fields and name not in KEEP and name not in read:
+            read.append(name)
+    compared = {feeds.get(k, k): v for k, v in refused.compared.items()}
     in_config = engines.get(ctx.engine).spec_in_config
     tries = 0
     for name in read:
-        for value in _candidates(ctx, name, given, refused.compared.get(name)):
+        for value in _candidates(ctx, name, given, compared.get(name)):
             tries += 1
             if tries > MAX_TRIES:
                 return []

@@ -1,0 +1,160 @@
+"""The code LMDeploy runs on `lmdeploy serve api_server`'s speculative arguments before any weight loads, as statements
+doctor walks with the line's values (compat/guards/), in the spec_validation form the other engines' probes write.
+
+The path, found by what the code does (not by a file name):
+- the builder: the function under lmdeploy/cli that turns the parsed arguments into the config
+  (`get_speculative_config(args)` in lmdeploy/cli/utils.py: `SpeculativeConfig(method=args.speculative_algorithm, ...)`,
+  and in 0.18.0 `--speculative-dflash-block-size requires --speculative-algorithm dflash.`). It is the entry: its
+  `args` are the line's options by their argparse dests, the release's parser defaults where the line says nothing;
+- the config it builds: `SpeculativeConfig` (lmdeploy/messages.py), a dataclass: its fields' defaults, and its
+  `__post_init__` (0.18.0: `dflash_block_size is supported only when method="dflash".`, `... greater than or equal to
+  2.`, and `num_speculative_tokens = dflash_block_size - 1`).
+
+Not read yet (said in the fact's `not_read`, with file:line, so doctor's docs and a reader know what is left): the
+engine's side, run when the PyTorch engine starts (`ConfigBuilder.build_specdecode_config`, `SpecDecodeConfig
+.from_config`, the DFlash validators of spec_decode/dflash_utils.py, the proposer registry's `<method> not found`).
+They read objects the engine builds from the line (its cache, distribution and model configs), which the walk does not
+build yet; the argparse `choices` of `--speculative-algorithm` (the cli_arguments fact) keep an unknown method from the
+registry's raise on this path.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from compat.core.tree import EngineTree
+from compat.probes import probe
+from compat.probes._ast import class_fields, field_name, safe_parse
+from compat.probes._validation import Program, field_entry
+from compat.probes.lmdeploy._source import CLI, SPEC_DECODE, call_name
+from compat.probes.lmdeploy.cli_arguments import cli_arguments
+
+CONFIG_CLASS = "SpeculativeConfig"
+ARGS = "Namespace"  # what the builder is handed: argparse's parsed arguments, named by their dests
+ENGINE_SIDE = ("build_specdecode_config", "from_config", "validate_dflash_cache_config", "validate_dflash_dist_config",
+               "validate_dflash_runtime_config", "parse_dflash_config", "build_specdecode_proposer")
+
+
+@probe("lmdeploy", "spec_validation", "The speculative arguments' validation, as statements (doctor evaluates them)",
+       order=88)
+def spec_validation(tree: EngineTree) -> dict:
+    builder = _builder(tree)
+    if builder is None:
+        return {"present": False, "reason": f"no function under {CLI} builds a {CONFIG_CLASS} from the parsed arguments "
+                "(LMDeploy has speculative decoding from 0.11.0)"}
+    relpath, fn = builder
+    config = _config_class(tree)
+    if config is None:
+        return {"present": False, "reason": f"no class {CONFIG_CLASS} in lmdeploy/messages.py",
+                "location": tree.loc(relpath, fn)}
+    config_path, cls = config
+    program = Program(tree, lambda where, name: None)  # the builder and the config read no module constants
+    program.add_class(config_path, cls)
+    construction: list[str] = []
+    post = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__post_init__"), None)
+    if post is not None:
+        program.function(config_path, post, f"{CONFIG_CLASS}.__post_init__", CONFIG_CLASS, whole=True)
+        construction.append(f"{CONFIG_CLASS}.__post_init__")
+    program.function(relpath, fn, fn.name, whole=True, receiver=ARGS)  # handed the parsed arguments
+    read_back = program.to_json()
+    config_spec = {"name": CONFIG_CLASS, "file": config_path, "line": cls.lineno,
+                   "fields": {field_name(f): field_entry(f) for f in class_fields(cls)}, "construction": construction}
+    classes = [_arguments(tree, fn), config_spec]
+    classes += [c for c in read_back.pop("classes") if c["name"] not in (CONFIG_CLASS, ARGS)]
+    out: dict[str, Any] = {"present": True, "location": tree.loc(relpath, fn), "entry": fn.name, "classes": classes,
+                           "not_read": _engine_side(tree)}
+    out.update(read_back)
+    return out
+
+
+def _builder(tree: EngineTree) -> tuple[str, ast.FunctionDef] | None:
+    """The module function under lmdeploy/cli that calls SpeculativeConfig(...) with one parameter (the arguments)."""
+    for relpath in tree.grep(CONFIG_CLASS.encode(), under=CLI):
+        module = safe_parse(tree, relpath)
+        for node in module.body if module else ():
+            if isinstance(node, ast.FunctionDef) and len(node.args.args) == 1 and any(
+                    isinstance(n, ast.Call) and call_name(n) == CONFIG_CLASS for n in ast.walk(node)):
+                return relpath, node
+    return None
+
+
+def _config_class(tree: EngineTree) -> tuple[str, ast.ClassDef] | None:
+    for relpath in ["lmdeploy/messages.py"] + [p for p in tree.grep(f"class {CONFIG_CLASS}".encode(), under="lmdeploy")
+                                               if p != "lmdeploy/messages.py"]:
+        module = safe_parse(tree, relpath) if tree.exists(relpath) else None
+        for node in module.body if module else ():
+            if isinstance(node, ast.ClassDef) and node.name == CONFIG_CLASS:
+                return relpath, node
+    return None
+
+
+def _arguments(tree: EngineTree, fn: ast.FunctionDef) -> dict:
+    """The parsed arguments the builder reads (`args.x`, `getattr(args, 'x', ...)`), each with the default the release's
+    parser declares for it and where (the cli_arguments fact's reading): what a line that leaves one out starts with."""
+    name = fn.args.args[0].arg
+    read: dict[str, None] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+            read[node.attr] = None
+        elif isinstance(node, ast.Call) and call_name(node) in ("getattr", "hasattr") and len(node.args) >= 2 \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == name \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            read[node.args[1].value] = None
+    feeds = _feeds(fn, name)
+    fields: dict[str, dict] = {}
+    parsed = cli_arguments(tree)
+    for argument in parsed.get("arguments") or []:
+        dest = argument.get("dest") or argument["name"].lstrip("-").replace("-", "_")
+        if dest in read and dest not in fields:
+            entry: dict[str, Any] = {"option": argument["name"], "at": argument.get("location")}
+            if "default" in argument:
+                entry["default"] = argument["default"]
+            if feeds.get(dest):
+                entry["feeds"] = feeds[dest]
+            fields[dest] = entry
+    where, _, line = str(parsed.get("location") or "").partition(":")
+    return {"name": ARGS, "file": where, "line": int(line) if line.isdigit() else 0, "fields": fields, "construction": []}
+
+
+def _feeds(fn: ast.FunctionDef, name: str) -> dict[str, list[str]]:
+    """dest -> the names its value goes by on the way into the config: the builder's local it is read into
+    (`dflash_block_size = getattr(args, 'speculative_dflash_block_size', None)`) and the config's keyword it is passed
+    as (`SpeculativeConfig(dflash_block_size=dflash_block_size)`): what a raise in __post_init__ reads is that option."""
+    def dest_of(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+            return node.attr
+        if isinstance(node, ast.Call) and call_name(node) == "getattr" and len(node.args) >= 2 \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == name \
+                and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            return node.args[1].value
+        return None
+
+    local: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            dest = dest_of(node.value)
+            if dest is not None:
+                local[node.targets[0].id] = dest
+                out.setdefault(dest, []).append(node.targets[0].id)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and call_name(node) == CONFIG_CLASS:
+            for keyword in node.keywords:
+                dest = dest_of(keyword.value) or (local.get(keyword.value.id) if isinstance(keyword.value, ast.Name) else None)
+                if dest is not None and keyword.arg and keyword.arg not in out.setdefault(dest, []):
+                    out[dest].append(keyword.arg)
+    return out
+
+
+def _engine_side(tree: EngineTree) -> list[dict[str, str]]:
+    """The engine-side functions of the speculative path this reading does not walk yet, where the release has them."""
+    out: list[dict[str, str]] = []
+    for relpath in sorted(set(tree.grep(b"def build_specdecode_config", under="lmdeploy/pytorch")) |
+                          set(tree.grep(b"def validate_dflash", under=SPEC_DECODE)) |
+                          set(tree.grep(b"def build_specdecode_proposer", under=SPEC_DECODE))):
+        module = safe_parse(tree, relpath)
+        for node in ast.walk(module) if module else ():
+            if isinstance(node, ast.FunctionDef) and node.name in ENGINE_SIDE:
+                out.append({"function": node.name, "location": tree.loc(relpath, node)})
+    return out

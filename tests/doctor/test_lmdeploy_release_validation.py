@@ -1,0 +1,86 @@
+"""doctor's release-validation on LMDeploy launch lines (pinned releases, read from their released source): the walk of
+the release's own builder and config (the spec_validation fact, probes/lmdeploy/spec_validation.py) with the line's
+argparse dests, the parser's defaults where the line says nothing.
+
+What is modelled: LMDeploy needs CUDA and cannot run here, so no preflight: each expectation is read off the source
+line cited in the pinned wheel. The lines: InternLM/lmdeploy#3945 (`lmdeploy serve api_server ... --backend pytorch
+--speculative-algorithm eagle3 --speculative-draft-model ...`), and the DFlash block size of 0.18.0 (the feature asked
+in InternLM/lmdeploy#4530; SGLang's flag of the same name is an alias of its draft-token count, sgl-project/sglang#23553,
+which is how a line carried over from SGLang gets it with another algorithm).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compat.checks import Ctx, Drafter, Options, get_check
+from compat.launch_line import read_line
+from compat.report import build_report
+from compat.target import read_target
+
+pytestmark = pytest.mark.network
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
+         "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 512,
+         "max_position_embeddings": 256}
+LINE = "lmdeploy serve api_server ROOT/target --backend pytorch --speculative-algorithm {method} " \
+       "--speculative-draft-model ROOT/drafter"
+
+
+def run(pinned_release, root: Path, version: str, line: str):
+    for name, config in (("target", LLAMA), ("drafter", {**LLAMA, "num_hidden_layers": 1})):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "config.json").write_text(json.dumps(config))
+    launch = read_line(line.replace("ROOT", str(root)))
+    ctx = Ctx(build_report(pinned_release("lmdeploy", version)), read_target(root / "target"),
+              Drafter(root / "drafter", {**LLAMA, "num_hidden_layers": 1}, {}), Options(launch=launch))
+    return get_check("release-validation")(ctx)
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.18.0"])
+def test_the_line_of_3945_passes(pinned_release, tmp_path, version):
+    result = run(pinned_release, tmp_path, version, LINE.format(method="eagle3") + " --speculative-num-draft-tokens 3")
+    assert result.verdict == "pass", result.detail
+    assert "the release's validation lets the line through" in result.detail
+
+
+@pytest.mark.parametrize("extra, said, site, fix", [
+    # messages.py:880-881: a block size with another method; the fix removes the option (cli/utils.py:95 reads it)
+    ("--speculative-dflash-block-size 8", 'dflash_block_size is supported only when method="dflash".',
+     "lmdeploy/messages.py:881", {"--speculative-dflash-block-size": None}),
+])
+def test_a_block_size_with_another_algorithm_is_refused(pinned_release, tmp_path, extra, said, site, fix):
+    result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="eagle3") + " " + extra)
+    assert result.verdict == "fail" and said in result.detail and result.location == site, result.detail
+    assert "lmdeploy 0.18.0 refuses this line at start-up: ValueError" in result.detail
+    assert {e.option: e.value for e in result.edits} == fix
+
+
+def test_a_block_size_below_two_gets_the_value_the_release_takes(pinned_release, tmp_path):
+    """messages.py:882-883: `if self.dflash_block_size < 2: raise ValueError(...)`: the fix is the 2 it compares with."""
+    result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="dflash") + " --speculative-dflash-block-size 1")
+    assert result.verdict == "fail" and result.location == "lmdeploy/messages.py:883", result.detail
+    assert "dflash_block_size must be an integer greater than or equal to 2." in result.detail
+    assert {e.option: e.value for e in result.edits} == {"--speculative-dflash-block-size": 2}
+
+
+def test_a_block_size_without_an_algorithm_is_refused_by_the_cli(pinned_release, tmp_path):
+    """cli/utils.py:103-104: the option alone, no speculative algorithm: refused before any config is built."""
+    line = "lmdeploy serve api_server ROOT/target --backend pytorch --speculative-dflash-block-size 8"
+    result = run(pinned_release, tmp_path, "0.18.0", line)
+    assert result.verdict == "fail" and result.location == "lmdeploy/cli/utils.py:104", result.detail
+    assert "--speculative-dflash-block-size requires --speculative-algorithm dflash." in result.detail
+
+
+def test_a_dflash_line_the_config_takes_passes(pinned_release, tmp_path):
+    result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="dflash") + " --speculative-dflash-block-size 16")
+    assert result.verdict == "pass", result.detail
+
+
+def test_0_10_0_cannot_tell_there_is_no_speculative_config(pinned_release, tmp_path):
+    """0.10.0 has no speculative decoding (no add_spec_group, no SpeculativeConfig): nothing of the release's to walk."""
+    result = run(pinned_release, tmp_path, "0.10.0", "lmdeploy serve api_server ROOT/target --backend pytorch")
+    assert result.verdict == "warn" and "cannot tell" in result.detail

@@ -1,0 +1,112 @@
+"""The spec_validation probe on LMDeploy (pinned releases, read from their released source): the CLI's builder of the
+speculative config (`get_speculative_config(args)`, lmdeploy/cli/utils.py) and `SpeculativeConfig`'s fields and
+`__post_init__` (lmdeploy/messages.py), in the form doctor's evaluator walks (compat/guards/), evaluated here with
+the values a launch line gives by its argparse dests.
+
+What is modelled: LMDeploy needs CUDA and does not run here, so each expectation is read off the source line cited
+(the pinned wheel's file:line). The engine's side (ConfigBuilder.build_specdecode_config, the DFlash validators) is not
+walked yet; the fact names those functions under `not_read`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from compat.guards.run import Given, evaluate
+from compat.guards.values import Unknown
+from compat.probes.lmdeploy.spec_validation import spec_validation
+
+pytestmark = pytest.mark.network
+
+# the parser's defaults of `lmdeploy serve api_server` 0.18.0 (lmdeploy/cli/utils.py:835-856 add_spec_group)
+DEFAULTS = {"speculative_algorithm": None, "speculative_draft_model": None, "speculative_num_draft_tokens": 1,
+            "speculative_dflash_block_size": None, "backend": "pytorch"}
+
+
+def walk(fact: dict, **line) -> object:
+    return evaluate(fact, Given({**DEFAULTS, **line}, {}, "/models/target"))
+
+
+def test_0_10_0_has_no_speculative_config_to_read(pinned_release):
+    fact = spec_validation(pinned_release("lmdeploy", "0.10.0"))
+    assert fact["present"] is False and "0.11.0" in fact["reason"]
+
+
+@pytest.mark.parametrize("version, builder, config", [
+    ("0.11.0", "lmdeploy/cli/utils.py:102", "lmdeploy/messages.py:604"),
+    ("0.17.0", "lmdeploy/cli/utils.py:91", "lmdeploy/messages.py:822"),
+    ("0.18.0", "lmdeploy/cli/utils.py:91", "lmdeploy/messages.py:861"),
+])
+def test_the_builder_and_the_config_are_read_with_file_and_line(pinned_release, version, builder, config):
+    fact = spec_validation(pinned_release("lmdeploy", version))
+    assert fact["present"] and fact["entry"] == "get_speculative_config" and fact["location"] == builder
+    args, spec = fact["classes"][0], fact["classes"][1]
+    assert args["fields"]["speculative_num_draft_tokens"]["default"] == 1  # the parser's default
+    assert args["fields"]["speculative_algorithm"]["option"] == "--speculative-algorithm"
+    assert f"{spec['file']}:{spec['line']}" == config and spec["fields"]["method"]["required"] is True
+    # 0.18.0 passes the block size on as the config's dflash_block_size, through a local of the same name
+    feeds = args["fields"].get("speculative_dflash_block_size", {}).get("feeds")
+    assert feeds == (["dflash_block_size"] if version == "0.18.0" else None)
+    assert bool(spec["construction"]) == (version == "0.18.0")  # __post_init__ arrives with DFlash
+
+
+def test_a_line_the_release_takes_passes(pinned_release):
+    """InternLM/lmdeploy#3945's line: `--speculative-algorithm eagle3 --speculative-draft-model ...`, no raise on the way
+    (cli/utils.py:96-102 builds the config; messages.py:877 checks only dflash_block_size, None here)."""
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="eagle3",
+                   speculative_draft_model="/models/drafter", speculative_num_draft_tokens=3)
+    assert outcome.verdict == "passes" and outcome.result.get("num_speculative_tokens") == 3
+
+
+def test_the_block_size_without_an_algorithm_is_refused_by_the_cli(pinned_release):
+    """cli/utils.py:103-104: `elif dflash_block_size is not None: raise ValueError('--speculative-dflash-block-size
+    requires --speculative-algorithm dflash.')` (SGLang documents the same flag as an alias of its draft-token count,
+    sgl-project/sglang#23553: a line carried over from SGLang meets it)."""
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_dflash_block_size=8)
+    assert outcome.refused is not None
+    site = outcome.refused.site
+    assert site.location == "lmdeploy/cli/utils.py:104" and site.message.startswith("--speculative-dflash-block-size requires")
+
+
+@pytest.mark.parametrize("line, message, site", [
+    ({"speculative_algorithm": "eagle3", "speculative_dflash_block_size": 8},
+     'dflash_block_size is supported only when method="dflash".', "lmdeploy/messages.py:881"),
+    ({"speculative_algorithm": "dflash", "speculative_dflash_block_size": 1},
+     "dflash_block_size must be an integer greater than or equal to 2.", "lmdeploy/messages.py:883"),
+])
+def test_the_config_refuses_a_block_size_it_cannot_use(pinned_release, line, message, site):
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), **line)
+    assert outcome.refused is not None and outcome.refused.site.message == message
+    assert outcome.refused.site.location == site
+
+
+def test_the_block_size_sets_the_draft_token_count(pinned_release):
+    """messages.py:886: `self.num_speculative_tokens = self.dflash_block_size - 1` (the option overrides the count)."""
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="dflash",
+                   speculative_dflash_block_size=16, speculative_num_draft_tokens=3)
+    assert outcome.verdict == "passes" and outcome.result.get("num_speculative_tokens") == 15
+
+
+def test_a_release_before_dflash_has_no_such_check(pinned_release):
+    """0.17.0's builder does not read the block size (cli/utils.py:91-101): the walk passes (its parser refuses the
+    unknown option, which the launch-arguments check says)."""
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.17.0")), speculative_algorithm="eagle3",
+                   speculative_dflash_block_size=8)
+    assert outcome.verdict == "passes"
+
+
+def test_a_value_the_line_does_not_settle_is_unknown_never_a_guess(pinned_release):
+    """A block size the line leaves to the environment (`--speculative-dflash-block-size $BLOCK`): whether
+    messages.py:880-883 raise depends on it, so the walk says so (the raise at messages.py:883 may happen), never a pass."""
+    outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="dflash",
+                   speculative_dflash_block_size=Unknown("$BLOCK"))
+    assert outcome.verdict == "unknown" and outcome.refused is None
+    assert {m.site.location for m in outcome.maybe} == {"lmdeploy/messages.py:883"}
+    assert outcome.maybe[0].unknown[-1] == "self.dflash_block_size < 2"  # what could not be told, as the code says it
+
+
+def test_the_engine_side_not_walked_is_named(pinned_release):
+    fact = spec_validation(pinned_release("lmdeploy", "0.18.0"))
+    names = {entry["function"]: entry["location"] for entry in fact["not_read"]}
+    assert names["validate_dflash_cache_config"] == "lmdeploy/pytorch/spec_decode/dflash_utils.py:174"
+    assert names["build_specdecode_proposer"].startswith("lmdeploy/pytorch/spec_decode/proposers/base.py:")
