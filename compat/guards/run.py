@@ -18,7 +18,7 @@ from typing import Any
 from compat.guards.models import environment, file_calls, model_config, platform_calls, platform_object
 from compat.guards.program import Program
 from compat.guards.expressions import parse
-from compat.guards.outcome import Outcome, Rules
+from compat.guards.outcome import Outcome, Raised, Rules, Site
 from compat.guards.statements import Interpreter
 from compat.guards.values import Obj, Unknown
 
@@ -80,8 +80,26 @@ def evaluate(fact: dict[str, Any], given: Given, *, extra_keys: str | None = Non
                                   kind="envs")
     entry = fact.get("entry")
     if entry:
-        return _builder(program, rules, entry, fact, given)
+        return _unwalked(_builder(program, rules, entry, fact, given), fact)
     return _construction(program, rules, fact, given)
+
+
+def _unwalked(outcome: Outcome, fact: dict[str, Any]) -> Outcome:
+    """The raises of a part of the path the fact says it does not walk (LMDeploy's engine side: {"location",
+    "function", "raises", "message", "field", "values" | "except"}), on the paths of the config built whose `field`
+    is one of `values` (or none of `except`; neither: every path): each is one that may happen, never a pass."""
+    result = outcome.result
+    if outcome.refused is not None or not isinstance(result, Obj):
+        return outcome
+    for entry in fact.get("unwalked") or ():
+        value = result.get(entry["field"])
+        if isinstance(value, Unknown) or ("values" not in entry and "except" not in entry) \
+                or value in entry.get("values", ()) or ("except" in entry and value not in entry["except"]):
+            file, _, line = entry["location"].rpartition(":")
+            site = Site(file, int(line), entry["function"], entry.get("raises"), entry.get("message") or "")
+            outcome.maybe.append(Raised(site, (f"the engine's check when it starts, not walked ({entry['field']} = "
+                                               f"{value!r})",)))
+    return outcome
 
 
 def _builder(program: Program, rules: Rules, entry: str, fact: dict[str, Any], given: Given) -> Outcome:

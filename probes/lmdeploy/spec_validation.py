@@ -21,19 +21,18 @@ registry's raise on this path.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from compat.core.tree import EngineTree
 from compat.probes import probe
 from compat.probes._ast import class_fields, field_name, safe_parse
 from compat.probes._validation import Program, field_entry
-from compat.probes.lmdeploy._source import CLI, SPEC_DECODE, call_name
+from compat.probes.lmdeploy._source import CLI, SPEC_DECODE, call_name, raises, registered_proposers
 from compat.probes.lmdeploy.cli_arguments import cli_arguments
 
 CONFIG_CLASS = "SpeculativeConfig"
 ARGS = "Namespace"  # what the builder is handed: argparse's parsed arguments, named by their dests
-ENGINE_SIDE = ("build_specdecode_config", "from_config", "validate_dflash_cache_config", "validate_dflash_dist_config",
-               "validate_dflash_runtime_config", "parse_dflash_config", "build_specdecode_proposer")
 
 
 @probe("lmdeploy", "spec_validation", "The speculative arguments' validation, as statements (doctor evaluates them)",
@@ -63,7 +62,7 @@ def spec_validation(tree: EngineTree) -> dict:
     classes = [_arguments(tree, fn), config_spec]
     classes += [c for c in read_back.pop("classes") if c["name"] not in (CONFIG_CLASS, ARGS)]
     out: dict[str, Any] = {"present": True, "location": tree.loc(relpath, fn), "entry": fn.name, "classes": classes,
-                           "not_read": _engine_side(tree)}
+                           "unwalked": _engine_side(tree)}
     out.update(read_back)
     return out
 
@@ -147,14 +146,100 @@ def _feeds(fn: ast.FunctionDef, name: str) -> dict[str, list[str]]:
     return out
 
 
-def _engine_side(tree: EngineTree) -> list[dict[str, str]]:
-    """The engine-side functions of the speculative path this reading does not walk yet, where the release has them."""
-    out: list[dict[str, str]] = []
-    for relpath in sorted(set(tree.grep(b"def build_specdecode_config", under="lmdeploy/pytorch")) |
-                          set(tree.grep(b"def validate_dflash", under=SPEC_DECODE)) |
-                          set(tree.grep(b"def build_specdecode_proposer", under=SPEC_DECODE))):
+def _engine_side(tree: EngineTree) -> list[dict[str, Any]]:
+    """Every raise and assert of the engine's side of the path (not walked), with the methods whose path reaches it,
+    read from the `if` tests around it and around the calls that lead to it (`elif speculative_config.method ==
+    'dflash': validate_dflash_dist_config(...)`): {"location", "function", "raises", "message", "field": "method",
+    "values": [...]} (only those methods), or "except": [...] (the proposer registry's raise: the methods it lacks)."""
+    functions = _engine_functions(tree)
+    callers: dict[str, list[tuple[str, list[str] | None]]] = {}
+    for name, (_, node) in functions.items():
+        for call, tests in _with_tests(node):
+            callee = call_name(call) if isinstance(call, ast.Call) else ""
+            if callee in functions and callee != name:
+                callers.setdefault(callee, []).append((name, _methods(tests)))
+    registered = sorted({p.method for p in registered_proposers(tree)})
+    out: list[dict[str, Any]] = []
+    for name, (relpath, node) in functions.items():
+        for refusal in raises(relpath, node, name):
+            site = refusal.to_json(tree)
+            entry: dict[str, Any] = {"location": site["location"], "function": name, "raises": site["raises"],
+                                     "message": site["message"], "field": "method"}
+            if name == PROPOSER_BUILDER:  # `if method in SPEC_PROPOSERS.module_dict: return ...` before it
+                entry["except"] = registered
+            else:
+                own = _methods([refusal.when] if refusal.when else [])
+                values = own if own is not None else _reached(name, callers, set())
+                if values is not None:
+                    entry["values"] = values
+            out.append(entry)
+    return out
+
+
+PROPOSER_BUILDER = "build_specdecode_proposer"
+_METHOD_TEST = re.compile(r"\bmethod\s*==\s*['\"](\w+)['\"]|\bmethod\s+in\s+[(\[]([^)\]]*)[)\]]")
+
+
+def _engine_functions(tree: EngineTree) -> dict[str, tuple[str, ast.FunctionDef]]:
+    """The engine's functions on the speculative path: the config builder, SpecDecodeConfig.from_config, every function
+    of the DFlash validators' module, the proposer registry's builder (each found by what it defines)."""
+    out: dict[str, tuple[str, ast.FunctionDef]] = {}
+    for relpath in tree.grep(b"def build_specdecode_config", under="lmdeploy/pytorch"):
         module = safe_parse(tree, relpath)
         for node in ast.walk(module) if module else ():
-            if isinstance(node, ast.FunctionDef) and node.name in ENGINE_SIDE:
-                out.append({"function": node.name, "location": tree.loc(relpath, node)})
+            if isinstance(node, ast.FunctionDef) and node.name == "build_specdecode_config":
+                out[node.name] = (relpath, node)
+    for relpath in tree.grep(b"class SpecDecodeConfig", under="lmdeploy/pytorch"):
+        module = safe_parse(tree, relpath)
+        for cls in (n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "SpecDecodeConfig") if module else ():
+            for node in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "from_config"):
+                out[node.name] = (relpath, node)
+    for relpath in tree.grep(b"def validate_dflash", under=SPEC_DECODE) + tree.grep(b"def " + PROPOSER_BUILDER.encode(), under=SPEC_DECODE):
+        module = safe_parse(tree, relpath)
+        for node in module.body if module else ():
+            if isinstance(node, ast.FunctionDef) and ("dflash" in relpath or node.name == PROPOSER_BUILDER):
+                out[node.name] = (relpath, node)
     return out
+
+
+def _with_tests(node: ast.AST, tests: tuple[str, ...] = ()) -> list[tuple[ast.AST, list[str]]]:
+    """Every node under `node` with the `if` tests (taken, as written) it sits under; an else branch adds none."""
+    out: list[tuple[ast.AST, list[str]]] = []
+    for child in ast.iter_child_nodes(node):
+        out += _with_tests_one(child, tests)
+    return out
+
+
+def _with_tests_one(node: ast.AST, tests: tuple[str, ...]) -> list[tuple[ast.AST, list[str]]]:
+    out: list[tuple[ast.AST, list[str]]] = [(node, list(tests))]
+    if isinstance(node, ast.If):
+        out += _with_tests(node.test, tests)
+        for stmt in node.body:
+            out += _with_tests_one(stmt, (*tests, ast.unparse(node.test)))
+        for stmt in node.orelse:
+            out += _with_tests_one(stmt, tests)
+        return out
+    return out + _with_tests(node, tests)
+
+
+def _methods(tests: list[str]) -> list[str] | None:
+    """The methods `method == 'x'` / `method in ('x', 'y')` in the tests pin (None: the tests name none)."""
+    found: list[str] = []
+    for test in tests:
+        for single, several in _METHOD_TEST.findall(test):
+            found += [single] if single else re.findall(r"['\"](\w+)['\"]", several)
+    return sorted(set(found)) if found else None
+
+
+def _reached(name: str, callers: dict[str, list[tuple[str, list[str] | None]]], seen: set[str]) -> list[str] | None:
+    """The methods on whose path a function is called: its call sites' tests, else its callers' (None: any method)."""
+    if name in seen or name not in callers:
+        return None
+    seen = seen | {name}
+    found: set[str] = set()
+    for caller, methods_at in callers[name]:
+        values = methods_at if methods_at is not None else _reached(caller, callers, seen)
+        if values is None:
+            return None
+        found.update(values)
+    return sorted(found)

@@ -75,9 +75,14 @@ def test_a_block_size_without_an_algorithm_is_refused_by_the_cli(pinned_release,
     assert "--speculative-dflash-block-size requires --speculative-algorithm dflash." in result.detail
 
 
-def test_a_dflash_line_the_config_takes_passes(pinned_release, tmp_path):
+def test_a_dflash_line_the_config_takes_cannot_be_told_the_engines_checks_are_not_walked(pinned_release, tmp_path):
+    """The config takes block size 16 (messages.py:877-886); the engine's DFlash checks that follow when it starts
+    (pytorch/config.py:744, spec_decode/dflash_utils.py: prefix caching, KV quantization, dp/ep, the checkpoint's
+    dflash_config) are not walked yet: "cannot tell", naming them, never a pass."""
     result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="dflash") + " --speculative-dflash-block-size 16")
-    assert result.verdict == "pass", result.detail
+    assert result.verdict == "warn" and result.undecided, result.detail
+    assert "the engine's check when it starts, not walked (method = 'dflash')" in result.detail
+    assert result.location == "lmdeploy/pytorch/config.py:744", result.location
 
 
 def test_0_10_0_cannot_tell_there_is_no_speculative_config(pinned_release, tmp_path):

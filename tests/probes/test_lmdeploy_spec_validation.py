@@ -5,7 +5,8 @@ the values a launch line gives by its argparse dests.
 
 What is modelled: LMDeploy needs CUDA and does not run here, so each expectation is read off the source line cited
 (the pinned wheel's file:line). The engine's side (ConfigBuilder.build_specdecode_config, the DFlash validators) is not
-walked yet; the fact names those functions under `not_read`.
+walked yet; the fact lists its raises under `unwalked`, each with the methods whose path reaches it, and the walk
+counts them as raises that may happen on those methods' lines.
 """
 
 from __future__ import annotations
@@ -80,11 +81,17 @@ def test_the_config_refuses_a_block_size_it_cannot_use(pinned_release, line, mes
     assert outcome.refused.site.location == site
 
 
-def test_the_block_size_sets_the_draft_token_count(pinned_release):
-    """messages.py:886: `self.num_speculative_tokens = self.dflash_block_size - 1` (the option overrides the count)."""
+def test_the_block_size_sets_the_draft_token_count_and_the_engines_dflash_checks_stay_unknown(pinned_release):
+    """messages.py:886: `self.num_speculative_tokens = self.dflash_block_size - 1` (the option overrides the count).
+    What the engine then checks for DFlash (pytorch/config.py:735-768, spec_decode/dflash_utils.py: prefix caching,
+    KV quantization, dp/ep, the device, the checkpoint's dflash_config) is not walked: each raise may happen."""
     outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="dflash",
                    speculative_dflash_block_size=16, speculative_num_draft_tokens=3)
-    assert outcome.verdict == "passes" and outcome.result.get("num_speculative_tokens") == 15
+    assert outcome.refused is None and outcome.result.get("num_speculative_tokens") == 15
+    assert outcome.verdict == "unknown"
+    sites = {m.site.location: m.site.message for m in outcome.maybe}
+    assert sites["lmdeploy/pytorch/spec_decode/dflash_utils.py:179"].startswith("DFlash V1 does not support prefix-cache")
+    assert all("not walked" in m.unknown[-1] for m in outcome.maybe)
 
 
 def test_a_release_before_dflash_has_no_such_check(pinned_release):
@@ -101,12 +108,28 @@ def test_a_value_the_line_does_not_settle_is_unknown_never_a_guess(pinned_releas
     outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="dflash",
                    speculative_dflash_block_size=Unknown("$BLOCK"))
     assert outcome.verdict == "unknown" and outcome.refused is None
-    assert {m.site.location for m in outcome.maybe} == {"lmdeploy/messages.py:883"}
+    assert outcome.maybe[0].site.location == "lmdeploy/messages.py:883"  # first; the engine's DFlash checks follow
     assert outcome.maybe[0].unknown[-1] == "self.dflash_block_size < 2"  # what could not be told, as the code says it
 
 
-def test_the_engine_side_not_walked_is_named(pinned_release):
+def test_the_engine_side_not_walked_is_named_with_the_methods_that_reach_it(pinned_release):
+    """Each raise of the engine's side, with the methods on whose path it sits, read from the `if`s around it and its
+    callers: the DFlash validators are called under `elif speculative_config.method == 'dflash'`
+    (pytorch/engine/config_builder.py:226) and `if method == 'dflash'` (pytorch/config.py:735); the proposer registry
+    raises for a method it lacks (spec_decode/proposers/base.py:223-228)."""
     fact = spec_validation(pinned_release("lmdeploy", "0.18.0"))
-    names = {entry["function"]: entry["location"] for entry in fact["not_read"]}
-    assert names["validate_dflash_cache_config"] == "lmdeploy/pytorch/spec_decode/dflash_utils.py:174"
-    assert names["build_specdecode_proposer"].startswith("lmdeploy/pytorch/spec_decode/proposers/base.py:")
+    by_site = {entry["location"]: entry for entry in fact["unwalked"]}
+    assert by_site["lmdeploy/pytorch/spec_decode/dflash_utils.py:179"]["values"] == ["dflash"]
+    assert by_site["lmdeploy/pytorch/spec_decode/dflash_utils.py:169"]["values"] == ["dflash"]  # via a nested def
+    registry = by_site["lmdeploy/pytorch/spec_decode/proposers/base.py:228"]
+    assert "values" not in registry and "dflash" in registry["except"] and "eagle3" in registry["except"]
+    assert all("values" in e or "except" in e for e in fact["unwalked"])  # none on every method's path
+
+
+def test_a_method_no_engine_check_is_on_passes_on_every_release(pinned_release):
+    """0.11.0-0.17.0 have no raise on the engine's side but the registry's, which the parser's choices keep a CLI
+    line from: an eagle3 line passes."""
+    for version in ("0.11.0", "0.17.0"):
+        outcome = walk(spec_validation(pinned_release("lmdeploy", version)), speculative_algorithm="eagle3",
+                       speculative_draft_model="/models/drafter")
+        assert outcome.verdict == "passes", (version, [m.site for m in outcome.maybe])
