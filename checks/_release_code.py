@@ -100,12 +100,28 @@ def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
             if edited is not None and clears(ctx, edited, refused.site.location):
                 why = (f"{name} removed: the release refuses it here" if value is _REMOVE else
                        f"{name} = {value!r}: the release's validation takes it ({refused.site.location})")
+                if value is _REMOVE and not in_config:  # the option's words dropped (a bare flag would still set it)
+                    spans = _words(ctx, name)
+                    if spans:
+                        return [LineEdit("drop", why, start, end) for start, end in spans]
+                    continue
                 return [LineEdit("spec", why, key=name, value=None if value is _REMOVE else value)] if in_config else \
                     [LineEdit("set", why, option="--" + name.replace("_", "-"), value=None if value is _REMOVE else value)]
     return []
 
 
 _REMOVE = object()
+
+
+def _words(ctx: Ctx, dest: str) -> list[tuple[int, int]]:
+    """Where the line gives the option whose dest is `dest`: its words [start, end), every occurrence."""
+    read = read_against(ctx)
+    out = []
+    for given in read.given if read is not None else []:
+        argument = given.argument or {}
+        if argument and (argument.get("dest") or argument["name"].lstrip("-").replace("-", "_")) == dest:
+            out.append((given.start, given.end))
+    return out
 
 
 def _candidates(ctx: Ctx, name: str, given: Given, compared: Any) -> list[Any]:

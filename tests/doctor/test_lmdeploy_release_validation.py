@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compat.checks import Ctx, Drafter, Options, get_check
-from compat.launch_line import read_line
+from compat.launch_line import fixed_words, read_line
 from compat.report import build_report
 from compat.target import read_target
 
@@ -47,16 +47,18 @@ def test_the_line_of_3945_passes(pinned_release, tmp_path, version):
     assert "the release's validation lets the line through" in result.detail
 
 
-@pytest.mark.parametrize("extra, said, site, fix", [
-    # messages.py:880-881: a block size with another method; the fix removes the option (cli/utils.py:95 reads it)
-    ("--speculative-dflash-block-size 8", 'dflash_block_size is supported only when method="dflash".',
-     "lmdeploy/messages.py:881", {"--speculative-dflash-block-size": None}),
-])
-def test_a_block_size_with_another_algorithm_is_refused(pinned_release, tmp_path, extra, said, site, fix):
-    result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="eagle3") + " " + extra)
-    assert result.verdict == "fail" and said in result.detail and result.location == site, result.detail
-    assert "lmdeploy 0.18.0 refuses this line at start-up: ValueError" in result.detail
-    assert {e.option: e.value for e in result.edits} == fix
+def test_a_block_size_with_another_algorithm_is_refused_and_the_fix_drops_the_option(pinned_release, tmp_path):
+    """messages.py:880-881: `if self.method != 'dflash': raise ValueError('dflash_block_size is supported only when
+    method="dflash".')`; the option reaches it as the config's dflash_block_size (cli/utils.py:95-101), so the fix
+    drops `--speculative-dflash-block-size 8` from the line (a bare flag would still set it)."""
+    line = LINE.format(method="eagle3") + " --speculative-dflash-block-size 8 --speculative-num-draft-tokens 3"
+    result = run(pinned_release, tmp_path, "0.18.0", line)
+    assert result.verdict == "fail" and result.location == "lmdeploy/messages.py:881", result.detail
+    assert 'lmdeploy 0.18.0 refuses this line at start-up: ValueError: dflash_block_size is supported only when ' \
+           'method="dflash".' in result.detail
+    fixed = fixed_words(read_line(line.replace("ROOT", str(tmp_path))), list(result.edits))
+    assert "--speculative-dflash-block-size" not in fixed and "8" not in fixed, fixed
+    assert fixed[-2:] == ["--speculative-num-draft-tokens", "3"]
 
 
 def test_a_block_size_below_two_gets_the_value_the_release_takes(pinned_release, tmp_path):
