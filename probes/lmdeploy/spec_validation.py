@@ -10,12 +10,13 @@ The path, found by what the code does (not by a file name):
   `__post_init__` (0.18.0: `dflash_block_size is supported only when method="dflash".`, `... greater than or equal to
   2.`, and `num_speculative_tokens = dflash_block_size - 1`).
 
-Not read yet (said in the fact's `not_read`, with file:line, so doctor's docs and a reader know what is left): the
-engine's side, run when the PyTorch engine starts (`ConfigBuilder.build_specdecode_config`, `SpecDecodeConfig
-.from_config`, the DFlash validators of spec_decode/dflash_utils.py, the proposer registry's `<method> not found`).
-They read objects the engine builds from the line (its cache, distribution and model configs), which the walk does not
-build yet; the argparse `choices` of `--speculative-algorithm` (the cli_arguments fact) keep an unknown method from the
-registry's raise on this path.
+Not walked yet: the engine's side, run when the PyTorch engine starts (`ConfigBuilder.build_specdecode_config`,
+`SpecDecodeConfig.from_config`, the DFlash validators of spec_decode/dflash_utils.py, the proposer registry's `<method>
+not found`). They read objects the engine builds from the line (its cache, distribution and model configs), which the
+walk does not build yet. The fact lists each of their raises under `unwalked`, with file:line and the methods whose
+path reaches it (the `if method == 'dflash'` tests around it and around the calls that lead to it; the registry's
+raise: the methods it lacks, which the parser's `choices` keep a CLI line from); the walk counts each as a raise that
+may happen on a line of those methods ("cannot tell"), never a pass.
 """
 
 from __future__ import annotations
@@ -194,10 +195,11 @@ def _engine_functions(tree: EngineTree) -> dict[str, tuple[str, ast.FunctionDef]
         for cls in (n for n in module.body if isinstance(n, ast.ClassDef) and n.name == "SpecDecodeConfig") if module else ():
             for node in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "from_config"):
                 out[node.name] = (relpath, node)
-    for relpath in tree.grep(b"def validate_dflash", under=SPEC_DECODE) + tree.grep(b"def " + PROPOSER_BUILDER.encode(), under=SPEC_DECODE):
+    validators = set(tree.grep(b"def validate_dflash", under=SPEC_DECODE))  # every function of their module
+    for relpath in sorted(validators | set(tree.grep(b"def " + PROPOSER_BUILDER.encode(), under=SPEC_DECODE))):
         module = safe_parse(tree, relpath)
         for node in module.body if module else ():
-            if isinstance(node, ast.FunctionDef) and ("dflash" in relpath or node.name == PROPOSER_BUILDER):
+            if isinstance(node, ast.FunctionDef) and (relpath in validators or node.name == PROPOSER_BUILDER):
                 out[node.name] = (relpath, node)
     return out
 
