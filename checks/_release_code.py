@@ -96,7 +96,7 @@ def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
             tries += 1
             if tries > MAX_TRIES:
                 return []
-            edited = _edited(given, name, value, in_config)
+            edited = _edited(given, name, value, in_config, (fields.get(name) or {}).get("default"))
             if edited is not None and clears(ctx, edited, refused.site.location):
                 why = (f"{name} removed: the release refuses it here" if value is _REMOVE else
                        f"{name} = {value!r}: the release's validation takes it ({refused.site.location})")
@@ -140,7 +140,8 @@ def _candidates(ctx: Ctx, name: str, given: Given, compared: Any) -> list[Any]:
     return [c for c in out if c is _REMOVE or c != current]
 
 
-def _edited(given: Given, name: str, value: Any, in_config: bool) -> Given | None:
+def _edited(given: Given, name: str, value: Any, in_config: bool, default: Any = None) -> Given | None:
+    """`given` with `name` set to value (removed: a config's key dropped; an option back to its parser's default)."""
     if in_config:
         spec = dict(given.spec or {})
         if value is _REMOVE:
@@ -149,5 +150,5 @@ def _edited(given: Given, name: str, value: Any, in_config: bool) -> Given | Non
             spec[name] = value
         return Given(given.settings, given.models, given.target, spec, given.platform, given.env)
     values = dict(given.settings)
-    values[name] = None if value is _REMOVE else value
+    values[name] = default if value is _REMOVE else value
     return Given(values, given.models, given.target, given.spec, given.platform, given.env)

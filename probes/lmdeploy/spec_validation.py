@@ -29,6 +29,7 @@ from compat.core.tree import EngineTree
 from compat.probes import probe
 from compat.probes._ast import class_fields, field_name, safe_parse
 from compat.probes._validation import Program, field_entry
+from compat.probes.lmdeploy._engine_stage import engine_stage
 from compat.probes.lmdeploy._source import CLI, SPEC_DECODE, call_name, raises, registered_proposers
 from compat.probes.lmdeploy.cli_arguments import cli_arguments
 
@@ -57,13 +58,19 @@ def spec_validation(tree: EngineTree) -> dict:
         program.function(config_path, post, f"{CONFIG_CLASS}.__post_init__", CONFIG_CLASS, whole=True)
         construction.append(f"{CONFIG_CLASS}.__post_init__")
     program.function(relpath, fn, fn.name, whole=True, receiver=ARGS)  # handed the parsed arguments
+    engine = engine_stage(tree, program)
     read_back = program.to_json()
     config_spec = {"name": CONFIG_CLASS, "file": config_path, "line": cls.lineno,
                    "fields": {field_name(f): field_entry(f) for f in class_fields(cls)}, "construction": construction}
-    classes = [_arguments(tree, fn), config_spec]
-    classes += [c for c in read_back.pop("classes") if c["name"] not in (CONFIG_CLASS, ARGS)]
+    engine_reads = engine[0]["from_args"] if engine is not None else {}
+    classes = [_arguments(tree, fn, engine_reads), config_spec] + (engine[1] if engine is not None else [])
+    known = {c["name"] for c in classes}
+    classes += [c for c in read_back.pop("classes") if c["name"] not in known]
+    walked = {key.rpartition(".")[2] for key, f in read_back["functions"].items() if f.get("body") is not None}
     out: dict[str, Any] = {"present": True, "location": tree.loc(relpath, fn), "entry": fn.name, "classes": classes,
-                           "unwalked": _engine_side(tree)}
+                           "unwalked": [e for e in _engine_side(tree) if e["function"] not in walked]}
+    if engine is not None:
+        out["engine"] = engine[0]
     out.update(read_back)
     return out
 
@@ -89,7 +96,7 @@ def _config_class(tree: EngineTree) -> tuple[str, ast.ClassDef] | None:
     return None
 
 
-def _arguments(tree: EngineTree, fn: ast.FunctionDef) -> dict:
+def _arguments(tree: EngineTree, fn: ast.FunctionDef, engine_reads: dict[str, str]) -> dict:
     """The parsed arguments the builder reads (`args.x`, `getattr(args, 'x', ...)`), each with the default the release's
     parser declares for it and where (the cli_arguments fact's reading): what a line that leaves one out starts with."""
     name = fn.args.args[0].arg
@@ -102,6 +109,10 @@ def _arguments(tree: EngineTree, fn: ast.FunctionDef) -> dict:
                 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
             read[node.args[1].value] = None
     feeds = _feeds(fn, name)
+    for field, dest in engine_reads.items():  # the engine config's fields the CLI sets from the line (`dp=args.dp`)
+        read[dest] = None
+        if field not in feeds.setdefault(dest, []):
+            feeds[dest].append(field)
     fields: dict[str, dict] = {}
     parsed = cli_arguments(tree)
     for argument in parsed.get("arguments") or []:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from compat.checks import Ctx, Drafter, Options, get_check
+from compat.checks._release_code import outcome_of
 from compat.launch_line import fixed_words, read_line
 from compat.report import build_report
 from compat.target import read_target
@@ -31,13 +32,16 @@ LINE = "lmdeploy serve api_server ROOT/target --backend pytorch --speculative-al
 
 
 def run(pinned_release, root: Path, version: str, line: str):
+    return get_check("release-validation")(context(pinned_release, root, version, line))
+
+
+def context(pinned_release, root: Path, version: str, line: str) -> Ctx:
     for name, config in (("target", LLAMA), ("drafter", {**LLAMA, "num_hidden_layers": 1})):
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "config.json").write_text(json.dumps(config))
     launch = read_line(line.replace("ROOT", str(root)))
-    ctx = Ctx(build_report(pinned_release("lmdeploy", version)), read_target(root / "target"),
-              Drafter(root / "drafter", {**LLAMA, "num_hidden_layers": 1}, {}), Options(launch=launch))
-    return get_check("release-validation")(ctx)
+    return Ctx(build_report(pinned_release("lmdeploy", version)), read_target(root / "target"),
+               Drafter(root / "drafter", {**LLAMA, "num_hidden_layers": 1}, {}), Options(launch=launch))
 
 
 @pytest.mark.parametrize("version", ["0.11.0", "0.18.0"])
@@ -77,17 +81,57 @@ def test_a_block_size_without_an_algorithm_is_refused_by_the_cli(pinned_release,
     assert "--speculative-dflash-block-size requires --speculative-algorithm dflash." in result.detail
 
 
-def test_a_dflash_line_the_config_takes_cannot_be_told_the_engines_checks_are_not_walked(pinned_release, tmp_path):
-    """The config takes block size 16 (messages.py:877-886); the engine's DFlash checks that follow when it starts
-    (pytorch/config.py:744, spec_decode/dflash_utils.py: prefix caching, KV quantization, dp/ep, the checkpoint's
-    dflash_config) are not walked yet: "cannot tell", naming them, never a pass."""
+def test_a_dflash_line_the_engine_takes_cannot_be_told_the_checkpoints_checks_are_not_settled(pinned_release, tmp_path):
+    """The config takes block size 16 (messages.py:877-886) and the engine's cache and device checks pass
+    (dflash_utils.py:174-191); the checks of the checkpoint's dflash_config (dflash_utils.py:68-158) read the draft's
+    config as ModelConfig.from_pretrained builds it, which doctor does not model: "cannot tell", never a pass."""
     result = run(pinned_release, tmp_path, "0.18.0", LINE.format(method="dflash") + " --speculative-dflash-block-size 16")
     assert result.verdict == "warn" and result.undecided, result.detail
-    assert "the engine's check when it starts, not walked (method = 'dflash')" in result.detail
-    assert result.location == "lmdeploy/pytorch/config.py:744", result.location
+    assert "DFlash checkpoint requires a dflash_config dictionary." in result.detail
+    assert result.location == "lmdeploy/pytorch/spec_decode/dflash_utils.py:72", result.location
 
 
 def test_0_10_0_cannot_tell_there_is_no_speculative_config(pinned_release, tmp_path):
     """0.10.0 has no speculative decoding (no add_spec_group, no SpeculativeConfig): nothing of the release's to walk."""
     result = run(pinned_release, tmp_path, "0.10.0", "lmdeploy serve api_server ROOT/target --backend pytorch")
     assert result.verdict == "warn" and "cannot tell" in result.detail
+
+
+@pytest.mark.parametrize("extra, said, site", [
+    # dflash_utils.py:177-182 validate_dflash_cache_config, called by SpecDecodeConfig.from_config (pytorch/config.py:741)
+    ("--enable-prefix-caching", "DFlash V1 does not support prefix-cache reuse yet. Disable enable_prefix_caching.",
+     "lmdeploy/pytorch/spec_decode/dflash_utils.py:179"),
+    ("--quant-policy 8", "DFlash V1 does not support KV-cache quantization yet. Set quant_policy=0.",
+     "lmdeploy/pytorch/spec_decode/dflash_utils.py:182"),
+    # dflash_utils.py:185-191 validate_dflash_runtime_config (pytorch/config.py:742): the device the CLI passes on
+    ("--device ascend", "DFlash V1 requires CUDA because draft context K/V materialization uses CUDA kernels. "
+     "Got device_type='ascend'.", "lmdeploy/pytorch/spec_decode/dflash_utils.py:191"),
+])
+def test_the_engines_dflash_checks_refuse_what_the_line_sets_and_the_fix_drops_it(pinned_release, tmp_path, extra, said,
+                                                                                   site):
+    """The engine's side, walked: the engine config the CLI builds from the line (cli/serve.py PytorchEngineConfig(...)),
+    the cache config ConfigBuilder builds from it, then build_specdecode_config and SpecDecodeConfig.from_config."""
+    line = LINE.format(method="dflash") + " --speculative-dflash-block-size 16 " + extra
+    result = run(pinned_release, tmp_path, "0.18.0", line)
+    assert result.verdict == "fail" and result.location == site, result.detail
+    assert said in result.detail
+    fixed = fixed_words(read_line(line.replace("ROOT", str(tmp_path))), list(result.edits))
+    assert extra.split()[0] not in fixed and fixed[-2:] == ["--speculative-dflash-block-size", "16"], fixed
+
+
+@pytest.mark.parametrize("extra, unknown", [
+    # dflash_utils.py:164-171, called only in a nested definition (config_builder.py:226-231) the walk does not enter
+    ("--dp 2", "not walked (method = 'dflash')"),
+    # cli/serve.py:237-247: another backend is replaced by the one autoget_backend picks for the model
+    ("--enable-prefix-caching --backend turbomind", "whether the release runs this engine (backend is not 'pytorch'"),
+])
+def test_what_the_walk_cannot_settle_is_cannot_tell(pinned_release, tmp_path, extra, unknown):
+    line = LINE.format(method="dflash").replace(" --backend pytorch", "") + " --speculative-dflash-block-size 16 " + extra
+    if "--backend" not in extra:
+        line += " --backend pytorch"
+    ctx = context(pinned_release, tmp_path, "0.18.0", line)
+    result = get_check("release-validation")(ctx)
+    assert result.verdict == "warn" and result.undecided, result.detail
+    outcome = outcome_of(ctx)
+    assert outcome is not None and outcome.refused is None
+    assert any(unknown in " ".join(m.unknown) for m in outcome.maybe), [m.unknown for m in outcome.maybe]

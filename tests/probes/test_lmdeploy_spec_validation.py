@@ -81,17 +81,21 @@ def test_the_config_refuses_a_block_size_it_cannot_use(pinned_release, line, mes
     assert outcome.refused.site.location == site
 
 
-def test_the_block_size_sets_the_draft_token_count_and_the_engines_dflash_checks_stay_unknown(pinned_release):
+def test_the_block_size_sets_the_draft_token_count_and_the_checkpoints_checks_stay_unknown(pinned_release):
     """messages.py:886: `self.num_speculative_tokens = self.dflash_block_size - 1` (the option overrides the count).
-    What the engine then checks for DFlash (pytorch/config.py:735-768, spec_decode/dflash_utils.py: prefix caching,
-    KV quantization, dp/ep, the device, the checkpoint's dflash_config) is not walked: each raise may happen."""
+    What the engine then checks for DFlash on the checkpoint (pytorch/config.py:764 parse_dflash_config) reads the
+    draft's config as ModelConfig.from_pretrained builds it (not modelled), and dp/ep (a nested definition): each of
+    those raises may happen."""
     outcome = walk(spec_validation(pinned_release("lmdeploy", "0.18.0")), speculative_algorithm="dflash",
                    speculative_dflash_block_size=16, speculative_num_draft_tokens=3)
     assert outcome.refused is None and outcome.result.get("num_speculative_tokens") == 15
     assert outcome.verdict == "unknown"
-    sites = {m.site.location: m.site.message for m in outcome.maybe}
-    assert sites["lmdeploy/pytorch/spec_decode/dflash_utils.py:179"].startswith("DFlash V1 does not support prefix-cache")
-    assert all("not walked" in m.unknown[-1] for m in outcome.maybe)
+    sites = {m.site.location: m for m in outcome.maybe}
+    # the checkpoint's dflash_config: the draft's model config is built by ModelConfig.from_pretrained, not modelled
+    assert sites["lmdeploy/pytorch/spec_decode/dflash_utils.py:72"].site.message == \
+        "DFlash checkpoint requires a dflash_config dictionary."
+    # the distribution check, in the nested definition the walk does not enter
+    assert "not walked" in sites["lmdeploy/pytorch/spec_decode/dflash_utils.py:169"].unknown[-1]
 
 
 def test_a_release_before_dflash_has_no_such_check(pinned_release):
@@ -113,17 +117,47 @@ def test_a_value_the_line_does_not_settle_is_unknown_never_a_guess(pinned_releas
 
 
 def test_the_engine_side_not_walked_is_named_with_the_methods_that_reach_it(pinned_release):
-    """Each raise of the engine's side, with the methods on whose path it sits, read from the `if`s around it and its
-    callers: the DFlash validators are called under `elif speculative_config.method == 'dflash'`
-    (pytorch/engine/config_builder.py:226) and `if method == 'dflash'` (pytorch/config.py:735); the proposer registry
-    raises for a method it lacks (spec_decode/proposers/base.py:223-228)."""
+    """Each raise the walk does not reach, with the methods on whose path it sits, read from the `if`s around it and its
+    callers: the DFlash distribution check is called in a nested definition under `elif speculative_config.method ==
+    'dflash'` (pytorch/engine/config_builder.py:226-231), which the walk does not enter; the proposer registry raises
+    for a method it lacks (spec_decode/proposers/base.py:223-228). What the walk reads (the cache check,
+    dflash_utils.py:174) is not listed."""
     fact = spec_validation(pinned_release("lmdeploy", "0.18.0"))
     by_site = {entry["location"]: entry for entry in fact["unwalked"]}
-    assert by_site["lmdeploy/pytorch/spec_decode/dflash_utils.py:179"]["values"] == ["dflash"]
     assert by_site["lmdeploy/pytorch/spec_decode/dflash_utils.py:169"]["values"] == ["dflash"]  # via a nested def
+    assert "lmdeploy/pytorch/spec_decode/dflash_utils.py:179" not in by_site
     registry = by_site["lmdeploy/pytorch/spec_decode/proposers/base.py:228"]
     assert "values" not in registry and "dflash" in registry["except"] and "eagle3" in registry["except"]
     assert all("values" in e or "except" in e for e in fact["unwalked"])  # none on every method's path
+
+
+@pytest.mark.parametrize("version, engine", [("0.11.0", False), ("0.12.0", True), ("0.18.0", True)])
+def test_the_engine_stage_is_read_where_the_release_has_its_config_builder(pinned_release, version, engine):
+    """ConfigBuilder (pytorch/engine/config_builder.py) arrives in 0.12.0; the CLI builds PytorchEngineConfig from the
+    line under `if backend == 'pytorch':` (cli/serve.py)."""
+    fact = spec_validation(pinned_release("lmdeploy", version))
+    assert ("engine" in fact) == engine
+    if engine:
+        stage = fact["engine"]
+        assert stage["function"] == "ConfigBuilder.build_specdecode_config"
+        assert stage["from_args"]["enable_prefix_caching"] == "enable_prefix_caching"
+        assert stage["when"]["setting"] == "backend" and stage["when"]["equals"] == "pytorch"
+        assert stage["when"]["location"].startswith("lmdeploy/cli/serve.py:")
+
+
+def test_the_engine_refuses_prefix_caching_for_dflash(pinned_release):
+    """dflash_utils.py:177-179, called from SpecDecodeConfig.from_config (pytorch/config.py:741) on a dflash line:
+    `if getattr(cache_config, 'enable_prefix_caching', False): raise ValueError(...)`; the cache config is the one
+    ConfigBuilder.build_cache_config builds from the engine config the CLI builds from `--enable-prefix-caching`."""
+    fact = spec_validation(pinned_release("lmdeploy", "0.18.0"))
+    outcome = walk(fact, speculative_algorithm="dflash", speculative_dflash_block_size=16, enable_prefix_caching=True,
+                   quant_policy=0, device="cuda")
+    assert outcome.refused is not None and outcome.refused.site.location == "lmdeploy/pytorch/spec_decode/dflash_utils.py:179"
+    assert outcome.refused.site.message.startswith("DFlash V1 does not support prefix-cache reuse yet.")
+    # the same line on another backend: the release picks the engine from the model, so it may raise there
+    other = walk(fact, speculative_algorithm="dflash", speculative_dflash_block_size=16, enable_prefix_caching=True,
+                 quant_policy=0, device="cuda", backend="turbomind")
+    assert other.refused is None and "lmdeploy/pytorch/spec_decode/dflash_utils.py:179" in {m.site.location for m in other.maybe}
 
 
 def test_a_method_no_engine_check_is_on_passes_on_every_release(pinned_release):
