@@ -110,7 +110,9 @@ def test_0_10_0_cannot_tell_there_is_no_speculative_config(pinned_release, tmp_p
 def test_the_engines_dflash_checks_refuse_what_the_line_sets_and_the_fix_drops_it(pinned_release, tmp_path, extra, said,
                                                                                    site):
     """The engine's side, walked: the engine config the CLI builds from the line (cli/serve.py PytorchEngineConfig(...)),
-    the cache config ConfigBuilder builds from it, then build_specdecode_config and SpecDecodeConfig.from_config."""
+    the cache config ConfigBuilder builds from it, then build_specdecode_config and SpecDecodeConfig.from_config.
+    Users carry these options to DFlash lines: z-lab/dflash#52 serves DFlash with `--enable-prefix-caching`, and
+    vllm-project/vllm#41559 is DFlash with a quantized KV cache; LMDeploy 0.18.0 refuses both at start-up."""
     line = LINE.format(method="dflash") + " --speculative-dflash-block-size 16 " + extra
     result = run(pinned_release, tmp_path, "0.18.0", line)
     assert result.verdict == "fail" and result.location == site, result.detail
