@@ -42,6 +42,16 @@ SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
 METRICS_PATH = "/metrics"  # only with --enable-metrics
 METRICS_PREFIX = "sglang:"
 SERVER_ACCEPTANCE = "server_info"  # its server info's accept length (/metrics' verify counters only with --enable-metrics)
+# what verify --server reads from the release's report (probes/sglang/spec_decode_metrics.py, request_metrics.py,
+# server_info.py, server_args.py): its server info spreads the server arguments, the speculative_* ones among them
+SERVER_SPEC_SERIES = "spec_decode_metrics.series"
+SERVER_TRAFFIC_SERIES = "request_metrics.series"
+SERVER_INFO_FACT = "server_info"
+SERVER_SETTINGS_FACT = "server_args"
+# its acceptance log line: the scheduler's decode line `... accept len: 2.31, accept rate: 0.44, ...`
+# (sglang/srt/managers/scheduler_metrics_mixin.py:377 in 0.5.8), found among the release's log sites by this piece
+LOG_ACCEPTANCE = r"accept len"
+CONFIG_BUILD = "server_args"  # sglang.srt.server_args.prepare_server_args(argv)
 PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
 
 DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

