@@ -84,6 +84,8 @@ CONTRACT = Contract("engine", (
           'from a launch line in its interpreter (the preflight): "engine_args" (the serve parser, then '
           'EngineArgs.create_engine_config: vLLM) or "server_args" (prepare_server_args: SGLang); "": compat has no '
           'build for it'),
+    Field("KNOWN_ISSUES", tuple, default=(), doc="what code cannot tell of it, curated by hand: entries as "
+          "compat/known_issues.py describes them (its engine is this unit)"),
     Field("RUNS_VERIFY", bool, default=False, doc="compat verify starts it here and runs a drafter through it"),
     Field("PLUGIN_ENTRY_POINT", str, default=None, doc="the entry point group its plugins load from (None: none)"),
     Field("DEFAULT_RELEASES", str, doc="the releases `compat matrix` covers by default (a specifier)"),
@@ -164,6 +166,7 @@ class Engine:
     server_settings_fact: str
     log_acceptance: str
     config_build: str
+    known_issues: tuple[dict, ...]
     runs_verify: bool
     plugin_entry_point: str | None
     default_releases: str

@@ -62,3 +62,16 @@ def test_the_engine_side_script_refuses_a_build_it_does_not_have(tmp_path):
     found = [json.loads(line) for line in events.read_text().splitlines()]
     assert [e["event"] for e in found] == ["importing", "import_failed", "done"]
     assert "no configuration build 'nope'" in found[1]["message"] and "engine_args" in found[1]["message"]
+
+
+def test_known_issues_are_read_from_each_unit(monkeypatch):
+    from compat import known_issues
+
+    entry = {"id": "made-up", "title": "t", "versions": ">=1.0", "applies_to": ("*",), "link": "https://x/issues/1",
+             "fix": "f", "fixed_in": None}
+    vllm = engines.get("vllm")
+    made_up = dataclasses.replace(engines.get("sglang"), name="made_up", known_issues=(entry,))
+    monkeypatch.setattr(engines, "all_engines", lambda: (vllm, made_up))
+    (found,) = known_issues.matching("made_up", "1.2", ["llama"])
+    assert found["engine"] == "made_up" and list(found)[:3] == ["id", "title", "engine"]
+    assert {e["engine"] for e in known_issues.KNOWN_ISSUES} == {"vllm", "made_up"}
