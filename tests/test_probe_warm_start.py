@@ -34,7 +34,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getva
 
 HEAVY = ("rich", "libcst", "numpy", "torch", "jsonschema", "packaging", "compat.probes", "compat.patching",
          "compat.patches", "compat.doctor", "compat.checks", "compat.explain", "compat.sources.manifest",
-         "compat.sources.settings", "compat.sources.index", "compat.sources.network", "compat.sources.download",
+         "compat.sources.settings", "compat.sources.released", "compat.sources.index", "compat.sources.network", "compat.sources.download",
          "compat.report_summary", "compat.core.interpreter", "typing", "ssl", "http.client", "concurrent.futures",
          "multiprocessing")
 

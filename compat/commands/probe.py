@@ -82,22 +82,27 @@ def run(args, console) -> int:
 
 
 def _answered_release(args) -> EngineTree | None:
-    """A cached release (`--engine vllm==0.32.0`) whose probe report the facts cache holds, opened as it is; None
-    otherwise (tree_from_args then opens the source, fetching or checking it). The answers are read from the facts
-    cache and none of the release's files, so its files are not checked against its manifest here (one stat each,
-    2,600 for vLLM: most of a warm probe's time); doctor, patch or a probe with the facts emptied, which read them,
-    check them and fetch a damaged release again."""
+    """A cached release pinned to its numbers (`--engine vllm==0.32.0`, as CI names one) whose probe report the facts
+    cache holds, opened as it is; None otherwise (tree_from_args then opens the source, fetching or checking it).
+
+    The answers are read from the facts cache and none of the release's files, so the files are not checked against
+    the release's manifest here (a stat each, 2,600 for vLLM: a third of a warm probe); what reads them (the probes
+    with the facts cache emptied, doctor's patches, compat patch) checks them first and fetches a damaged release again."""
     if not args.engine or args.path or args.python:
         return None
     from compat import facts
     from compat.sources import parse_engine_spec
-    from compat.sources.released import Resolver
+    from compat.sources.cache import cache_root, cached_release, plain_pin
 
     spec = parse_engine_spec(args.engine)
-    if spec.specifier is None or not facts.enabled():
+    pinned = plain_pin(spec.specifier)  # the cache's folder names decide it: no listing, no packaging
+    if pinned is None or not facts.enabled():
         return None
-    tree = Resolver.of(spec.engine, spec.specifier, cache_dir=args.cache_dir, offline=args.offline).cached_tree()
-    return tree if tree is not None and facts.report_cached(tree) else None
+    hit = cached_release(cache_root(args.cache_dir), spec.engine, pinned)
+    if hit is None:
+        return None
+    tree = hit.tree(cached=True)
+    return tree if facts.report_cached(tree) else None
 
 
 def _source_words(args) -> list[str]:

@@ -155,13 +155,6 @@ class Resolver:
         hit = self.cached()
         return hit.version if hit is not None else self.choice().version
 
-    def cached_tree(self) -> EngineTree | None:
-        """The cached release's tree as it is, its files not checked against its manifest; None when the cache cannot
-        answer alone. For a caller that reads none of the release's files (`compat probe` answering from the facts
-        cache): the check's one stat per file (2,600 for vLLM) is left to whatever reads them, through `tree()`."""
-        hit = self.cached()
-        return hit.tree(cached=True) if hit is not None else None
-
     def tree(self) -> EngineTree:
         """The release's source tree: from the cache, else fetched into it (once, whatever other processes do).
 
