@@ -86,8 +86,8 @@ def _answered_release(args) -> EngineTree | None:
     cache holds, opened as it is; None otherwise (tree_from_args then opens the source, fetching or checking it).
 
     The answers are read from the facts cache and none of the release's files, so the files are not checked against
-    the release's manifest here (a stat each, 2,600 for vLLM: a third of a warm probe); what reads them (the probes
-    with the facts cache emptied, doctor's patches, compat patch) checks them first and fetches a damaged release again."""
+    the release's manifest here (a stat each, 2,600 for vLLM: a third of a warm probe); every other command that opens
+    a release, and a probe whose facts are not cached, checks it first and fetches a damaged release again."""
     if not args.engine or args.path or args.python:
         return None
     from compat import facts
