@@ -1,9 +1,9 @@
 """EAGLE-3: a one-layer drafter fed three (or more) of the target's hidden states, fused by `fc` [H, k*H].
 
 What was built first: doctor's EAGLE-3 checks (checks/, the layer-id conventions in checkpoints/_conventions.py)
-carry the detail; this file says which names run it and how an EAGLE-3 drafter is recognised.
-vLLM's `extract_hidden_states` (0.17.0 on) takes the same option but drafts nothing: it dumps the target's aux
-hidden states, to train EAGLE-3 drafters (speculators' data generation).
+carry the detail; this file says how an EAGLE-3 drafter is recognised. The names that run it are each engine's
+(METHOD_NAMES in compat/engines/<name>.py): vLLM's `extract_hidden_states` (0.17.0 on) takes the same option but
+drafts nothing: it dumps the target's aux hidden states, to train EAGLE-3 drafters (speculators' data generation).
 """
 
 from __future__ import annotations

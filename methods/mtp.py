@@ -5,7 +5,8 @@ vLLM names a model type per family (`deepseek_mtp`, `qwen3_5_mtp`, ...; 0.34.0 h
 before it runs (speculative.py: `if self.method in get_args(MTPModelTypes) and self.method != "mtp"`). SGLang runs
 them as NEXTN, an alias of EAGLE in every release (a ServerArgs rewrite, a registered alias in 0.5.4.post2-0.5.7, a
 reserved alias from 0.5.13), and promotes EAGLE/NEXTN to FROZEN_KV_MTP for a Gemma4 assistant draft (0.5.12 on).
-Where the heads sit in the target checkpoint is what `heads()` says.
+LMDeploy registers a proposer per family (deepseek_mtp from 0.11.0, qwen3_5_mtp 0.12.3, hy3_mtp 0.16.0). Those names
+and their gates are the engines' (METHOD_NAMES in compat/engines/<name>.py); this file knows the heads. Where the heads sit in the target checkpoint is what `heads()` says.
 """
 
 from __future__ import annotations

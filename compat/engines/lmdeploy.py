@@ -70,8 +70,8 @@ from compat.method_name import Name  # noqa: E402  (the method names' type; the 
 # term of compat/fact_vocabulary.py -> the probe facts of probes/lmdeploy/ providing it. Left out (the checks needing
 # them cannot tell yet): "release validation" (speculative_validation is its own shape, not spec_validation's),
 # "draft attention", "draft quantization", "draft parallelism" (the draft takes the target's engine config: no check
-# models it), "speculators translation" (no speculators format read), "block layer ids", "method runners",
-# "method targets", "weights check" (no probe reads them).
+# models it), "speculators translation" (no speculators format read), "block layer ids", "method targets",
+# "weights check" (no probe reads them).
 FACTS = {
     "layer ids": ("aux_layer_ids",), "eagle3 targets": ("eagle3_targets",), "target whitelist": ("eagle3_whitelist",),
     "target architectures": ("target_architectures",), "drafter loader": ("drafter_loader",),
@@ -82,6 +82,7 @@ FACTS = {
     "launch flags": ("cli_flags", "speculative_backend"),  # and --backend pytorch: TurboMind drops the drafter
     "method selection": ("cli_flags",),  # --speculative-algorithm's choices
     "speculative tree": (),  # a chain (DRAFT_SHAPE): no tree rules
+    "method runners": (),  # no runner to choose: the PyTorch engine's proposer per method (the `methods` fact's workers)
 }
 
 # method family (compat/methods) -> its names (--speculative-algorithm, the SPEC_PROPOSERS registry of
