@@ -18,7 +18,7 @@ import pytest
 from cdp import Browser, chromium_binary
 from cli_helpers import compat
 
-from compat.doctor.diagnose import DOES_NOT_WORK, NEEDS_CONVERT, UNCHECKED
+from compat.doctor.diagnose import DOES_NOT_WORK, NEEDS_CONVERT
 
 pytestmark = pytest.mark.network
 RANGE = ">=0.16.0,<=0.17.0"
