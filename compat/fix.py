@@ -2,8 +2,10 @@
 
 Each kind is a frozen dataclass that carries its data, renders its own words and command line in one place (the
 `of` constructors, from the `ReleaseRef` of the release the user named), and gives its JSON form (`to_json`, the
-keys `compat doctor --json` and `compat explain --json` have always printed) and reads it back (`from_json`: the
-matrix and `doctor --releases` keep diagnoses as JSON):
+keys `compat doctor --json` and `compat explain --json` have always printed). That JSON form is a `FixJson`: the
+plain dict json.dumps prints, still holding the fix it was written from, so what renders a diagnosis in this process
+(doctor's text, the matrix's cells, the --releases table) takes the dataclass (`typed`) and never parses the JSON
+back; `from_json` reads a fix that really arrived as JSON (a fleet host's answer, a file):
 
     PatchFix    compat patch (and the same patches in memory: compat plugin install)
     ConvertFix  compat convert ckpt (with, from doctor, the patch that fixes it the other way)
@@ -24,7 +26,7 @@ from typing import Any, ClassVar
 
 from compat.release_ref import ReleaseRef
 
-__all__ = ["Fix", "PatchFix", "ConvertFix", "LineFix", "FlagFix", "KeyFix", "ReleaseFix", "AskFix", "NoFix",
+__all__ = ["Fix", "FixJson", "typed", "PatchFix", "ConvertFix", "LineFix", "FlagFix", "KeyFix", "ReleaseFix", "AskFix", "NoFix",
            "from_json", "replace"]
 
 
@@ -48,7 +50,11 @@ class Fix:
         """A short phrase for the `doctor --releases` table and the matrix ("patch a,b", "convert", "use >=X")."""
         return self.KIND
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FixJson:
+        """The JSON form (printed only at the --json edge); it keeps this fix for the renderers."""
+        return FixJson(self._fields_json(), self)
+
+    def _fields_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.KIND}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -188,8 +194,8 @@ class AskFix(Fix):
     answers: dict[str, Any] | None = None
     patch_ids: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = super().to_json()
+    def _fields_json(self) -> dict[str, Any]:
+        out = super()._fields_json()
         order = ("kind", "patch_ids", "question", "flag", "text", "answers")  # the keys in the order always printed
         return {k: out[k] for k in order if k in out}
 
@@ -213,6 +219,22 @@ class NoFix(Fix):
 _KINDS: dict[str, tuple[type[Fix], ...]] = {}  # kind -> its classes ("flag": KeyFix, told by its "key", or FlagFix)
 for _cls in (PatchFix, ConvertFix, LineFix, KeyFix, FlagFix, ReleaseFix, AskFix, NoFix):
     _KINDS[_cls.KIND] = _KINDS.get(_cls.KIND, ()) + (_cls,)
+
+
+class FixJson(dict[str, Any]):
+    """A fix's JSON form holding the fix it was written from: json.dumps prints the dict, `typed` gives the fix."""
+
+    def __init__(self, data: dict[str, Any], fix: Fix):
+        super().__init__(data)
+        self.fix = fix
+
+
+def typed(data: dict[str, Any] | None) -> Fix | None:
+    """The fix of a diagnosis's check: the dataclass itself when the diagnosis was made in this process, else (a
+    diagnosis that arrived as JSON) read from its JSON form."""
+    if isinstance(data, FixJson):
+        return data.fix
+    return from_json(data)
 
 
 def from_json(data: dict[str, Any] | None) -> Fix | None:

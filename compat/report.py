@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeGuard
 
+    from compat.core.progress import Progress
     from compat.fact_parts import Entry
 
     from rich.console import Console, Group
@@ -118,14 +119,14 @@ def build_reports(trees: list[EngineTree], *, workers: int | None = None) -> lis
     return [build_report(tree) for tree in trees]
 
 
-def probe_missing(trees: list[EngineTree], *, workers: int | None = None, progress: Callable[..., Any] | None = None,
+def probe_missing(trees: list[EngineTree], *, workers: int | None = None, progress: Progress | None = None,
                   what: str = "probing releases") -> int:
     """Probe, in parallel processes, the trees whose facts are not cached yet; the number probed.
 
     For doctor over a range of releases: call it once with every release's tree before diagnosing them
     one by one (each `build_report` then reads the cache). Trees holding in-memory changes are left to
     `build_report` (a worker process sees only the files); with one worker or one tree, nothing is started.
-    `progress(items, what)` is told of each release as its probes finish (a bar, or lines in a log).
+    `progress` (compat.core.progress) is told of each release as its probes finish (a bar, or lines in a log).
     """
     missing = []
     for tree in trees:
@@ -141,7 +142,9 @@ def probe_missing(trees: list[EngineTree], *, workers: int | None = None, progre
     jobs = [(t.engine, str(t.root), t.version, t.source.kind, t.source.location, t.source.detail) for t in missing]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         finished = pool.map(_probe_in_worker, jobs)  # in the order of `jobs`
-        for _ in (progress([t.version or str(t.root) for t in missing], what) if progress else missing):
+        from compat.core.progress import each
+
+        for _ in (each(progress, [t.version or str(t.root) for t in missing], what) if progress else missing):
             next(finished)
     return len(missing)
 

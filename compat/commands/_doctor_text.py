@@ -107,9 +107,9 @@ def _render_detail(c: dict, console) -> None:
     print_hanging(console, INDENT, c["detail"])
     if c.get("location"):
         print_hanging(console, INDENT, Text(f"at {c['location']}", style="dim"))
-    from compat.fix import ConvertFix, from_json
+    from compat.fix import ConvertFix, typed
 
-    fix = from_json(c.get("fix"))  # the check's fix, typed again from the diagnosis
+    fix = typed(c.get("fix"))  # the check's fix itself (read from JSON only when the diagnosis came as JSON)
     if fix is not None:
         print_hanging(console, Text(INDENT + "fix: ", style="cyan"), fix.shown())
         if isinstance(fix, ConvertFix) and fix.alternative is not None:
@@ -155,9 +155,9 @@ def headline(c: dict, room: int) -> str:
 
 def _fix_reference(c: dict, steps: list[dict]) -> str:
     """Where the check's fix is: `fix 2` (its step in the ordered fixes), or the fix itself when short."""
-    from compat.fix import PatchFix, from_json
+    from compat.fix import PatchFix, typed
 
-    fix = from_json(c.get("fix"))
+    fix = typed(c.get("fix"))
     if fix is None or c["verdict"] == PASS:
         return ""
     ids = set(fix.patch_ids if isinstance(fix, PatchFix) else ())
@@ -175,9 +175,9 @@ def _render_step(number: int, step: dict, checks: list[dict], console) -> None:
     """One of the ordered fixes; a question as its answers, one a line (what each means, and its own fix)."""
     from rich.text import Text
 
-    from compat.fix import AskFix, from_json
+    from compat.fix import AskFix, typed
 
-    asks = [f for f in (from_json(c.get("fix")) for c in checks) if isinstance(f, AskFix)]
+    asks = [f for f in (typed(c.get("fix")) for c in checks) if isinstance(f, AskFix)]
     ask = next((f for f in asks if f.text == step["command"] and f.answers), None)
     if ask is None or ask.answers is None:
         console.print(Text(f"  {number}. {step['command']}"), soft_wrap=True)

@@ -22,9 +22,10 @@ from .interrupts import SignalGuard
 
 TYPE_CHECKING = False  # rich is imported only when a progress bar is shown
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from typing import Any
 
     from compat.core.console import Heartbeat
+    from compat.core.progress import Progress
 from .plan import Plan, PlannedTensor
 from .record import build_record
 from .source import INDEX_FILE, copy_extra_file
@@ -123,11 +124,18 @@ def _write(plan: Plan, tmp: Path, total: int, progress: bool, step: _Step) -> li
         step.copied(done[0], total)
         advance(n)
 
-    with _progress(total, enabled=progress) as advance:
+    bar: Progress = _BytesBar(progress)
+    advance = bar.advance
+    bar.start("copying tensors", total)
+    completed = False
+    try:
         for file_name, items in plan.shards:
             step(file_name, f"writing {file_name}")
             outputs = [_output(t) for t in items]
             written += write_safetensors(tmp / file_name, outputs, plan.metadata, on_bytes=copied, checksum=plan.checksum)
+        completed = True
+    finally:
+        bar.end(completed)
     if len(plan.shards) > 1:
         step(INDEX_FILE, f"writing {INDEX_FILE}")
         weight_map = {t.dest_name: name for name, items in plan.shards for t in items}
@@ -149,32 +157,43 @@ def _remove_previous(path: Path, notes: list[str]) -> None:
         notes.append(f"could not remove the previous DST, now {path.name}: {exc.strerror or exc}; the next run removes it")
 
 
-class _progress:
-    """A rich progress bar on stderr over the bytes copied (only on a terminal)."""
+class _BytesBar:
+    """A compat.core.progress.Progress over the bytes copied: a rich bar on stderr, on a terminal only."""
 
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled
-        self._progress: Progress | None = None
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task: Any = None
 
-    def __enter__(self):
+    def start(self, label: str, total: int) -> None:
         if not self.enabled:
-            return lambda n: None
+            return
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
         console = Console(stderr=True)
         if not console.is_terminal:
-            return lambda n: None
-        progress = self._progress = Progress(TextColumn("copying tensors"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                             TimeRemainingColumn(), console=console, transient=True)
-        progress.start()
-        task = progress.add_task("copy", total=self.total)
-        return lambda n: progress.advance(task, n)
+            return
+        self._bar = Progress(TextColumn(label), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                             TimeRemainingColumn(), console=console, transient=True)
+        self._bar.start()
+        self._task = self._bar.add_task("copy", total=total)
 
-    def __exit__(self, *exc):
-        if self._progress is not None:
-            self._progress.stop()
-        return False
+    def item(self, name: str) -> None:
+        pass  # the bar says what it copies in its label; the heartbeat names the file
+
+    def advance(self, n: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, n)
+
+    def status(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(f"[dim]{text}[/]")
+
+    def end(self, completed: bool) -> None:
+        bar, self._bar = self._bar, None
+        if bar is not None:
+            bar.stop()
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -19,6 +19,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations are strings here
+if TYPE_CHECKING:
+    from typing import Any
+
 PIPE_WIDTH = 100_000  # into a pipe without $COLUMNS: nothing wraps (tables size to their content; rules are plain)
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -119,25 +123,77 @@ def show_progress(args) -> bool:
     return not getattr(args, "json", False) and not (getattr(args, "quiet", 0) or 0)
 
 
-def progress_bar(command: str):
-    """`bar(items, what)` for `command`: yields the items with a transient bar on stderr (a terminal only: into a
-    file or a pipe it would leave a stray line), e.g. over the releases of doctor --releases or compat matrix."""
+def progress_bar(command: str) -> ConsoleProgress:
+    """The compat.core.progress.Progress of `command` on stderr: a transient bar per batch on a terminal, plain lines
+    into a file or a pipe (a bar there would leave a stray line), e.g. over the releases of doctor --releases or
+    compat matrix."""
+    return ConsoleProgress(command)
 
-    def bar(items: list[str], what: str):
-        if not sys.stderr.isatty():
-            yield from progress_lines(command, items, what)
-            return
+
+class ConsoleProgress:
+    """A Progress on stderr: each batch shown by a `BarProgress` on a terminal, else by a `LineProgress`."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self._now: BarProgress | LineProgress | None = None
+
+    def start(self, label: str, total: int) -> None:
+        self.end(False)
+        self._now = BarProgress(self.command) if sys.stderr.isatty() else LineProgress(self.command)
+        self._now.start(label, total)
+
+    def item(self, name: str) -> None:
+        if self._now is not None:
+            self._now.item(name)
+
+    def advance(self, n: int = 1) -> None:
+        if self._now is not None:
+            self._now.advance(n)
+
+    def status(self, text: str) -> None:
+        if self._now is not None:
+            self._now.status(text)
+
+    def end(self, completed: bool) -> None:
+        now, self._now = self._now, None
+        if now is not None:
+            now.end(completed)
+
+
+class BarProgress:
+    """A batch shown as a transient rich bar on stderr: `<command>: <label> (<item>)`, gone when the batch ends."""
+
+    def __init__(self, command: str) -> None:
+        self.command, self.label = command, ""
+        self._shown: Any = None
+        self._task: Any = None
+
+    def start(self, label: str, total: int) -> None:
         from rich.console import Console
         from rich.progress import Progress
 
-        with Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True) as shown:
-            task = shown.add_task(f"{command}: {what}", total=len(items))
-            for item in items:
-                shown.update(task, description=f"{command}: {what} ({item})")
-                yield item
-                shown.advance(task)
+        self.end(False)
+        self.label = label
+        self._shown = Progress(console=Console(stderr=True, no_color=color_choice(None) == "never"), transient=True)
+        self._shown.start()
+        self._task = self._shown.add_task(f"{self.command}: {label}", total=total)
 
-    return bar
+    def item(self, name: str) -> None:
+        if self._shown is not None:
+            self._shown.update(self._task, description=f"{self.command}: {self.label} ({name})")
+
+    def advance(self, n: int = 1) -> None:
+        if self._shown is not None:
+            self._shown.advance(self._task, n)
+
+    def status(self, text: str) -> None:
+        if self._shown is not None:
+            self._shown.console.print(f"[dim]{text}[/]")
+
+    def end(self, completed: bool) -> None:
+        shown, self._shown = self._shown, None
+        if shown is not None:
+            shown.stop()
 
 
 PROGRESS_EVERY_S = 5.0  # into a file or a pipe (a CI log): a line this often, so a long cold run never looks hung
@@ -224,18 +280,48 @@ def heartbeat(command: str, enabled: bool = True) -> Heartbeat:
 
 
 def progress_lines(command: str, items: list[str], what: str, every: float = PROGRESS_EVERY_S, stream=None):
-    """The items, with plain progress lines on stderr where no bar can be drawn: one when the work starts, then one
-    at least every `every` seconds while it runs (`compat matrix: releases 12/39 (0.18.0), 41 s`, however long one
-    item takes), and one when it is done."""
-    with Heartbeat(command, every, stream) as beat:
-        beat.say(f"{what}: {len(items)} to do")
-        for done, item in enumerate(items):
-            beat.state = f"{what} {done}/{len(items)} ({item})"
-            if beat.due():
-                beat.say(beat.state, elapsed=True)
-            yield item
-        if beat.seconds() >= every:
-            beat.say(f"{what} done, {len(items)} in {beat.seconds():.0f} s")
+    """The items, with plain progress lines on stderr where no bar can be drawn (`LineProgress`)."""
+    from compat.core.progress import each
+
+    return each(LineProgress(command, every, stream), items, what)
+
+
+class LineProgress:
+    """A batch shown as plain lines on stderr where no bar can be drawn: one when it starts, then one at least every
+    `every` seconds while it runs (`compat matrix: releases 12/39 (0.18.0), 41 s`, however long one item takes), and
+    one when it is done (when it took that long)."""
+
+    def __init__(self, command: str, every: float = PROGRESS_EVERY_S, stream=None) -> None:
+        self.command, self.every, self.stream = command, every, stream
+        self.label, self.total, self.done = "", 0, 0
+        self._beat: Heartbeat | None = None
+
+    def start(self, label: str, total: int) -> None:
+        self.end(False)
+        self.label, self.total, self.done = label, total, 0
+        self._beat = Heartbeat(self.command, self.every, self.stream).__enter__()
+        self._beat.say(f"{label}: {total} to do")
+
+    def item(self, name: str) -> None:
+        if self._beat is not None:
+            self._beat.state = f"{self.label} {self.done}/{self.total} ({name})"
+            if self._beat.due():
+                self._beat.say(self._beat.state, elapsed=True)
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+
+    def status(self, text: str) -> None:
+        if self._beat is not None:
+            self._beat.say(text)
+
+    def end(self, completed: bool) -> None:
+        beat, self._beat = self._beat, None
+        if beat is None:
+            return
+        if completed and beat.seconds() >= self.every:
+            beat.say(f"{self.label} done, {self.total} in {beat.seconds():.0f} s")
+        beat.__exit__(None, None, None)
 
 
 class TrailingSpaceStripper:

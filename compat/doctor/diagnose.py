@@ -18,10 +18,11 @@ from compat.checks import (FAIL, Ctx, Drafter, Options, Result, all_checks, laun
                            suggested_launch)
 from compat.doctor.fixes import (applicable_patches, converted_path, fix_with_conversion, fix_with_input, fix_with_line, fix_with_patches,
                                  fix_with_release, where_to_patch)
-from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, from_json
+from compat.fix import AskFix, ConvertFix, LineFix, PatchFix, ReleaseFix, typed
 from compat.doctor import reuse
 from compat.doctor.releases import ReleaseFinder, class_loaders
 from compat.core.errors import SourceError, UsageError
+from compat.core.progress import Progress, each
 from compat.target import Target
 from compat.core.tree import EngineTree
 
@@ -152,21 +153,21 @@ def _classify(checks: list[Result], line_given: bool) -> str:
 def diagnose_range(engine: str, specifier: str, target: Target, drafter: Drafter, options: Options | None = None, *,
                    versions: list[str] | None = None, open_release: Callable[[str], EngineTree] | None = None,
                    cache_dir: str | Path | None = None, offline: bool = False,
-                   progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+                   progress: Progress | None = None) -> dict[str, Any]:
     """One diagnosis per release in `specifier` (from the package index, or `versions`); the releases
     missing from the facts cache are probed in parallel first.
 
-    `progress(items, what)` wraps the iteration (a progress bar); None iterates silently."""
+    `progress` (compat.core.progress) is told of each iteration (a progress bar); None iterates silently."""
     trees, finder = release_trees(engine, specifier, versions=versions, open_release=open_release, cache_dir=cache_dir,
                                   offline=offline, progress=progress)
-    versions_read = progress(list(trees), f"diagnosing {engine} releases") if progress else list(trees)
+    versions_read = each(progress, list(trees), f"diagnosing {engine} releases") if progress else list(trees)
     rows = [release_row(version, trees[version], target, drafter, options, finder) for version in versions_read]
     return {"engine": engine, "releases": specifier, "target": str(target.path), "drafter": str(drafter.path), "rows": rows}
 
 
 def release_trees(engine: str, specifier: str, *, versions: list[str] | None = None,
                   open_release: Callable[[str], EngineTree] | None = None, cache_dir: str | Path | None = None,
-                  offline: bool = False, progress: Callable[..., Any] | None = None,
+                  offline: bool = False, progress: Progress | None = None,
                   ) -> tuple[dict[str, EngineTree | SourceError], ReleaseFinder]:
     """version -> its tree (or why it could not be had) for every release in `specifier`, oldest first, probed into
     the facts cache (in parallel); and the finder of later releases the fixes name. doctor --releases and the
@@ -186,7 +187,7 @@ def release_trees(engine: str, specifier: str, *, versions: list[str] | None = N
     open_release = open_release or (lambda v: fetch_release(engine, f"=={v}", cache_dir=cache_dir, offline=offline, progress=False))
     finder = ReleaseFinder(engine, open_release=open_release, versions=versions)
     trees: dict[str, EngineTree | SourceError] = {}
-    for version in (progress(chosen, f"{engine} releases") if progress else chosen):
+    for version in (each(progress, chosen, f"{engine} releases") if progress else chosen):
         try:
             trees[version] = open_release(version)
         except SourceError as err:
@@ -236,8 +237,8 @@ def answers(tree: EngineTree, target: Target, drafter: Drafter, verdict: str, op
 
 def fix_summary(checks: list[dict[str, Any]]) -> list[str]:
     """One short phrase per distinct fix ("patch a,b", "convert", "use >=X"), for the --releases table (from the
-    checks of a diagnosis, in their JSON form)."""
-    fixes = [(c, from_json(c["fix"])) for c in checks if c["fix"]]
+    checks of a diagnosis: each fix as the dataclass it was made as, compat.fix.typed)."""
+    fixes = [(c, typed(c["fix"])) for c in checks if c["fix"]]
     shown = [(c, fix) for c, fix in fixes if fix is not None and (c["verdict"] == FAIL or isinstance(fix, PatchFix))]
     newest = _newest_lower_bound([fix.releases for _, fix in shown if isinstance(fix, ReleaseFix)])
     out: list[str] = []

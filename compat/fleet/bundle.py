@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from compat.core import atomic
 from compat.fleet.host_cache import BUNDLE_MAX_AGE_S, prune_bundles
 
 # The rule folders that pyproject maps from the repository's top level into compat/ (see [tool.setuptools]).
@@ -200,7 +201,4 @@ def _indexed(index: Path) -> str | None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic.write_bytes(path, data, keep_mode=False, mode=0o644, parents=True)

@@ -11,8 +11,9 @@ No argparse here (compat/commands/doctor.py is the command line).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from compat.core.progress import Progress
 from compat.manifests.checking import Checked, Settings
 from compat.manifests.model import Problem
 from compat.manifests.scan import Scan, scan
@@ -32,7 +33,7 @@ class Outcome:
             f.verdict == "fail" for c in self.checked for f in c.findings)
 
 
-def check_paths(paths: list[str], settings: Settings, progress: Callable[[Any, str], Any] | None = None) -> Outcome:
+def check_paths(paths: list[str], settings: Settings, progress: Progress | None = None) -> Outcome:
     from compat.manifests.consistency import disagreements
     from compat.manifests.run import check_all
 

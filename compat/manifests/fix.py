@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import difflib
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compat.core import atomic
 from compat.core.errors import EXIT_CHECK_FAILED, EXIT_OK
 from compat.core.output import plural
 from compat.launch_line import read_line
@@ -211,15 +210,8 @@ def diff(file: str, before: str, after: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".compat-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """The manifest replaced whole, keeping its mode."""
+    atomic.write_text(path, text, keep_mode=True, suffix=".compat-tmp")
 
 
 def run_fix(outcome: Outcome, args: Any, console: Any, code: int) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 from compat import engines
+from compat.core.progress import Progress, each
 from compat.core.errors import CompatError
 from compat.fix import LineFix, PatchFix
 from compat.launch_line import LaunchLine, LineEdit, fixed_words, read_line
@@ -19,10 +20,10 @@ from compat.manifests.scan import Scan
 LOWER = re.compile(r">=\s*(\d[\w.]*)")
 
 
-def check_all(scan: Scan, settings: Settings, progress: Callable[[Any, str], Any] | None = None) -> list[Checked]:
+def check_all(scan: Scan, settings: Settings, progress: Progress | None = None) -> list[Checked]:
     trees: dict[tuple[str, str], Any] = {}
     memo: dict[tuple[Any, ...], dict[str, Any]] = {}
-    servings = progress(scan.servings, "serving containers") if progress else scan.servings
+    servings = each(progress, scan.servings, "serving containers") if progress else scan.servings
     return [check_one(serving, settings, trees, memo) for serving in servings]
 
 

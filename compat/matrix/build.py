@@ -14,10 +14,11 @@ release would push the matrix's out. The user's pair is diagnosed afresh each ti
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compat import engines as engine_units
-from compat.fix import from_json
+from compat.core.progress import Progress, each
+from compat.fix import typed
 from compat.matrix.evidence import evidence_url, issue_links
 from compat.matrix.templates import DRAFTER_KINDS, FAMILIES, Column, templates_digest
 
@@ -41,7 +42,7 @@ def slim(engine: str, version: str, row: dict[str, Any]) -> dict[str, Any]:
         cell["method"] = diagnosis["method"]["family"]  # the method doctor checked (the drafter's, or the column's)
     checks = []
     for check in diagnosis.get("checks") or []:
-        fix = from_json(check.get("fix"))  # the check's typed fix: the page shows its command, else its words
+        fix = typed(check.get("fix"))  # the check's fix (the dataclass): the page shows its command, else its words
         item = {"check": check["check"], "title": check["title"], "verdict": check["verdict"], "detail": check["detail"],
                 "location": check.get("location"), "evidence": evidence_url(engine, version, check.get("location")),
                 "fix": fix.shown() if fix is not None else None}
@@ -122,11 +123,11 @@ def _options_key(options: Any) -> list[Any]:
 
 def build(engines: list[str], columns: list[Column], *, releases: str | None = None, user: dict[str, Any] | None = None,
           options: Any = None, cache_dir: str | Path | None = None, offline: bool = False,
-          progress: Callable[..., Any] | None = None) -> dict[str, Any]:
+          progress: Progress | None = None) -> dict[str, Any]:
     """The matrix document (matrix.json): engines, their releases, the columns, and one row per cell.
 
     `user`: {"target": Target, "drafter": Drafter} (read as doctor reads them), shown as the column USER.
-    `progress(items, what)` wraps each long iteration (a bar on a terminal); None iterates silently."""
+    `progress` (compat.core.progress) is told of each long iteration (a bar on a terminal); None iterates silently."""
     from compat.doctor import Options, release_row, release_trees
     from compat.core.errors import SourceError
     from compat.sources.released import list_releases
@@ -145,7 +146,7 @@ def build(engines: list[str], columns: list[Column], *, releases: str | None = N
         trees, finder = release_trees(engine, spec, versions=versions, cache_dir=cache_dir, offline=offline,
                                       progress=progress)
         document["engines"][engine] = {"releases": spec, "versions": list(trees)}
-        for version in (progress(list(trees), f"{engine} cells") if progress else trees):
+        for version in (each(progress, list(trees), f"{engine} cells") if progress else trees):
             tree = trees[version]
             if isinstance(tree, SourceError):  # no tree: every column says so, as doctor --releases does
                 cells = {c.id: slim(engine, version, release_row(version, tree, None, None, options, finder))  # type: ignore[arg-type]

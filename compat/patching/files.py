@@ -12,9 +12,10 @@ import contextlib
 import errno
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
+from compat.core import atomic
+from compat.core.atomic import sync_directory  # noqa: F401  (journal.py imports it from here)
 from compat.core.errors import RefusedError
 
 from compat.patch_record import TEMP_SUFFIX  # noqa: E402  (one spelling: the record reader looks for it too)
@@ -37,30 +38,9 @@ def current_bytes(path: Path) -> bytes | None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace (or create) `path` with `data` in one rename."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        st = None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fchmod(fd, (st.st_mode & 0o7777) if st is not None else 0o644)
-            if st is not None and hasattr(os, "geteuid") and os.geteuid() == 0 and (st.st_uid, st.st_gid) != (0, 0):
-                with contextlib.suppress(OSError):
-                    os.fchown(fd, st.st_uid, st.st_gid)  # root patching a user's venv keeps the user's files
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    sync_directory(path.parent)
+    """Replace (or create) `path` with `data` in one rename: the target's mode and (as root) owner kept,
+    the temp file named `.<name>.XXXX.compat-tmp` so `remove_temp_files` finds a killed run's."""
+    atomic.write_bytes(path, data, keep_mode=True, keep_owner=True, suffix=TEMP_SUFFIX)
 
 
 def remove_file(path: Path) -> None:
@@ -68,16 +48,6 @@ def remove_file(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     sync_directory(path.parent)
-
-
-def sync_directory(directory: Path) -> None:
-    """Make a rename or unlink in `directory` durable (some filesystems cannot: that is not an error)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def bytecode_of(path: Path) -> list[Path]:

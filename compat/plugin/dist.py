@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from compat import __version__, engines
+from compat.core import atomic
 from compat.core.errors import RefusedError
 from compat.core.interpreter import Interpreter
 from compat.core.locking import directory_lock
@@ -242,18 +243,7 @@ def _place(tmp: Path, dest: Path) -> None:
 
 
 def _write_atomic(path: Path, content: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".compat-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write_bytes(path, content, keep_mode=False, mode=0o644, suffix=".compat-tmp")
 
 
 def remove(site: Path, engine: str) -> list[str]:

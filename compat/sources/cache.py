@@ -62,19 +62,11 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to a temp file beside `path`, then rename it over `path`: a reader sees old or new, never half."""
-    import tempfile  # only writers pay for it (start-up of a cached probe reads only)
+    """Write `text` beside `path`, then rename it over `path`: a reader sees old or new, never half.
+    Cache files stay readable by their owner only (mode 0o600), as they always were."""
+    from compat.core.atomic import write_text  # only writers pay for tempfile (start-up of a cached probe reads only)
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_text(path, text, keep_mode=False, mode=0o600, parents=True)
 
 
 def cache_os_error(err: OSError, cache: Path, doing: str) -> SourceError:

@@ -17,11 +17,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compat.core.errors import CompatError
+from compat.core.progress import Progress
 from compat.verify.server.counters import Snapshot, info_path, snapshot
 from compat.verify.server.detect import identify
 from compat.verify.server.facts import ReleaseFacts, read_release_facts
 from compat.verify.server.http import ServerError
-from compat.verify.server.run import Progress, Requests, ServerRun, measure_speculation, send_all
+from compat.verify.server.run import Requests, ServerRun, measure_speculation, send_all
 from compat.verify.sweep.levels import DEFAULT_LEVEL_TIMEOUT, requests_for
 from compat.verify.sweep.pair import Pair, Side, check_pair
 from compat.verify.sweep.server_log import LogTail

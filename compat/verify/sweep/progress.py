@@ -46,7 +46,7 @@ class SweepProgress:
         if self._bar is not None:
             self._bar.stop()
 
-    # -- the Progress protocol of compat/verify/server/run.py ------------------------------------------
+    # -- compat.core.progress.Progress -------------------------------------------------------------------
     def status(self, text: str) -> None:
         if not self.enabled:
             return
@@ -63,12 +63,18 @@ class SweepProgress:
         elif self.enabled:
             self._line(f"{self.label}: {total} requests")
 
-    def advance(self) -> None:
+    def item(self, name: str) -> None:
+        pass  # the requests of a level are not named
+
+    def advance(self, n: int = 1) -> None:
         with self._lock:
-            self.done += 1
-            self.batch_done += 1
+            self.done += n
+            self.batch_done += n
         if self._bar is not None:
-            self._bar.advance(self._task)
+            self._bar.advance(self._task, n)
+
+    def end(self, completed: bool) -> None:
+        pass  # the bar lasts the whole sweep: it stops when the `with` does
 
     # -- a log ---------------------------------------------------------------------------------------
     def _beat(self) -> None:
