@@ -13,13 +13,14 @@ the medians compared. Measured:
 Facts go to a temporary COMPAT_FACTS_DIR, so the shared cache is neither used nor changed. The child
 processes may write bytecode (PYTHONDONTWRITEBYTECODE is dropped), as an installed package has it.
 The machine is shared: the best run is the figure (what the command costs when nothing else runs), the median beside
-it. Goal (issue 42): warm under 80 ms, >= 100x vLLM's --help (issue 14's was 0.1 s and 75x).
+it, and the CPU time of the same runs (user + system: what the command costs however busy the machine is). Goal (issue 42): warm under 80 ms, >= 100x vLLM's --help (issue 14's was 0.1 s and 75x).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,12 +35,22 @@ def compat_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "compat"]
 
 
-def timed(argv: list[str], env: dict) -> float:
+CPU: dict[int, list[float]] = {}  # id of a list of wall times -> the CPU times (user + system) of the same runs
+
+
+def timed(argv: list[str], env: dict, into: list[float] | None = None) -> float:
+    """The run's wall time (appended to `into`, its CPU time beside it in CPU: on a busy machine the wall time says
+    how busy it was, the CPU time what the command costs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
+    if into is not None:
+        into.append(elapsed)
+        CPU.setdefault(id(into), []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return elapsed
 
 
@@ -47,8 +58,10 @@ GOAL_MS = 80
 
 
 def summary(name: str, times: list[float]) -> str:
+    cpu = CPU.get(id(times), [])
     return (f"{name:58} best {min(times) * 1000:7.0f} ms  median {statistics.median(times) * 1000:7.0f} ms  "
-            f"({len(times)} runs)")
+            f"({len(times)} runs)" + (f"; CPU best {min(cpu) * 1000:.0f} ms, median {statistics.median(cpu) * 1000:.0f} ms"
+                                      if cpu else ""))
 
 
 def main() -> None:
@@ -72,13 +85,13 @@ def main() -> None:
         bare, warm, cold, helps = [], [], [], []
         for round_number in range(args.rounds):
             for _ in range(args.per_round):
-                bare.append(timed([sys.executable, "-c", "pass"], env))
-                warm.append(timed(probe, env))
+                timed([sys.executable, "-c", "pass"], env, bare)
+                timed(probe, env, warm)
                 shutil.rmtree(facts_dir, ignore_errors=True)
-                cold.append(timed(probe, env))
+                timed(probe, env, cold)
                 timed(probe, env)  # warm again for the next round
             if engine_help:
-                helps.append(timed(engine_help, env))
+                timed(engine_help, env, helps)
             print(f"round {round_number + 1}/{args.rounds}: compat warm median {statistics.median(warm) * 1000:.0f} ms"
                   + (f", vLLM --help {helps[-1]:.2f} s" if helps else ""), flush=True)
         print(f"\nload average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
@@ -86,6 +99,8 @@ def main() -> None:
         print(summary(f"compat probe --engine vllm=={args.version} --json (warm)", warm)
               + f"  (goal {GOAL_MS} ms: {'met' if min(warm) * 1000 < GOAL_MS else 'NOT met'})")
         print(summary(f"compat probe --engine vllm=={args.version} --json (facts cold)", cold))
+        print(f"compat's own share of a warm probe (best runs, less `python -c pass`): {(min(warm) - min(bare)) * 1000:.0f} ms"
+              f" wall, {(min(CPU[id(warm)]) - min(CPU[id(bare)])) * 1000:.0f} ms CPU")
         if helps:
             print(summary("python -m vllm.entrypoints.openai.api_server --help", helps))
             ratio = statistics.median(helps) / statistics.median(warm)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from compat.fact_parts import Entry
 
 __all__ = ["FORMAT", "RACY_SECONDS", "PROBE_CODE", "PROBE_FILES", "Slot", "slot", "memo", "code_memo", "forget", "code_digest",
-           "code_files", "enabled", "pristine"]
+           "code_files", "enabled", "pristine", "report_cached"]
 
 FORMAT = 2  # 2: probe reports split by fact (compat/fact_parts.py)
 RACY_SECONDS = 2.0
@@ -289,6 +289,14 @@ def slot(tree: EngineTree, kind: str = _REPORT, inputs: Any = None, code: tuple[
     key = sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()[:32]
     return Slot(home / f"{kind}-{key}.json", key, tree_state=state, base=os.path.join(str(tree.root), tree.engine) + os.sep,
                 newest_ns=newest)
+
+
+def report_cached(tree: EngineTree) -> bool:
+    """True when the facts cache holds the tree's probe report, well formed (as compat/report.py takes it); its index is
+    read once per process, so `build_report` then reads the same entry without reading its file again."""
+    place = slot(tree)
+    entry = place.parts()
+    return entry is not None and isinstance(entry.meta.get("probe_errors"), list)
 
 
 def memo(tree: EngineTree, kind: str, inputs: Any, compute: Callable[[], Any], *, code: Iterable[str] = PROBE_CODE) -> Any:

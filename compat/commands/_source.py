@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
 
 from compat import engines
 from compat.core.argtypes import seconds
-from compat.core.interpreter import Interpreter
 
+TYPE_CHECKING = False  # typing costs milliseconds to import at start-up; mypy reads this as True
 if TYPE_CHECKING:
+    from compat.core.interpreter import Interpreter
     from compat.core.tree import EngineTree
 
 ENGINE_HELP = ("{engines}: the installed one; vllm==0.11.0, 'sglang>=0.5.8', vllm==latest: a release from "
@@ -34,7 +34,14 @@ def absolute_path(value: str) -> str:
 def add_python_argument(group: argparse.ArgumentParser | argparse._ArgumentGroup, *, help: str = PYTHON_HELP) -> None:
     """`--python PATH`, the one declaration: the value is an `Interpreter` (a python, or a venv directory for its
     bin/python), absolute against the working directory; None when not given (this interpreter)."""
-    group.add_argument("--python", metavar="PATH", type=Interpreter.of, help=help)
+    group.add_argument("--python", metavar="PATH", type=_interpreter, help=help)
+
+
+def _interpreter(value: str) -> Interpreter:
+    """`Interpreter.of`, imported when --python is given (not by every command's parser: pathlib, json, subprocesses)."""
+    from compat.core.interpreter import Interpreter
+
+    return Interpreter.of(value)
 
 
 def _retries(value: str) -> int:

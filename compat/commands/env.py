@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 from compat.commands._source import PYTHON_HELP, absolute_path, add_python_argument
 from compat.core.interpreter import Interpreter
 from compat.core.output import EXAMPLES_HERE, examples_yours, exit_codes, human_size, plural, print_json
-from compat.torch_pin import ASK as ASK_TORCH_REQUIREMENTS
-from compat.torch_pin import TorchPin, torch_pins
+from compat.torch_pin import TorchPin, ask as ask_torch_requirements, torch_pins
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -198,7 +197,7 @@ def _plugins(python: Interpreter) -> list[dict[str, Any]] | dict[str, str]:
 def _ask(python: Interpreter, ask_cuda: bool) -> dict[str, Any]:
     from compat.core.interpreter import InterpreterError, InterpreterFailed
 
-    code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE + ASK_TORCH_REQUIREMENTS + "print(json.dumps(out))\n"
+    code = f"ASK_CUDA = {bool(ask_cuda)}\n" + _PROBE + ask_torch_requirements() + "print(json.dumps(out))\n"
     try:
         answer: dict[str, Any] = python.run_json(code, what="ask it for torch and CUDA", timeout=ASK_TIMEOUT_S)
     except InterpreterFailed as err:

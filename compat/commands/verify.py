@@ -95,8 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("drafter", metavar="DRAFTER", nargs="?", help="the drafter directory (EAGLE-3, EAGLE, DFlash, a draft "
                         "model, ...); none for --method ngram, suffix or mtp (MTP heads ship in the target)")
     source = parser.add_argument_group("engine")
-    source.add_argument("--engine", metavar="vllm", help="the installed engine to run (vllm); with --server: vllm or sglang "
-                        "(default: detected), ==VERSION to name the release whose metric names to read")
+    running = [e.name for e in engines.all_engines() if e.runs_verify]  # RUNS_VERIFY; a server's: where verify reads facts
+    served = [e.name for e in engines.all_engines() if e.server_spec_series or e.server_info_fact]
+    source.add_argument("--engine", metavar=running[0] if running else "ENGINE",
+                        help=f"the installed engine to run ({_listed(running)}); with --server: {_listed(served)} (default: detected), ==VERSION to name the "
+                        "release whose metric names to read")
     add_python_argument(source, help="the interpreter whose engine runs (the serving venv's python; default: this one)")
     source.add_argument("--timeout", type=float, default=None, metavar="S", help="stop the engine after S seconds (default 1800)")
     source.add_argument("--log-dir", metavar="DIR", help="where the engine's log is kept (default: the user cache, verify-logs/)")
@@ -122,6 +125,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="target family to measure (repeatable; default: llama and kimi_k2)")
     add_server_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON (for CI)")
+
+
+def _listed(names: list[str]) -> str:
+    return " or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def validate(args: argparse.Namespace) -> None:

@@ -74,6 +74,22 @@ CONTRACT = Contract("engine", (
     Field("METRICS_PREFIX", str, doc='the prefix of its metric names, e.g. "vllm:"'),
     Field("SERVER_ACCEPTANCE", str, doc='where its server tells how many draft tokens it accepts: "counters" (the '
           'spec-decode Prometheus counters: vLLM) or "server_info" (the accept length in its server info: SGLang)'),
+    Field("SERVER_SPEC_SERIES", str, default="", doc='the report fact and its key holding the speculative-decoding '
+          'series verify reads on /metrics, "FACT.KEY" ("spec_decode_metrics.counters"); "": none read'),
+    Field("SERVER_TRAFFIC_SERIES", str, default="", doc='the report fact and key holding its request and token series '
+          '("request_metrics.series"); "": none read'),
+    Field("SERVER_INFO_FACT", str, default="", doc='the report fact describing its server-info endpoint (verify reads '
+          'its path and keys from it); "": none'),
+    Field("SERVER_SETTINGS_FACT", str, default="", doc='the report fact listing its server arguments ({"fields": '
+          '[{"name"}]}): those named speculative_* are where its server info reports the speculative settings'),
+    Field("LOG_ACCEPTANCE", str, default="", doc="regex: the template of the logger call that writes its acceptance "
+          "numbers (compat explain sums those lines); \"\": it writes none"),
+    Field("CONFIG_BUILD", str, default="", doc='how compat/verify/engine_side/config_build.py builds its configuration '
+          'from a launch line in its interpreter (the preflight): "engine_args" (the serve parser, then '
+          'EngineArgs.create_engine_config: vLLM) or "server_args" (prepare_server_args: SGLang); "": compat has no '
+          'build for it'),
+    Field("KNOWN_ISSUES", tuple, default=(), doc="what code cannot tell of it, curated by hand: entries as "
+          "compat/known_issues.py describes them (its engine is this unit)"),
     Field("RUNS_VERIFY", bool, default=False, doc="compat verify starts it here and runs a drafter through it"),
     Field("PLUGIN_ENTRY_POINT", str, default=None, doc="the entry point group its plugins load from (None: none)"),
     Field("DEFAULT_RELEASES", str, doc="the releases `compat matrix` covers by default (a specifier)"),
@@ -107,7 +123,8 @@ def _named_after_its_file(rule: Rule) -> None:
 # the values a field takes (the code branches on them, never on an engine's name)
 CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target", "target_engine_config"),
            "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook", "config_builder"),
-           "LAYER_IDS_FED_BY": ("runners", "target_hook", "config_builder"), "SERVER_ACCEPTANCE": ("counters", "server_info")}
+           "LAYER_IDS_FED_BY": ("runners", "target_hook", "config_builder"), "SERVER_ACCEPTANCE": ("counters", "server_info"),
+           "CONFIG_BUILD": ("", "engine_args", "server_args")}
 
 
 def _facts_and_names(rule: Rule) -> None:
@@ -172,6 +189,13 @@ class Engine:
     metrics_path: str
     metrics_prefix: str
     server_acceptance: str
+    server_spec_series: str
+    server_traffic_series: str
+    server_info_fact: str
+    server_settings_fact: str
+    log_acceptance: str
+    config_build: str
+    known_issues: tuple[dict, ...]
     runs_verify: bool
     plugin_entry_point: str | None
     default_releases: str

@@ -49,6 +49,16 @@ METRICS_PREFIX = "lmdeploy:"
 # lmdeploy:spec_decode_num_drafts_total, ..._num_draft_tokens_total, ..._num_accepted_tokens_total and
 # ..._num_accepted_tokens_per_pos_total (lmdeploy/metrics/loggers.py, 0.14.0+); before 0.14.0 only the log line
 SERVER_ACCEPTANCE = "counters"
+# no probe reads its /metrics series nor its server info yet: verify --server reads no release facts for it
+SERVER_SPEC_SERIES = ""
+SERVER_TRAFFIC_SERIES = ""
+SERVER_INFO_FACT = ""
+SERVER_SETTINGS_FACT = ""
+# its acceptance log line: `SpecDecoding metrics: Draft acceptance rate: ...` (lmdeploy/metrics/loggers.py:90 in
+# 0.11.0, :89 in 0.18.0), the words and order of vLLM's line; built into a string the logger prints later, so read
+# where the release's error sites hold it as a log call's template (as before this field: vLLM's start)
+LOG_ACCEPTANCE = r"^SpecDecoding metrics"
+CONFIG_BUILD = ""  # no build of its configuration here: it needs CUDA (the preflight says so and does not run)
 PLUGIN_ENTRY_POINT = None
 
 DEFAULT_RELEASES = ">=0.11.0"  # the range `compat matrix` covers: the releases with speculative decoding

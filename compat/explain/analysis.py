@@ -123,9 +123,9 @@ def _line(evidence: Evidence, line: LogLine, index: SiteIndex, seen: dict) -> No
             hit = next(((s, m) for s, m in matches if s in exact), None)
             if hit is not None:
                 matches = [hit]
-    metrics = next((pair for pair in matches if is_metrics_site(pair[0])), None)
+    metrics = next((pair for pair in matches if is_metrics_site(pair[0], evidence.engine)), None)
     site, _ = metrics or matches[0]  # a decode log line matches its whole-line call and its metrics piece
-    if is_metrics_site(site):
+    if is_metrics_site(site, evidence.engine):
         interval = read_interval(site, text, line.number)
         if interval is not None:
             if evidence.series is None:

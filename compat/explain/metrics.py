@@ -1,4 +1,5 @@
-"""Acceptance numbers from log lines: vLLM's `SpecDecoding metrics:` lines and SGLang's `accept len` lines.
+"""Acceptance numbers from log lines: vLLM's `SpecDecoding metrics:` lines and SGLang's `accept len` lines (the
+logger call each engine writes them with is its unit's LOG_ACCEPTANCE, compat/engines/<name>.py).
 
 The line is recognised by the release's own logger call (an `error_sites` log site) and its numbers are
 read off the call's template: the literal text before each hole is that value's label ("Accepted: " ...
@@ -13,17 +14,24 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from compat import engines
 from compat.acceptance import AcceptanceSample, Judgement, judge
 from compat.explain.sites import Site
 
-VLLM_MARK = "SpecDecoding metrics"
-SGLANG_MARK = "accept len"
 MAX_COUNT = 2**53  # a counter past this is not a count of tokens (and its sums would leave float range)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
-def is_metrics_site(site: Site) -> bool:
-    return site.kind == "log" and (site.template.startswith(VLLM_MARK) or SGLANG_MARK in site.template)
+def _mark(site: Site, engine: str) -> str | None:
+    """The words of the engine's acceptance line (its unit's LOG_ACCEPTANCE) in the site's template, or None."""
+    pattern = engines.get(engine).log_acceptance
+    found = re.search(pattern, site.template) if pattern and site.kind == "log" else None
+    return found.group(0) if found else None
+
+
+def is_metrics_site(site: Site, engine: str) -> bool:
+    """The logger call that writes the engine's acceptance numbers."""
+    return _mark(site, engine) is not None
 
 
 @dataclass(frozen=True)
@@ -167,7 +175,7 @@ class Series:
                                 mean_accepted_length=sum(lengths) / len(lengths) if lengths else None)
 
     def _source(self, intervals: list[Interval]) -> str:
-        what = VLLM_MARK if self.site.template.startswith(VLLM_MARK) else SGLANG_MARK  # the logger call it was read by
+        what = _mark(self.site, self.engine) or self.site.template  # the logger call it was read by
         if not intervals:
             return what
         last = intervals[-1].last_line or intervals[-1].line

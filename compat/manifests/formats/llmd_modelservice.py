@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from compat import engines
 from compat.manifests import images, nodes
 from compat.manifests.formats import _pods
 from compat.manifests.model import Problem, Word
@@ -19,6 +20,7 @@ DOCS = ("https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/charts
         "https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/charts/llm-d-modelservice/templates/_helpers.tpl",
         "https://github.com/llm-d-incubation/llm-d-modelservice/blob/main/examples/values-pd.yaml")
 ORDER = 60
+ENGINE = "vllm"  # the chart's modelCommand starts vLLM (vllmServe) or the image's own entry point
 NAME_VALUE = re.compile(r"\{\{-?\s*\.Values\.modelArtifacts\.name\s*-?\}\}")
 
 
@@ -48,16 +50,17 @@ def read(doc):
             command = nodes.text(doc, item, "modelCommand") or "custom"
             entry: tuple[str, ...]
             at = doc.where(nodes.get(doc, item, "modelCommand") or item)
-            if command == "vllmServe":
-                entry = ("vllm", "serve", model)
+            unit = engines.get(ENGINE)
+            if command == "vllmServe":  # the chart's word for its `vllm serve` command
+                entry = (*unit.launch_entry(), model)
             elif command == "imageDefault":
                 image = _pods.image_of(doc, nodes.get(doc, item, "image"), ())
                 start = images.entry_for(image)
-                entry = (*(start or ("python3", "-m", "vllm.entrypoints.openai.api_server")), "--model", model)
+                entry = (*(start or ("python3", "-m", unit.launch_modules[0])), "--model", model)
             else:
                 entry = ()
             found = _pods.container(doc, item, path, resource=f"values {pool}.containers[{i}]", kind=pool, format=NAME,
-                                    replicas=replicas, entry=entry, engine="vllm")
+                                    replicas=replicas, entry=entry, engine=ENGINE)
             if found is not None and entry:
                 found.words[: len(entry)] = [Word(w, at, ("modelArtifacts", "uri") if w == model else (), "entry") for w in entry]
                 found.extra["model_command"] = command

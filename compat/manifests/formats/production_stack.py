@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from compat import engines
 from compat.manifests import images, nodes, words
 from compat.manifests.model import Serving, Word
 
@@ -15,6 +16,8 @@ DOCS = ("https://docs.vllm.ai/en/stable/deployment/integrations/production-stack
         "https://github.com/vllm-project/production-stack/blob/main/helm/templates/deployment-vllm-multi.yaml",
         "https://docs.vllm.ai/projects/production-stack/en/latest/deployment/helm.html")
 ORDER = 60
+ENGINE = "vllm"  # the chart runs vLLM alone
+CONTAINER = "vllm"  # the name of the container the chart's Deployment runs (deployment-vllm-multi.yaml)
 
 # vllmConfig key -> the flag the chart writes (None: a flag without a value); booleans as the chart renders them
 TYPED = {"maxModelLen": "--max-model-len", "dtype": "--dtype", "tensorParallelSize": "--tensor-parallel-size",
@@ -42,14 +45,14 @@ def read(doc):
             image = images.read_image(ref, doc.where(tag_node or repo_node), (*path, "repository"), (*path, "tag"))
         url_node = nodes.get(doc, spec, "modelURL")
         at = doc.where(url_node or spec)
-        line = [Word("vllm", at, (), "entry"), Word("serve", at, (), "entry"),
+        line = [*(Word(w, at, (), "entry") for w in engines.get(ENGINE).launch_entry()),
                 Word(nodes.scalar(url_node) or "", at, (*path, "modelURL"), "word"),
                 *(Word(w, at, (), "entry") for w in ("--host", "0.0.0.0", "--port", "8000"))]
         line += _typed(doc, nodes.get(doc, spec, "vllmConfig"), (*path, "vllmConfig"))
         _values, env, unread = words.k8s_env(doc, nodes.get(doc, spec, "env"), (*path, "env"))
         replicas = nodes.text(doc, spec, "replicaCount") or "1"
-        out.append(Serving(f"values servingEngineSpec.modelSpec[{i}] ({name})", "modelSpec", NAME, doc.where(spec), "vllm",
-                           line, env, image, replicas, "vllm", unread))
+        out.append(Serving(f"values servingEngineSpec.modelSpec[{i}] ({name})", "modelSpec", NAME, doc.where(spec), CONTAINER,
+                           line, env, image, replicas, ENGINE, unread))
     return out
 
 

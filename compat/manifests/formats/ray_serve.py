@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from compat import engines
 from compat.manifests import nodes, words
 from compat.manifests.formats import _pods
 from compat.manifests.model import Image, Problem, Serving, Word
@@ -23,7 +24,8 @@ DOCS = ("https://docs.ray.io/en/latest/serve/llm/user-guides/configuration.html"
         "https://docs.ray.io/en/latest/cluster/kubernetes/examples/vllm-rayservice.html")
 KINDS = ("RayService",)
 ORDER = 40
-PIN = re.compile(r"^\s*(?P<engine>vllm|sglang)\s*==\s*(?P<version>[0-9][0-9A-Za-z.+]*)\s*$")
+ENGINE = "vllm"  # an LLMConfig's engine unless its llm_engine names another; engine_kwargs are its options
+PIN = re.compile(r"^\s*(?P<distribution>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*==\s*(?P<version>[0-9][0-9A-Za-z.+]*)\s*$")
 
 
 def detect(doc):
@@ -85,13 +87,14 @@ def _llm_config(doc, config, path, resource, image, pip):
     model_node = source if nodes.scalar(source) else nodes.get(doc, config, "model_loading_config", "model_id")
     model = nodes.scalar(model_node) or ""
     at = doc.where(model_node or config)
-    line = [Word("vllm", at, (), "entry"), Word("serve", at, (), "entry"), Word(model, at, (*path, "model_loading_config"), "word")]
+    unit = engines.get(ENGINE)
+    line = [*(Word(w, at, (), "entry") for w in unit.launch_entry()), Word(model, at, (*path, "model_loading_config"), "word")]
     line += words.kwargs_words(doc, nodes.get(doc, config, "engine_kwargs"), (*path, "engine_kwargs"))
     deploy = nodes.get(doc, config, "deployment_config")
     replicas = nodes.text(doc, deploy, "num_replicas") or _pods.autoscaled(
         nodes.text(doc, deploy, "autoscaling_config", "min_replicas"), nodes.text(doc, deploy, "autoscaling_config", "max_replicas"))
     env = words.map_env(doc, nodes.get(doc, config, "runtime_env", "env_vars"), (*path, "runtime_env", "env_vars"))
-    engine = (nodes.text(doc, config, "llm_engine") or "vLLM").lower()
+    engine = (nodes.text(doc, config, "llm_engine") or unit.display_name).lower()
     serving = Serving(resource, "LLMConfig", NAME, doc.where(config), None, line, env, pip or image, replicas or "1",
                       engine)
     spec = nodes.get(doc, config, "engine_kwargs", "speculative_config")
@@ -100,9 +103,11 @@ def _llm_config(doc, config, path, resource, image, pip):
 
 
 def _pip_pin(doc, node) -> Image | None:
-    """`vllm==X` in runtime_env.pip: the release the replicas install (as an Image with no repository)."""
+    """`vllm==X` in runtime_env.pip (a distribution of an engine, compat/engines/<name>.py DISTRIBUTIONS): the release
+    the replicas install (as an Image with no repository)."""
     for item in nodes.seq(doc, nodes.get(doc, node, "packages") or node):
         found = PIN.match(nodes.scalar(item) or "")
-        if found:
-            return Image(found.group(0).strip(), doc.where(item), "", None, None, found.group("engine"), found.group("version"))
+        unit = engines.for_distribution(found.group("distribution")) if found else None
+        if found and unit is not None:
+            return Image(found.group(0).strip(), doc.where(item), "", None, None, unit.name, found.group("version"))
     return None

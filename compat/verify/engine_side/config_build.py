@@ -8,7 +8,9 @@ Runs in the engine's interpreter (compat is not installed there; stdlib and the 
 
     python config_build.py JOB.json EVENTS.jsonl
 
-JOB: {"engine": "vllm" | "sglang", "lines": [{"label", "words": [...], "form": "serve" | "module", "env": {}}]}
+JOB: {"engine": PACKAGE, "build": "engine_args" | "server_args", "lines": [{"label", "words": [...], "form": "serve" |
+"module", "env": {}}]}: `build` is the engine unit's CONFIG_BUILD (compat/engines/<name>.py), which of the builds
+below this engine's entry point makes; `engine` the package it imports.
 EVENTS, one JSON line each: {"event": "importing" | "imported" | "result" | "done", ...}; "imported" carries the
 engine's version and platform; "result" {"label", "ok", "seconds", "speculative": {method, model,
 num_speculative_tokens} | null} or, when the build raised, "error": {"type", "message", "site", "function",
@@ -27,7 +29,7 @@ import traceback
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 PARSER_MODULES = ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args")
 MAX_MESSAGE = 2000
-ENGINE_PACKAGE = ["vllm"]  # the package whose frames are the engine's (set from the job)
+ENGINE_PACKAGE = [""]  # the package whose frames are the engine's (set from the job)
 
 
 class Events:
@@ -84,8 +86,8 @@ def _error(exc: BaseException, root: str) -> dict:
     return out
 
 
-# -- vLLM ---------------------------------------------------------------------------------------------------
-def _vllm_parser(form: str):
+# -- "engine_args": the serve command's parser, then EngineArgs (vLLM) ----------------------------------------
+def _serve_parser(form: str):
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
@@ -94,7 +96,7 @@ def _vllm_parser(form: str):
         try:  # the `vllm` command's own parser with its serve subcommand (it moves --model in front, as `vllm serve`)
             from vllm.entrypoints.cli import serve as serve_module
 
-            parser = FlexibleArgumentParser(description="vllm")
+            parser = FlexibleArgumentParser(description=ENGINE_PACKAGE[0])
             subparsers = parser.add_subparsers(required=False, dest="subparser")
             commands = {}
             for command in serve_module.cmd_init():
@@ -108,14 +110,14 @@ def _vllm_parser(form: str):
             module = importlib.import_module(name)
         except ImportError:
             continue
-        return module.make_arg_parser(FlexibleArgumentParser(description="vllm")), None
+        return module.make_arg_parser(FlexibleArgumentParser(description=ENGINE_PACKAGE[0])), None
     raise ImportError("no make_arg_parser in " + ", ".join(PARSER_MODULES))
 
 
-def build_vllm(line: dict) -> dict:
+def build_engine_args(line: dict) -> dict:
     from vllm.engine.arg_utils import EngineArgs
 
-    parser, command = _vllm_parser(line.get("form", "serve"))
+    parser, command = _serve_parser(line.get("form", "serve"))
     words = list(line["words"])
     args = parser.parse_args((["serve"] if command is not None else []) + words)
     if command is not None and hasattr(command, "validate"):
@@ -131,7 +133,8 @@ def build_vllm(line: dict) -> dict:
                             "num_speculative_tokens": getattr(spec, "num_speculative_tokens", None)}}
 
 
-def build_sglang(line: dict) -> dict:
+# -- "server_args": prepare_server_args (SGLang) --------------------------------------------------------------
+def build_server_args(line: dict) -> dict:
     from sglang.srt.server_args import prepare_server_args
 
     args = prepare_server_args(list(line["words"]))
@@ -140,20 +143,18 @@ def build_sglang(line: dict) -> dict:
                             "num_speculative_tokens": getattr(args, "speculative_num_steps", None)}}
 
 
-BUILDERS = {"vllm": build_vllm, "sglang": build_sglang}
-
-
-def _vllm_platform() -> str | None:
+def _current_platform() -> str | None:
     from vllm.platforms import current_platform
 
     return str(getattr(current_platform, "device_type", "") or "") or None
 
 
-PLATFORMS = {"vllm": _vllm_platform}  # the engine's own name for the platform it found
+# build name (the unit's CONFIG_BUILD) -> (the build of one line, the engine's own name for the platform it found)
+BUILDS = {"engine_args": (build_engine_args, _current_platform), "server_args": (build_server_args, None)}
 
 
-def _platform(engine: str) -> str | None:
-    found = PLATFORMS.get(engine)
+def _platform(build: str) -> str | None:
+    found = BUILDS[build][1]
     return found() if found is not None else None
 
 
@@ -184,9 +185,12 @@ def main(job_path: str, events_path: str) -> int:
     events.emit("importing", engine=engine)
     started = time.time()
     try:
-        build = BUILDERS[engine]
+        kind = job.get("build") or ""
+        if kind not in BUILDS:
+            raise LookupError(f"no configuration build {kind!r} here (expected one of {', '.join(BUILDS)})")
+        build = BUILDS[kind][0]
         root = _root(engine)
-        version, platform = _version(engine), _platform(engine)
+        version, platform = _version(engine), _platform(kind)
     except Exception as exc:  # the engine does not import here: say so, one line
         events.emit("import_failed", type=type(exc).__name__, message=str(exc)[:MAX_MESSAGE])
         events.emit("done")

@@ -1,6 +1,7 @@
 """What verify needs to know about the server's release, read from that release's source by the probes:
-the names of its speculative-decoding and traffic series on /metrics, its info endpoints, and (SGLang) the
-names of its speculative server arguments.
+the names of its speculative-decoding and traffic series on /metrics, its info endpoints, and the names of
+its speculative server arguments where its server info reports them (SGLang's). Which report fact holds each
+is the engine unit's SERVER_* fields (compat/engines/<name>.py): one builder reads every engine.
 
 The release is the one the server reports (`/version`, SGLang's server info), fetched from the package
 index into the cache like `compat probe --engine vllm==X` (or named with --engine / --path). A build that
@@ -38,9 +39,9 @@ class ReleaseFacts:
     spec: dict[str, Series]
     traffic: dict[str, Series]
     position_label: str | None = None
-    spec_registered_when: dict | None = None   # vLLM: the guard that registers the counters only with speculation
+    spec_registered_when: dict | None = None   # the guard that registers the counters only with speculation (vLLM's)
     server_info: dict = field(default_factory=dict)
-    speculative_fields: tuple[str, ...] = ()   # SGLang: server-argument names under which it reports its settings
+    speculative_fields: tuple[str, ...] = ()   # server-argument names under which its server info reports its settings
 
     def wanted_samples(self) -> frozenset[str]:
         return frozenset(s.sample for s in (*self.spec.values(), *self.traffic.values()))
@@ -90,32 +91,34 @@ def read_release_facts(engine: str, version: str | None, *, source: str | None =
                                            f"{engine}==VERSION (compat cache list shows them)") from None
     report = build_report(tree)
     where = f"{tree.engine} {tree.version} ({tree.source.kind}: {tree.source.location})"
-    if engines.get(tree.engine).server_acceptance == "counters":  # the spec-decode counters' names
-        return _vllm(report, tree.version or "?", where, note)
-    return _sglang(report, tree.version or "?", where, note)
+    return release_facts(engines.get(tree.engine), report, tree.version or "?", where, note)
+
+
+def release_facts(unit: engines.Engine, report: dict, version: str, where: str, note: str | None) -> ReleaseFacts:
+    """What verify reads from a release's report, where the engine's unit says it is (its SERVER_* fields)."""
+    spec_fact, spec_key = _fact(report, unit.server_spec_series)
+    traffic_fact, traffic_key = _fact(report, unit.server_traffic_series)
+    info = _present(report.get(unit.server_info_fact)) if unit.server_info_fact else {}
+    settings = (report.get(unit.server_settings_fact) or {}) if unit.server_settings_fact else {}
+    fields = (settings.get("fields") if isinstance(settings, dict) else None) or []
+    speculative = tuple(f["name"] for f in fields if str(f.get("name", "")).startswith("speculative_"))
+    return ReleaseFacts(unit.name, version, where, note, spec=_series(spec_fact, spec_key),
+                        traffic=_series(traffic_fact, traffic_key), position_label=spec_fact.get("position_label"),
+                        spec_registered_when=spec_fact.get("registered_only_when_speculating"),
+                        server_info=info, speculative_fields=speculative)
+
+
+def _fact(report: dict, where: str) -> tuple[dict, str]:
+    """The report fact and the key a unit's "FACT.KEY" names ({} and "" when it names none)."""
+    name, _, key = where.partition(".")
+    fact = report.get(name) if name else None
+    return (fact if isinstance(fact, dict) else {}), key
 
 
 def _series(fact: Any, key: str) -> dict[str, Series]:
-    if not isinstance(fact, dict) or not fact.get("present"):
+    if not key or not isinstance(fact, dict) or not fact.get("present"):
         return {}
     return {role: Series(role, s["sample"], s["kind"], s["location"]) for role, s in (fact.get(key) or {}).items()}
-
-
-def _vllm(report: dict, version: str, where: str, note: str | None) -> ReleaseFacts:
-    spec_fact = report.get("spec_decode_metrics") or {}
-    return ReleaseFacts("vllm", version, where, note, spec=_series(spec_fact, "counters"),
-                        traffic=_series(report.get("request_metrics"), "series"),
-                        position_label=spec_fact.get("position_label"),
-                        spec_registered_when=spec_fact.get("registered_only_when_speculating"),
-                        server_info=_present(report.get("server_info_endpoint")))
-
-
-def _sglang(report: dict, version: str, where: str, note: str | None) -> ReleaseFacts:
-    fields = ((report.get("server_args") or {}).get("fields")) or []
-    speculative = tuple(f["name"] for f in fields if str(f.get("name", "")).startswith("speculative_"))
-    return ReleaseFacts("sglang", version, where, note, spec=_series(report.get("spec_decode_metrics"), "series"),
-                        traffic=_series(report.get("request_metrics"), "series"),
-                        server_info=_present(report.get("server_info")), speculative_fields=speculative)
 
 
 def _present(fact: Any) -> dict:
