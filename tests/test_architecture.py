@@ -308,13 +308,6 @@ def _engine_keyed(source: str, where: str) -> list[str]:
     return out
 
 
-# Being moved into the engine units by other branches of issue 39 (helper "launch": the launch grammar; helper
-# "residue": verify, metrics, manifests, known issues, the torch pin). The lead empties this list on merge.
-ENGINE_KEYED_MOVING = frozenset({
-    "compat/verify/engine_side/config_build.py",  # residue
-})
-
-
 def test_a_table_keyed_by_engine_names_is_seen():
     source = 'A = {"vllm": 1, "x": 2}\nB = {**c, "sglang": 3}\nC = dict(lmdeploy=4)\nD = {"vllm-cpu": 5, k: 6}\n'
     assert [line.split(":")[1] for line in _engine_keyed(source, "x.py")] == ["1", "2", "3"]
@@ -324,6 +317,5 @@ def test_no_product_code_keys_a_table_by_engine_names():
     """Outside compat/engines/ and the per-engine rule folders, what differs per engine is a field of its unit
     (FACTS, METHOD_NAMES, ...), never a dict keyed by engine names: a fourth engine is one unit and its folders."""
     found = [line for module in sorted(MODULES) if not _engine_home(module)
-             and str(MODULES[module].relative_to(ROOT)) not in ENGINE_KEYED_MOVING
              for line in _engine_keyed(MODULES[module].read_text(), str(MODULES[module].relative_to(ROOT)))]
     assert not found, "tables keyed by engine names (make them a field of compat/engines/ENGINE.py):\n" + "\n".join(found)
