@@ -8,6 +8,7 @@ drafter's config.json under every name the line may use for them, the platform (
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compat import engines
@@ -20,7 +21,7 @@ from compat.launch_line import LaunchLine, LineEdit, config_given
 FACT = "spec_validation"
 MAX_TRIES = 12  # edits of the line tried for a fix
 # what the user runs: a fix never changes it (another method or drafter is another question)
-KEEP = ("method", "model", "speculative_algorithm", "speculative_draft_model_path")
+KEEP = ("method", "model", "speculative_algorithm", "speculative_draft_model_path", "speculative_draft_model")
 
 
 def given_of(ctx: Ctx, line: LaunchLine | None = None) -> Given | None:
@@ -77,25 +78,50 @@ def spec_edits(ctx: Ctx, outcome: Outcome, given: Given) -> list[LineEdit]:
     refused = outcome.refused
     if refused is None:
         return []
-    fields = set((ctx.fact(FACT).get("classes") or [{}])[0].get("fields") or {})
-    read = [name for name in refused.reads if name in fields and name not in KEEP]
+    fields = (ctx.fact(FACT).get("classes") or [{}])[0].get("fields") or {}
+    # an option known by other names on the way into the config (LMDeploy's --speculative-dflash-block-size is the
+    # builder's local and the config's `dflash_block_size`): the fact's `feeds`, read back to the option
+    feeds: dict[str, str] = {str(alias): str(name) for name, entry in fields.items() for alias in entry.get("feeds") or ()}
+    words: list[str] = list(refused.reads) + [str(w) for g in refused.guard for w in re.findall(r"[A-Za-z_]\w*", g) if w in feeds]
+    options = [feeds[word] if word in feeds else word for word in words]
+    read: list[str] = []
+    for name in options:
+        if name in fields and name not in KEEP and name not in read:
+            read.append(name)
+    compared = {feeds.get(k, k): v for k, v in refused.compared.items()}
     in_config = engines.get(ctx.engine).spec_in_config
     tries = 0
     for name in read:
-        for value in _candidates(ctx, name, given, refused.compared.get(name)):
+        for value in _candidates(ctx, name, given, compared.get(name)):
             tries += 1
             if tries > MAX_TRIES:
                 return []
-            edited = _edited(given, name, value, in_config)
+            edited = _edited(given, name, value, in_config, (fields.get(name) or {}).get("default"))
             if edited is not None and clears(ctx, edited, refused.site.location):
                 why = (f"{name} removed: the release refuses it here" if value is _REMOVE else
                        f"{name} = {value!r}: the release's validation takes it ({refused.site.location})")
+                if value is _REMOVE and not in_config:  # the option's words dropped (a bare flag would still set it)
+                    spans = _words(ctx, name)
+                    if spans:
+                        return [LineEdit("drop", why, start, end) for start, end in spans]
+                    continue
                 return [LineEdit("spec", why, key=name, value=None if value is _REMOVE else value)] if in_config else \
                     [LineEdit("set", why, option="--" + name.replace("_", "-"), value=None if value is _REMOVE else value)]
     return []
 
 
 _REMOVE = object()
+
+
+def _words(ctx: Ctx, dest: str) -> list[tuple[int, int]]:
+    """Where the line gives the option whose dest is `dest`: its words [start, end), every occurrence."""
+    read = read_against(ctx)
+    out = []
+    for given in read.given if read is not None else []:
+        argument = given.argument or {}
+        if argument and (argument.get("dest") or argument["name"].lstrip("-").replace("-", "_")) == dest:
+            out.append((given.start, given.end))
+    return out
 
 
 def _candidates(ctx: Ctx, name: str, given: Given, compared: Any) -> list[Any]:
@@ -114,7 +140,8 @@ def _candidates(ctx: Ctx, name: str, given: Given, compared: Any) -> list[Any]:
     return [c for c in out if c is _REMOVE or c != current]
 
 
-def _edited(given: Given, name: str, value: Any, in_config: bool) -> Given | None:
+def _edited(given: Given, name: str, value: Any, in_config: bool, default: Any = None) -> Given | None:
+    """`given` with `name` set to value (removed: a config's key dropped; an option back to its parser's default)."""
     if in_config:
         spec = dict(given.spec or {})
         if value is _REMOVE:
@@ -123,5 +150,5 @@ def _edited(given: Given, name: str, value: Any, in_config: bool) -> Given | Non
             spec[name] = value
         return Given(given.settings, given.models, given.target, spec, given.platform, given.env)
     values = dict(given.settings)
-    values[name] = None if value is _REMOVE else value
+    values[name] = default if value is _REMOVE else value
     return Given(values, given.models, given.target, given.spec, given.platform, given.env)

@@ -78,8 +78,7 @@ PATCHES = None  # no compat patch for LMDeploy yet
 from compat.method_name import Name  # noqa: E402  (the method names' type; the fields above need nothing)
 
 # term of compat/fact_vocabulary.py -> the probe facts of probes/lmdeploy/ providing it. Left out (the checks needing
-# them cannot tell yet): "release validation" (speculative_validation is its own shape, not spec_validation's),
-# "draft attention", "draft quantization", "draft parallelism" (the draft takes the target's engine config: no check
+# them cannot tell yet): "draft attention", "draft quantization", "draft parallelism" (the draft takes the target's engine config: no check
 # models it), "speculators translation" (no speculators format read), "block layer ids", "method targets",
 # "weights check" (no probe reads them).
 FACTS = {
@@ -88,6 +87,7 @@ FACTS = {
     "drafter classes": ("eagle3_drafters",), "drafter renames": ("drafter_architecture_rename",),
     "draft dtype": ("draft_dtype",), "final layer capture": ("final_layer_capture",), "methods": ("methods",),
     "method packages": ("method_packages",),
+    "release validation": ("spec_validation",),  # the CLI builder, SpeculativeConfig and the engine-side build, walked
     "launch options": ("cli_arguments",),  # lmdeploy/cli/utils.py's --speculative-* flags
     "launch flags": ("cli_flags", "speculative_backend"),  # and --backend pytorch: TurboMind drops the drafter
     "method selection": ("cli_flags",),  # --speculative-algorithm's choices

@@ -18,7 +18,7 @@ from typing import Any
 from compat.guards.models import environment, file_calls, model_config, platform_calls, platform_object
 from compat.guards.program import Program
 from compat.guards.expressions import parse
-from compat.guards.outcome import Outcome, Rules
+from compat.guards.outcome import Outcome, Raised, Refused, Rules, Site
 from compat.guards.statements import Interpreter
 from compat.guards.values import Obj, Unknown
 
@@ -80,8 +80,52 @@ def evaluate(fact: dict[str, Any], given: Given, *, extra_keys: str | None = Non
                                   kind="envs")
     entry = fact.get("entry")
     if entry:
-        return _builder(program, rules, entry, fact, given)
+        return _unwalked(_engine(program, rules, fact, given, _builder(program, rules, entry, fact, given)), fact)
     return _construction(program, rules, fact, given)
+
+
+def _engine(program: Program, rules: Rules, fact: dict[str, Any], given: Given, outcome: Outcome) -> Outcome:
+    """The engine's build from the config the entry returned (the fact's "engine" stage, LMDeploy's): its engine
+    config built from the line (`from_args`: field -> option dest; the class's defaults for the rest), the cache and
+    distribution configs the release builds from it, then its speculative build (`function(target, config, engine
+    config, cache config, dist config)`). Certain where the line's setting is `when`'s value, else what may happen."""
+    stage = fact.get("engine")
+    if not stage or outcome.refused is not None or not isinstance(outcome.result, Obj):
+        return outcome
+    when = stage.get("when") or {}
+    certain = not when or given.settings.get(str(when.get("setting"))) == when.get("equals")
+    why = () if certain else (f"whether the release runs this engine ({when.get('setting')} is not "
+                              f"{when.get('equals')!r} on the line: the release picks it; {when.get('location')})",)
+    interp = Interpreter(program, rules)
+    interp.outcome = outcome
+    kwargs = {name: given.settings[dest] for name, dest in (stage.get("from_args") or {}).items() if dest in given.settings}
+    try:
+        config = interp.construct(stage["config_class"], [], kwargs) if stage["config_class"] in program.classes \
+            else Unknown(stage["config_class"])
+        cache = interp.call(stage["cache"], [config], {}, certain=certain, why=why)
+        dist = interp.call(stage["dist"], [config], {}, certain=certain, why=why)
+        interp.call(stage["function"], [given.target, outcome.result, config, cache, dist], {}, certain=certain, why=why)
+    except Refused as stop:
+        outcome.refused = stop.raised
+    return outcome
+
+
+def _unwalked(outcome: Outcome, fact: dict[str, Any]) -> Outcome:
+    """The raises of a part of the path the fact says it does not walk (LMDeploy's engine side: {"location",
+    "function", "raises", "message", "field", "values" | "except"}), on the paths of the config built whose `field`
+    is one of `values` (or none of `except`; neither: every path): each is one that may happen, never a pass."""
+    result = outcome.result
+    if outcome.refused is not None or not isinstance(result, Obj):
+        return outcome
+    for entry in fact.get("unwalked") or ():
+        value = result.get(entry["field"])
+        if isinstance(value, Unknown) or ("values" not in entry and "except" not in entry) \
+                or value in entry.get("values", ()) or ("except" in entry and value not in entry["except"]):
+            file, _, line = entry["location"].rpartition(":")
+            site = Site(file, int(line), entry["function"], entry.get("raises"), entry.get("message") or "")
+            outcome.maybe.append(Raised(site, (f"the engine's check when it starts, not walked ({entry['field']} = "
+                                               f"{value!r})",)))
+    return outcome
 
 
 def _builder(program: Program, rules: Rules, entry: str, fact: dict[str, Any], given: Given) -> Outcome:

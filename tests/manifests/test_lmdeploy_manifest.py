@@ -67,13 +67,28 @@ def test_the_target_is_checked_wherever_the_line_puts_it(tmp_path, models, args)
     serving = found["servings"][0]
     assert serving["engine"] == "lmdeploy" and serving["version"] == "0.18.0"
     assert serving["target"] == "/models/target" and serving["models"]["target"] == str(models / "target")
-    # every check passes but those whose terms compat/engines/lmdeploy.py's FACTS leaves out: release-validation
-    # (spec_validation has no LMDeploy probe) and the draft's settings (it takes the target's engine config, which
-    # no check models yet): the honest verdict is "cannot tell", never "works as is"
+    # release-validation passes: it walks the release's own builder (lmdeploy/cli/utils.py:91 get_speculative_config)
+    # and SpeculativeConfig.__post_init__ (lmdeploy/messages.py:877) with the line's values. The draft's settings are
+    # "cannot tell": compat/engines/lmdeploy.py's FACTS leaves their terms out (the draft takes the target's engine
+    # config, which no check models yet), so the honest verdict is "cannot tell", never "works as is"
     assert serving["verdict"].startswith("cannot tell: some checks read facts"), serving
     unread = sorted(f["check"] for f in serving["findings"] if f["verdict"] != "pass")
-    assert unread == ["draft-attention-backend", "draft-quantization", "draft-tensor-parallel", "release-validation"], serving
+    assert unread == ["draft-attention-backend", "draft-quantization", "draft-tensor-parallel"], serving
     assert all(f["detail"].startswith("cannot tell: this check reads") for f in serving["findings"] if f["verdict"] != "pass")
+    validation = next(f for f in serving["findings"] if f["check"] == "release-validation")
+    assert "the release's validation lets the line through" in validation["detail"], validation
+
+
+def test_a_block_size_the_release_refuses_is_a_fail_with_its_fix(tmp_path, models):
+    """lmdeploy/messages.py:880-881 (0.18.0): `dflash_block_size is supported only when method="dflash".`: the
+    deployment's eagle3 line with the DFlash-only option is refused at start-up; the fix removes the option."""
+    found = scan(tmp_path, models, ["/models/target", "--backend", "pytorch", *SPEC, "--speculative-dflash-block-size", "8"])
+    serving = found["servings"][0]
+    validation = next(f for f in serving["findings"] if f["check"] == "release-validation")
+    assert validation["verdict"] == "fail" and validation["engine_location"] == "lmdeploy/messages.py:881", validation
+    assert 'dflash_block_size is supported only when method="dflash".' in validation["detail"]
+    assert serving["verdict"] == "works with the launch line as doctor prints it (your line, changed)", serving["verdict"]
+    assert "speculative_dflash_block_size removed" in validation["fix"]["text"], validation["fix"]
 
 
 def test_the_default_backend_is_reported_at_the_line(tmp_path, models):
