@@ -5,13 +5,14 @@ compat.checks, defined in _context.py: the small typed API checks are written ag
 imports compat.doctor or another check); the decorator names it, once:
 
     @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on",
-           order=60, needs=("aux_layer_ids", "eagle3_targets"), fixes=("patch", "convert"))
+           order=60, needs=("layer ids", "eagle3 targets"), fixes=("patch", "convert"))
     def layer_ids(ctx): ...
 
 - `id`: what --json, the fixes and the tests call it; `title`: the line people read;
-- `order`: where it is shown; `needs`: the probe facts it reads (per engine as a dict when they
-  differ): when one of them failed on this release, the decorator answers WARN "cannot tell" and the
-  check never runs on a guess;
+- `order`: where it is shown; `needs`: the facts it reads, as terms of the shared vocabulary
+  (compat/fact_vocabulary.py); each engine unit's `FACTS` says which of its probe facts provide a term. A term
+  the engine does not provide, or whose probe failed on this release: the decorator answers WARN "cannot tell"
+  and the check never runs on a guess;
 - `fixes`: what may fix it when it fails, tried in this order by compat/doctor/fixes.py:
   "patch" (the release's patches applied in memory, then the check again), "convert" (the drafter
   a conversion would write, then the check again), "release" (a release the check itself names as
@@ -34,10 +35,10 @@ shares with them (_context.py, _launch.py: the launch command the launch-command
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Callable
 
 from compat import engines
+from compat.fact_vocabulary import unknown_terms
 
 from compat.checks._context import (  # noqa: F401  (the API checks and doctor use, from here)
     DEFAULT_SPEC_TOKENS, DEFAULT_TOPK, DRAFTER_FIELDS, FAIL, PASS, PLATFORMS, WARN, ConvertWith, Ctx, Drafter, LaterRelease, MethodInPlay,
@@ -60,7 +61,7 @@ class Check:
     id: str
     title: str
     order: int
-    needs: tuple[str, ...] | dict[str, tuple[str, ...]]
+    needs: tuple[str, ...]
     fixes: tuple[str, ...]
     func: Callable[[Ctx], Result]
     blocks: tuple[str, ...] = ()
@@ -75,16 +76,16 @@ class Check:
         return self.methods == ANY_METHOD or ctx.method.family in self.methods
 
     def unread_facts(self, engine: str) -> str | None:
-        """What this check needs that no probe of `engine` reads (a third engine before its checks are written):
-        a check run without its facts would answer with another engine's assumptions."""
-        if isinstance(self.needs, dict) and engine not in self.needs:  # an engine it names no fact for: none it reads
-            named = sorted({k for keys in self.needs.values() for k in keys})  # (vLLM in speculative-tree's: it has one)
-            return None if set(named) & _probe_keys(engine) else ", ".join(named)
-        missing = [key for key in self.needed_facts(engine) if key not in _probe_keys(engine)]
+        """The terms this check needs that `engine` does not provide (its unit's FACTS lacks them): a check run
+        without its facts would answer with another engine's assumptions."""
+        provided = engines.get(engine).facts
+        missing = [term for term in self.needs if term not in provided]
         return ", ".join(missing) if missing else None
 
     def needed_facts(self, engine: str) -> tuple[str, ...]:
-        return tuple(self.needs.get(engine, ())) if isinstance(self.needs, dict) else self.needs
+        """The probe keys of `engine` that provide this check's terms, in order (each once)."""
+        provided = engines.get(engine).facts
+        return tuple(dict.fromkeys(key for term in self.needs for key in provided.get(term, ())))
 
     def __call__(self, ctx: Ctx) -> Result:
         unread = self.unread_facts(ctx.engine)
@@ -102,14 +103,6 @@ class Check:
         return result
 
 
-@lru_cache(maxsize=None)
-def _probe_keys(engine: str) -> frozenset[str]:
-    """The facts the probes of `engine` read (compat/engines/ENGINE.py PROBES), whatever a report holds."""
-    from compat.probes import all_probes
-
-    return frozenset(p.key for p in all_probes(engine))
-
-
 _REGISTRY: dict[str, Check] = {}
 
 # What `@check(...)` takes, checked when a check module is imported (the decorator's arguments are its fields).
@@ -117,7 +110,8 @@ CONTRACT = Contract("check", (
     Field("id", str, doc="what --json, the fixes and the tests call it"),
     Field("title", str, doc="the line people read"),
     Field("order", int, doc="where it is shown (lower first)"),
-    Field("needs", (tuple, dict), default=(), doc="the probe facts it reads (per engine as a dict when they differ)"),
+    Field("needs", tuple, default=(), doc="the facts it reads: terms of compat/fact_vocabulary.py (each engine's FACTS "
+          "maps them to its probe facts)"),
     Field("fixes", tuple, default=(), doc=f"what may fix it, tried in this order: of {FIX_KINDS}"),
     Field("blocks", tuple, default=(), doc="fix kinds no other check is offered while this one fails"),
     Field("when", str, default="", doc='"launch": runs only on a launch line (doctor --launch); "speculators": only on a '
@@ -126,12 +120,15 @@ CONTRACT = Contract("check", (
 ))
 
 
-def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = (), fixes: tuple[str, ...] = (),
+def check(id: str, title: str, *, order: int, needs: tuple[str, ...] = (), fixes: tuple[str, ...] = (),
           blocks: tuple[str, ...] = (), when: str = "", methods: tuple[str, ...] = EAGLE3_CHECKS):
     """Register the decorated function as the check `id`."""
     unknown = [f for f in (*fixes, *blocks) if f not in FIX_KINDS]
     if unknown:
         raise ValueError(f"check {id}: unknown fix kinds {unknown} (known: {FIX_KINDS})")
+    unknown_needs = unknown_terms(needs)
+    if unknown_needs:
+        raise ValueError(f"check {id}: needs {unknown_needs}, not terms of compat/fact_vocabulary.py (add them there)")
     if when not in ("", "launch", "speculators"):
         raise ValueError(f"check {id}: when={when!r} (known: '', 'launch', 'speculators')")
 
@@ -141,7 +138,7 @@ def check(id: str, title: str, *, order: int, needs: tuple[str, ...] | dict = ()
         known = _REGISTRY.get(id)
         if known is not None and known.func.__module__ != func.__module__:
             raise RuntimeError(f"two checks claim the id {id}: {known.func.__module__} and {func.__module__}")
-        _REGISTRY[id] = Check(id, title, order, needs, tuple(fixes), func, tuple(blocks), when, tuple(methods))
+        _REGISTRY[id] = Check(id, title, order, tuple(needs), tuple(fixes), func, tuple(blocks), when, tuple(methods))
         return func
 
     return register

@@ -20,7 +20,7 @@ from compat.probes.drafter_replay import fc_input_width
 
 
 @check("aux-inputs", "the aux hidden states the release feeds fit the drafter's fc", order=65,
-       needs=("drafter_loader", "aux_layer_ids"), fixes=("convert",), methods=("eagle3", "peagle"))
+       needs=("drafter loader", "layer ids"), fixes=("convert",), methods=("eagle3", "peagle"))
 def aux_inputs(ctx: Ctx) -> Result:
     cls, entry = loader_entry(ctx)
     fc = find_tensor(ctx.drafter.tensors, "fc.weight")

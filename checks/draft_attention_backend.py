@@ -21,7 +21,7 @@ def mla_only(backend: object) -> bool:
 
 
 @check("draft-attention-backend", "draft attention backend: one the drafter's attention (MHA or MLA) runs on", order=7,
-       needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
+       needs=("launch options", "draft attention"), fixes=("line",),
        when="launch", methods=ANY_METHOD)
 def draft_attention_backend(ctx: Ctx) -> Result:
     read = line(ctx)

@@ -13,7 +13,7 @@ BFLOAT16 = ("bfloat16", "bf16")
 
 
 @check("draft-dtype", "draft dtype: the server's dtype fits the one the drafter was trained in", order=9,
-       needs=("draft_dtype",), when="launch", methods=ANY_METHOD)
+       needs=("draft dtype",), when="launch", methods=ANY_METHOD)
 def draft_dtype(ctx: Ctx) -> Result:
     read = line(ctx)
     if read is None:

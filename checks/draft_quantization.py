@@ -20,7 +20,7 @@ ONLINE = ("fp8",)  # methods that quantize unquantized weights at load
 
 
 @check("draft-quantization", "draft quantization and KV-cache dtype: ones the drafter's checkpoint and attention take",
-       order=9, needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments", "draft_quantization")},
+       order=9, needs=("launch options", "draft quantization"),
        fixes=("line",), when="launch", methods=ANY_METHOD)
 def draft_quantization(ctx: Ctx) -> Result:
     read = line(ctx)

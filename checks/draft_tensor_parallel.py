@@ -14,7 +14,7 @@ from compat.launch_line import LineEdit
 
 
 @check("draft-tensor-parallel", "draft tensor parallel size: one this release runs beside the target's", order=8,
-       needs={"vllm": ("draft_parallel_rules", "cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)},
+       needs=("draft parallelism", "launch options"),
        fixes=("line",), when="launch", methods=ANY_METHOD)
 def draft_tensor_parallel(ctx: Ctx) -> Result:
     read = line(ctx)

@@ -13,7 +13,7 @@ from compat.checks._drafter import resolved_architecture, speculators_reading
 
 
 @check("drafter-architecture", "drafter architecture is a registered EAGLE-3 drafter", order=30,
-       needs=("eagle3_drafters", "drafter_architecture_rename"), fixes=("convert",))
+       needs=("drafter classes", "drafter renames"), fixes=("convert",))
 def drafter_architecture(ctx: Ctx) -> Result:
     arch = ctx.drafter.architecture
     registered = ctx.facts("eagle3_drafters")

@@ -22,7 +22,7 @@ REQUIRED_KEYS = ("draft_vocab_size", "target_hidden_size", "num_aux_hidden_state
 
 
 @check("drafter-config", "the release reads every network flag the drafter sets, and has every key it needs", order=45,
-       needs=("drafter_loader",), fixes=("convert",))
+       needs=("drafter loader",), fixes=("convert",))
 def drafter_config(ctx: Ctx) -> Result:
     cls, entry = loader_entry(ctx)
     if entry is None:

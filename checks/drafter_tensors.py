@@ -22,7 +22,7 @@ from compat.checks._drafter import first_release_loading, loaded_config, loader_
 
 
 @check("drafter-tensors", "the release's loader takes every drafter tensor under its name", order=40,
-       needs=("drafter_loader",), fixes=("convert", "release"))
+       needs=("drafter loader",), fixes=("convert", "release"))
 def drafter_tensors(ctx: Ctx) -> Result:
     d = ctx.drafter
     if d.layout is None:

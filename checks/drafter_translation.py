@@ -25,7 +25,7 @@ FACT = "speculators_carried"
 
 
 @check("drafter-translation", "the release carries every key the speculators-format drafter sets into its config",
-       order=44, needs={"vllm": ("speculators_format", FACT), "sglang": ("speculators_format",)}, fixes=("convert", "release"),
+       order=44, needs=("speculators translation",), fixes=("convert", "release"),
        methods=ANY_METHOD, when="speculators")
 def drafter_translation(ctx: Ctx) -> Result:
     config = ctx.drafter.config

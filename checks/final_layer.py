@@ -21,7 +21,7 @@ FACT = "final_layer_capture"
 
 
 @check("final-layer", "the target captures the last layer's output when the drafter is fed it (id n)", order=66,
-       needs=(FACT, "aux_layer_ids", "eagle3_targets"), fixes=("patch", "release"))
+       needs=("final layer capture", "layer ids", "eagle3 targets"), fixes=("patch", "release"))
 def final_layer(ctx: Ctx) -> Result:
     n = ctx.target.num_hidden_layers
     if not n:

@@ -16,7 +16,7 @@ from compat.launch_line import LineEdit
 
 
 @check("launch-arguments", "launch line: every argument and --speculative-config key is one this release takes",
-       order=5, needs={"vllm": ("cli_arguments", "speculative_config"), "sglang": ("cli_arguments",)}, fixes=("line",),
+       order=5, needs=("launch options",), fixes=("line",),
        when="launch", methods=ANY_METHOD)
 def launch_arguments(ctx: Ctx) -> Result:
     read = read_against(ctx)

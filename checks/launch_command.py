@@ -10,7 +10,7 @@ from compat.checks._launch import launch_command
 
 
 @check("launch-command", "launch command uses only flags and keys this release accepts", order=90,
-       needs={"vllm": ("speculative_config", "cli_flags"), "sglang": ("cli_flags",)}, methods=ANY_METHOD)
+       needs=("launch flags",), methods=ANY_METHOD)
 def launch(ctx: Ctx) -> Result:
     command = launch_command(ctx)
     verdict = FAIL if command["problems"] else (WARN if command["dropped"] else PASS)

@@ -20,7 +20,7 @@ from compat.runner_choice import choose, feeds_for
 
 
 @check("layer-ids", "layer ids: the hidden states this release feeds = the ones the drafter was trained on", order=60,
-       needs=("aux_layer_ids", "eagle3_targets"), fixes=("convert", "patch"), methods=("eagle3", "peagle"))
+       needs=("layer ids", "eagle3 targets"), fixes=("convert", "patch"), methods=("eagle3", "peagle"))
 def layer_ids(ctx: Ctx) -> Result:
     aux = ctx.fact("aux_layer_ids")
     n = ctx.target.num_hidden_layers

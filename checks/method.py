@@ -14,7 +14,7 @@ from compat.launch_line import LineEdit
 
 
 @check("method", "method: EAGLE-3 is selected explicitly (no auto-detection trap)", order=70,
-       needs={"vllm": ("speculative_config", "method_autodetection"), "sglang": ("cli_flags",)}, fixes=("line",))
+       needs=("method selection",), fixes=("line",))
 def method(ctx: Ctx) -> Result:
     return _in_config(ctx) if engines.get(ctx.engine).spec_in_config else _in_flags(ctx)
 

@@ -18,7 +18,7 @@ from compat.runner_choice import choose, feeds_for
 
 
 @check("method-layer-ids", "layer ids: the layers this release feeds the block drafter = the ones it was trained on",
-       order=61, needs={"vllm": ("aux_layer_ids", "methods"), "sglang": ("block_targets", "methods")},
+       order=61, needs=("block layer ids", "methods"),
        fixes=("convert",), methods=("dflash", "dspark"))
 def method_layer_ids(ctx: Ctx) -> Result:
     if not ctx.drafter.present:

@@ -18,7 +18,7 @@ from compat.runner_choice import choose
 
 
 @check("method-path", "path: the runner and proposer the release takes for the method on this platform", order=67,
-       needs={"vllm": ("model_runners", "methods"), "sglang": ("methods",)}, fixes=("release",), methods=ANY_METHOD)
+       needs=("method runners", "methods"), fixes=("release",), methods=ANY_METHOD)
 def method_path(ctx: Ctx) -> Result:
     res = resolve(ctx)
     method = res.runs_as

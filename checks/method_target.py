@@ -19,7 +19,7 @@ from compat.checks._method import release_name
 
 
 @check("method-target", "target: it implements what the method needs", order=32,
-       needs={"vllm": ("eagle3_targets", "drafter_architecture_rename"), "sglang": ("target_architectures",)},
+       needs=("method targets",),
        fixes=("release",), methods=("dflash", "dspark", "mtp"))
 def method_target(ctx: Ctx) -> Result:
     arch = ctx.target.architecture

@@ -22,8 +22,7 @@ FAMILIES = ("eagle", "peagle", "mtp", "medusa", "dflash", "dspark", "draft_model
 
 
 @check("method-tensors", "loader: the release's class for the method loads the checkpoint's tensors, and finds every "
-       "one it needs", order=41, needs={"vllm": ("drafter_architecture_rename", "weights_check"),
-                                        "sglang": ("drafter_architecture_rename",)}, fixes=("release",), methods=FAMILIES)
+       "one it needs", order=41, needs=("drafter renames", "weights check"), fixes=("release",), methods=FAMILIES)
 def method_tensors(ctx: Ctx) -> Result:
     result = _judged(ctx)
     if result.verdict == FAIL:  # a later release whose own loader takes this checkpoint (Medusa's old names: 0.25.0)

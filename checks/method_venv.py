@@ -24,7 +24,7 @@ from compat.core.interpreter import InterpreterError
 from compat.methods import get_method
 
 
-@check("method-venv", "venv: the serving venv has the packages the method needs", order=72, needs=("method_packages",),
+@check("method-venv", "venv: the serving venv has the packages the method needs", order=72, needs=("method packages",),
        methods=ANY_METHOD)
 def method_venv(ctx: Ctx) -> Result:
     name, needs = _requirements(ctx)

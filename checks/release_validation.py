@@ -22,7 +22,7 @@ MAX_UNKNOWN = 4  # what was unknown, named in the one line
 
 
 @check("release-validation", "launch line: the release's own validation lets it through (its raises, read and evaluated)",
-       order=6, needs=(FACT,), fixes=("line", "release"), when="launch", methods=ANY_METHOD)
+       order=6, needs=("release validation",), fixes=("line", "release"), when="launch", methods=ANY_METHOD)
 def release_validation(ctx: Ctx) -> Result:
     outcome = outcome_of(ctx)
     preflight = ctx.options.preflight

@@ -17,7 +17,7 @@ from compat.launch_line import LineEdit
 
 
 @check("speculative-tree", "draft tree: steps, topk and draft tokens are ones this release runs as given", order=6,
-       needs={"sglang": ("speculative_tree_rules", "cli_arguments")}, fixes=("line",), when="launch")
+       needs=("speculative tree",), fixes=("line",), when="launch")
 def speculative_tree(ctx: Ctx) -> Result:
     read = read_against(ctx)
     unit = engines.get(ctx.engine)

@@ -11,7 +11,7 @@ from compat.checks import ANY_METHOD, FAIL, PASS, Ctx, LaterRelease, Result, che
 
 
 @check("target-architecture", "the release knows the target's architecture", order=15,
-       needs=("target_architectures",), fixes=("release",), blocks=("patch",), methods=ANY_METHOD)
+       needs=("target architectures",), fixes=("release",), blocks=("patch",), methods=ANY_METHOD)
 def target_architecture(ctx: Ctx) -> Result:
     arch = ctx.target.architecture
     if not arch:

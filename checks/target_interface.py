@@ -15,7 +15,7 @@ from compat.checks._whitelist import passes_config_validation
 
 
 @check("target-interface", "target class can feed aux hidden states to an EAGLE-3 drafter", order=20,
-       needs=("eagle3_targets",), fixes=("patch", "release"), methods=("eagle3", "peagle"))
+       needs=("eagle3 targets",), fixes=("patch", "release"), methods=("eagle3", "peagle"))
 def target_interface(ctx: Ctx) -> Result:
     arch = ctx.target.architecture
     if not arch:

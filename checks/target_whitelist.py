@@ -12,7 +12,7 @@ from compat.checks._whitelist import whitelist_answer
 
 
 @check("target-whitelist", "target model_type is on the release's EAGLE-3 whitelist", order=10,
-       needs=("eagle3_whitelist",), fixes=("patch", "release"), methods=("eagle3", "peagle"))
+       needs=("target whitelist",), fixes=("patch", "release"), methods=("eagle3", "peagle"))
 def target_whitelist(ctx: Ctx) -> Result:
     answer = whitelist_answer(ctx)
     return Result(PASS if answer.admits else FAIL, answer.detail, answer.location)

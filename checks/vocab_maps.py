@@ -15,7 +15,7 @@ from compat.vocab_maps import vocab_map_problems
 
 
 @check("vocab-maps", "vocab maps present, consistent and mapping into the target vocab", order=50,
-       needs=("drafter_loader",), fixes=("convert",))
+       needs=("drafter loader",), fixes=("convert",))
 def vocab_maps(ctx: Ctx) -> Result:
     cfg, tensors = loaded_config(ctx), ctx.drafter.tensors
     vocab, target_vocab = _int(cfg.get("vocab_size")), ctx.target.vocab_size

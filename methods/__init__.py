@@ -4,8 +4,8 @@ A method file (any module here whose name does not start with `_`) defines the f
 checked when it is imported (compat/core/registry.py, the pyupgrade `_plugins/` pattern):
 
 - `FAMILY` (compat's id, which `doctor --method` takes too), `TITLE`, `DESCRIPTION`;
-- `NAMES`: engine -> the names that engine gives the family, each a `Name` with its version gate in plain
-  sight (`Name("DFLASH", since="0.5.11")`);
+- the names each engine gives the family are the engine's (`METHOD_NAMES` in compat/engines/<name>.py: family ->
+  `Name`s with their version gates in plain sight, `Name("DFLASH", since="0.5.11")`); `Method.names` gathers them;
 - `TAKES_DRAFTER`: whether a separate drafter checkpoint is launched with it (n-gram, suffix, UNO and MTP heads
   in the target take none);
 - `recognise(config, tensors) -> Recognition | None`: was this drafter (its config.json and tensor headers)
@@ -44,7 +44,6 @@ CONTRACT = Contract("method", (
     Field("FAMILY", str, doc="compat's id of the family (doctor --method takes it too)"),
     Field("TITLE", str, doc="the family as people name it"),
     Field("DESCRIPTION", str, doc="one line"),
-    Field("NAMES", dict, doc="engine -> tuple of Name: that engine's names for the family, each with its version gate"),
     Field("TAKES_DRAFTER", bool, doc="a drafter checkpoint is launched with it"),
     Field("recognise", FUNCTION, doc="recognise(config, tensors) -> Recognition | None"),
     Field("KEYS_READ", tuple, default=(), doc="the config keys and tensor names recognise reads"),
@@ -67,7 +66,6 @@ class Method:
     family: str
     title: str
     description: str
-    names: Mapping[str, tuple[Name, ...]]
     takes_drafter: bool
     recognise: Any  # (config, tensors) -> Recognition | None
     keys_read: tuple[str, ...]
@@ -82,8 +80,18 @@ class Method:
     def __repr__(self) -> str:
         return f"Method({self.family!r})"
 
+    @property
+    def names(self) -> Mapping[str, tuple[Name, ...]]:
+        """engine -> its names for the family (each engine unit's METHOD_NAMES), for the engines that have one."""
+        from compat import engines
+
+        return {e.name: e.method_names[self.family] for e in engines.all_engines() if self.family in e.method_names}
+
     def engine_names(self, engine: str) -> tuple[Name, ...]:
-        return tuple(self.names.get(engine, ()))
+        from compat import engines
+
+        unit = engines.find(engine)
+        return tuple(unit.method_names.get(self.family, ())) if unit is not None else ()
 
     def accepted(self, engine: str, version: str) -> list[Name]:
         """Its names the release accepts, by their gates (a shared name counts: it is how the family runs)."""
@@ -108,8 +116,7 @@ class Unrecognised:
 
 
 def _method(values: dict[str, Any]) -> Method:
-    names = {engine: tuple(entries) for engine, entries in values["NAMES"].items()}
-    return Method(values["FAMILY"], values["TITLE"], values["DESCRIPTION"], names, values["TAKES_DRAFTER"],
+    return Method(values["FAMILY"], values["TITLE"], values["DESCRIPTION"], values["TAKES_DRAFTER"],
                   values["recognise"], values["KEYS_READ"], values["ARCHITECTURES"], values["LAYER_IDS"], values["BLOCK"], values["TARGET_NEEDS"],
                   values["VENV"], values["THREADS"], values["ORDER"])
 

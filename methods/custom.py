@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition
+from compat.methods import Recognition
 
 FAMILY = "custom"
 TITLE = "plugin method"
 DESCRIPTION = "a method a plugin registers"
 ORDER = 99
 TAKES_DRAFTER = True
-NAMES = {"vllm": (Name("custom_class", since="0.22.0", until="0.33.0"),)}
 
 
 def recognise(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> Recognition | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, BlockRule, LayerIdKey, Name, Recognition, architectures, speculators_type
+from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, BlockRule, LayerIdKey, Recognition, architectures, speculators_type
 
 FAMILY = "dflash"
 TITLE = "DFlash"
@@ -25,10 +25,6 @@ DESCRIPTION = "block-diffusion drafter: a block of mask tokens filled in one pas
 ORDER = 30
 ARCHITECTURES = r"DFlash|LiLiCorr|XPress|MuseGlimmerAssistant"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("dflash", since="0.20.0"),),
-    "sglang": (Name("DFLASH", since="0.5.11"),),
-}
 LAYER_IDS = (
     LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("z-lab-dflash", "specforge", "modelopt"),
                "z-lab/dflash dflash/model.py:43-44 and SpecForge specforge/modeling/draft/dflash.py:284-291: hidden_states[id + 1]"),

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition, architectures
+from compat.methods import Recognition, architectures
 
 FAMILY = "draft_model"
 TITLE = "draft model"
 DESCRIPTION = "a small causal LM of the target's family, sharing its tokenizer"
 ORDER = 90  # the weakest sign: any causal LM
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("draft_model"),),
-    "sglang": (Name("STANDALONE", since="0.5.2"),),
-}
 TARGET_NEEDS = "the same tokenizer and vocabulary as the draft"
 KEYS_READ = ("architectures (*ForCausalLM)", "vocab_size", "lm_head.weight / embed_tokens.weight")
 

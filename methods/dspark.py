@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, BlockRule, LayerIdKey, Name, Recognition, architectures, speculators_type
+from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, BlockRule, LayerIdKey, Recognition, architectures, speculators_type
 
 FAMILY = "dspark"
 TITLE = "DSpark"
@@ -30,10 +30,6 @@ DESCRIPTION = "DFlash backbone with a Markov head and a confidence head (block d
 ORDER = 25
 ARCHITECTURES = r"DSpark"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("dspark", since="0.25.0"),),
-    "sglang": (Name("DSPARK", since="0.5.16"),),
-}
 LAYER_IDS = (
     LayerIdKey("dflash_config.target_layer_ids", OUTPUT_OF, ("specforge", "modelopt"),
                "SpecForge configs/qwen3-8b-dspark.json (DSparkDraftModel(DFlashDraftModel), hidden_states[id + 1]); ModelOpt "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition, architectures
+from compat.methods import Recognition, architectures
 from compat.methods._shapes import fc_inputs, has
 
 FAMILY = "eagle"
@@ -18,11 +18,6 @@ DESCRIPTION = "EAGLE-1/-2: one-layer drafter on the target's last hidden state"
 ORDER = 70
 ARCHITECTURES = r"^Eagle(?!3)"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("eagle"),),
-    # SGLang runs NEXTN (DeepSeek's MTP heads) through the same worker: see mtp.py
-    "sglang": (Name("EAGLE", serves=("mtp",), note="also runs MTP/NextN drafts (NEXTN is an alias of it)"),),
-}
 TARGET_NEEDS = "nothing beyond the last hidden state"
 THREADS = ("https://github.com/sgl-project/sglang/issues/21272",)
 KEYS_READ = ("architectures", "fc.weight (its input width)")

@@ -1,16 +1,16 @@
 """EAGLE-3: a one-layer drafter fed three (or more) of the target's hidden states, fused by `fc` [H, k*H].
 
 What was built first: doctor's EAGLE-3 checks (checks/, the layer-id conventions in checkpoints/_conventions.py)
-carry the detail; this file says which names run it and how an EAGLE-3 drafter is recognised.
-vLLM's `extract_hidden_states` (0.17.0 on) takes the same option but drafts nothing: it dumps the target's aux
-hidden states, to train EAGLE-3 drafters (speculators' data generation).
+carry the detail; this file says how an EAGLE-3 drafter is recognised. The names that run it are each engine's
+(METHOD_NAMES in compat/engines/<name>.py): vLLM's `extract_hidden_states` (0.17.0 on) takes the same option but
+drafts nothing: it dumps the target's aux hidden states, to train EAGLE-3 drafters (speculators' data generation).
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, LayerIdKey, Name, Recognition, architectures, speculators_type
+from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, LayerIdKey, Recognition, architectures, speculators_type
 from compat.methods._shapes import fc_inputs, has
 
 FAMILY = "eagle3"
@@ -19,12 +19,6 @@ DESCRIPTION = "one-layer drafter on three target hidden states (EAGLE-3, EAGLE-3
 ORDER = 60  # after P-EAGLE, DFlash and DSpark, whose drafters carry EAGLE-3's keys too
 ARCHITECTURES = r"Eagle3|LlamaForCausalLMEagle3|ExtractHiddenStates"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("eagle3"),
-             Name("extract_hidden_states", since="0.17.0", drafts=False,
-                  note="dumps the target's aux hidden states (to train an EAGLE-3 drafter); drafts nothing")),
-    "sglang": (Name("EAGLE3", since="0.4.4.post2"),),
-}
 LAYER_IDS = (
     LayerIdKey("eagle_aux_hidden_state_layer_ids", CAPTURE_BEFORE, ("speculators",),
                "vllm-project/speculators src/speculators/models/eagle3 (default [2, n//2, n-3]); checkpoint-formats.md 4.2"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition, architectures
+from compat.methods import Recognition, architectures
 
 FAMILY = "medusa"
 TITLE = "Medusa / MLP speculator"
@@ -13,7 +13,6 @@ DESCRIPTION = "extra decoding heads on the target's last hidden state"
 ORDER = 80
 ARCHITECTURES = r"^Medusa|MLPSpeculator"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {"vllm": (Name("medusa", until="0.32.0"), Name("mlp_speculator", until="0.32.0"))}
 KEYS_READ = ("architectures (Medusa*, MLPSpeculator*)",)
 
 

@@ -5,7 +5,8 @@ vLLM names a model type per family (`deepseek_mtp`, `qwen3_5_mtp`, ...; 0.34.0 h
 before it runs (speculative.py: `if self.method in get_args(MTPModelTypes) and self.method != "mtp"`). SGLang runs
 them as NEXTN, an alias of EAGLE in every release (a ServerArgs rewrite, a registered alias in 0.5.4.post2-0.5.7, a
 reserved alias from 0.5.13), and promotes EAGLE/NEXTN to FROZEN_KV_MTP for a Gemma4 assistant draft (0.5.12 on).
-Where the heads sit in the target checkpoint is what `heads()` says.
+LMDeploy registers a proposer per family (deepseek_mtp from 0.11.0, qwen3_5_mtp 0.12.3, hy3_mtp 0.16.0). Those names
+and their gates are the engines' (METHOD_NAMES in compat/engines/<name>.py); this file knows the heads. Where the heads sit in the target checkpoint is what `heads()` says.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 from typing import Any, Mapping
 
 from compat.core.output import plural
-from compat.methods import Name, Recognition, architectures
+from compat.methods import Recognition, architectures
 
 FAMILY = "mtp"
 TITLE = "MTP heads"
@@ -22,21 +23,6 @@ DESCRIPTION = "the target's own multi-token-prediction layers as the drafter"
 ORDER = 40
 ARCHITECTURES = r"MTP|NextN|Gemma4(Unified)?Assistant"  # the registered drafter classes of the family
 TAKES_DRAFTER = False  # the heads ship in the target (a separate NextN export can be given)
-_V = {  # vLLM's MTP model types and the release each arrives in (compat reads vLLM from 0.10.0)
-    "deepseek_mtp": None, "ernie_mtp": "0.10.2", "qwen3_next_mtp": "0.10.2", "mimo_mtp": "0.11.0",
-    "longcat_flash_mtp": "0.11.0", "glm4_moe_mtp": "0.11.1", "pangu_ultra_moe_mtp": "0.11.1", "exaone_moe_mtp": "0.14.0",
-    "glm4_moe_lite_mtp": "0.15.0", "step3p5_mtp": "0.15.1", "glm_ocr_mtp": "0.16.0", "nemotron_h_mtp": "0.17.0",
-    "qwen3_5_mtp": "0.17.0", "exaone4_5_mtp": "0.20.0", "hy_v3_mtp": "0.20.0", "mimo_v2_mtp": "0.21.0",
-    "gemma4_mtp": "0.21.0", "minimax_m3_mtp": "0.24.0", "bailing_hybrid_mtp": "0.25.0", "inkling_mtp": "0.26.0",
-    "kimi_k3_mtp": "0.27.0", "dots3_note_mtp": "0.28.0", "bailing_hybrid_v3_mtp": "0.28.0", "qwen4_exp_mtp": "0.29.0",
-    "hy_v4_mtp": "0.29.0", "glm5_next_mtp": "0.30.0", "step5_mtp": "0.33.0", "nemotron3_5_transcribe_mtp": "0.34.0",
-}
-NAMES = {
-    "vllm": (Name("mtp", since="0.11.0"),
-             *(Name(name, since=since, note='runs as "mtp"') for name, since in _V.items())),
-    "sglang": (Name("NEXTN", alias_of="EAGLE", serves=("eagle",), note="DeepSeek's NextN heads, run by the EAGLE worker"),
-               Name("FROZEN_KV_MTP", since="0.5.12", note="a Gemma4 assistant draft; EAGLE/NEXTN are promoted to it")),
-}
 TARGET_NEEDS = "MTP layers in the target checkpoint (num_nextn_predict_layers / mtp_num_hidden_layers > 0, their tensors present)"
 KEYS_READ = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "architectures (MTP, NextN, Gemma4Assistant)",
              "model_type (*_mtp)")

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition
+from compat.methods import Recognition
 
 FAMILY = "ngram"
 TITLE = "n-gram"
 DESCRIPTION = "prompt lookup: no drafter, matches the context"
 ORDER = 95
 TAKES_DRAFTER = False
-NAMES = {
-    "vllm": (Name("ngram"), Name("ngram_gpu", since="0.18.0", note="the GPU n-gram proposer")),
-    "sglang": (Name("NGRAM", since="0.5.3"),),
-}
 
 
 def recognise(config: Mapping[str, Any], tensors: Mapping[str, Any]) -> Recognition | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, LayerIdKey, Name, Recognition, architectures, speculators_type
+from compat.methods import CAPTURE_BEFORE, OUTPUT_OF, LayerIdKey, Recognition, architectures, speculators_type
 from compat.methods._shapes import has
 
 FAMILY = "peagle"
@@ -24,10 +24,6 @@ DESCRIPTION = "parallel-drafting EAGLE-3: every draft token in one pass"
 ORDER = 20
 ARCHITECTURES = r"P[Ee]agle"  # the registered drafter classes of the family
 TAKES_DRAFTER = True
-NAMES = {
-    "vllm": (Name("eagle3", since="0.22.0", until="0.33.0", shared=True,
-                  note='with "parallel_drafting": true and a P-EAGLE drafter'),),
-}
 LAYER_IDS = (
     LayerIdKey("eagle_aux_hidden_state_layer_ids", CAPTURE_BEFORE, ("speculators",),
                "speculators src/speculators/models/peagle/config.py (an Eagle3SpeculatorConfig)"),

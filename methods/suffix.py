@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition, VenvPackage
+from compat.methods import Recognition, VenvPackage
 
 FAMILY = "suffix"
 TITLE = "suffix decoding"
 DESCRIPTION = "a suffix tree of prompts and outputs: no drafter"
 ORDER = 95
 TAKES_DRAFTER = False
-NAMES = {"vllm": (Name("suffix", since="0.11.1"),)}
 VENV = (VenvPackage("arctic_inference", "arctic-inference"),)
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from compat.methods import Name, Recognition
+from compat.methods import Recognition
 
 FAMILY = "uno"
 TITLE = "UNO"
 DESCRIPTION = "the target drafts for itself through a LoRA (SGLang)"
 ORDER = 95
 TAKES_DRAFTER = False
-NAMES = {"sglang": (Name("UNO", since="0.5.20"),)}
 TARGET_NEEDS = "a UNO LoRA for the target (--uno-lora-path)"
 
 

@@ -293,3 +293,29 @@ def test_no_product_code_branches_on_an_engine_name():
     found = [line for module in sorted(MODULES) if not _engine_home(module) for line in _engine_comparisons(module)]
     assert not found, "branches on an engine name (make them a field or method of compat/engines/ENGINE.py):\n" + \
         "\n".join(found)
+
+
+def _engine_keyed(source: str, where: str) -> list[str]:
+    """`{"vllm": ..., "sglang": ...}`, `dict(vllm=...)`: a table keyed by engine names (issue 39: the facts, names and
+    tables of an engine are its unit's fields)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict) and any(k is not None and _names_an_engine(k) for k in node.keys):
+            out.append(f"{where}:{node.lineno}: {{{', '.join(ast.unparse(k) for k in node.keys if k is not None)[:80]}}}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and \
+                any(k.arg in ENGINE_NAMES for k in node.keywords):
+            out.append(f"{where}:{node.lineno}: dict({', '.join(str(k.arg) for k in node.keywords)})")
+    return out
+
+
+def test_a_table_keyed_by_engine_names_is_seen():
+    source = 'A = {"vllm": 1, "x": 2}\nB = {**c, "sglang": 3}\nC = dict(lmdeploy=4)\nD = {"vllm-cpu": 5, k: 6}\n'
+    assert [line.split(":")[1] for line in _engine_keyed(source, "x.py")] == ["1", "2", "3"]
+
+
+def test_no_product_code_keys_a_table_by_engine_names():
+    """Outside compat/engines/ and the per-engine rule folders, what differs per engine is a field of its unit
+    (FACTS, METHOD_NAMES, ...), never a dict keyed by engine names: a fourth engine is one unit and its folders."""
+    found = [line for module in sorted(MODULES) if not _engine_home(module)
+             for line in _engine_keyed(MODULES[module].read_text(), str(MODULES[module].relative_to(ROOT)))]
+    assert not found, "tables keyed by engine names (make them a field of compat/engines/ENGINE.py):\n" + "\n".join(found)

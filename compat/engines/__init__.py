@@ -19,10 +19,13 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compat.core.errors import UsageError
 from compat.core.registry import Contract, ContractError, Field, Folder, Rule
+
+if TYPE_CHECKING:
+    from compat.method_name import Name
 
 __all__ = ["CONTRACT", "FOLDER", "Engine", "all_engines", "names", "get", "find", "for_distribution",
            "described", "choices_text"]
@@ -128,6 +131,12 @@ CONTRACT = Contract("engine", (
     Field("IMAGE_DOCS", str, default="", doc="where its image naming is documented"),
     Field("PROBES", str, default=None, doc="the package of its probes (compat.probes.<name>)"),
     Field("PATCHES", str, default=None, doc="the package of its patches (compat.patches.<name>)"),
+    # what the checks need and how it names the methods (issue 39): the facts the checks ask for by the shared
+    # vocabulary, and the method names per family
+    Field("FACTS", dict, default={}, doc="term of compat/fact_vocabulary.py -> the probe keys of this engine providing "
+          "it (() when its unit's fields answer it); a term left out: the checks needing it cannot tell"),
+    Field("METHOD_NAMES", dict, default={}, doc="method family (compat/methods) -> tuple of Name (compat.methods): its "
+          "names for the family, each with its version gate"),
 ), key="NAME")
 
 
@@ -147,8 +156,27 @@ CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "t
            "CONFIG_BUILD": ("", "engine_args", "server_args")}
 
 
+def _facts_and_names(rule: Rule) -> None:
+    from compat.fact_vocabulary import unknown_terms
+    from compat.method_name import Name
+
+    unknown = unknown_terms(list(rule["FACTS"]))
+    if unknown:
+        raise ContractError("engine", rule.module.__name__, "FACTS", f"names {unknown}: not terms of "
+                            "compat/fact_vocabulary.py (add the term there, or use one of its terms)")
+    for term, keys in rule["FACTS"].items():
+        if not isinstance(keys, tuple) or not all(isinstance(k, str) for k in keys):
+            raise ContractError("engine", rule.module.__name__, "FACTS", f"[{term!r}] is {keys!r}: expected a tuple "
+                                "of probe keys")
+    for family, entries in rule["METHOD_NAMES"].items():
+        if not isinstance(entries, tuple) or not all(isinstance(n, Name) for n in entries):
+            raise ContractError("engine", rule.module.__name__, "METHOD_NAMES", f"[{family!r}] is {entries!r}: "
+                                "expected a tuple of compat.methods.Name")
+
+
 def _checked(rule: Rule) -> None:
     _named_after_its_file(rule)
+    _facts_and_names(rule)
     for name, allowed in CHOICES.items():
         if rule[name] not in allowed:
             raise ContractError("engine", rule.module.__name__, name, f"is {rule[name]!r}: expected one of "
@@ -219,6 +247,9 @@ class Engine:
     image_docs: str
     probes: str | None
     patches: str | None
+    # what the checks need and how it names the methods (issue 39)
+    facts: dict[str, tuple[str, ...]]
+    method_names: dict[str, tuple[Name, ...]]
 
     @classmethod
     def from_rule(cls, rule: Rule) -> Engine:

@@ -88,3 +88,33 @@ IMAGE_DOCS = "https://lmdeploy.readthedocs.io/en/latest/get_started/installation
 
 PROBES = "compat.probes.lmdeploy"
 PATCHES = None  # no compat patch for LMDeploy yet
+
+# --- what the checks need and how it names the methods (issue 39) ---
+from compat.method_name import Name  # noqa: E402  (the method names' type; the fields above need nothing)
+
+# term of compat/fact_vocabulary.py -> the probe facts of probes/lmdeploy/ providing it. Left out (the checks needing
+# them cannot tell yet): "draft attention", "draft quantization", "draft parallelism" (the draft takes the target's engine config: no check
+# models it), "speculators translation" (no speculators format read), "block layer ids", "method targets",
+# "weights check" (no probe reads them).
+FACTS = {
+    "layer ids": ("aux_layer_ids",), "eagle3 targets": ("eagle3_targets",), "target whitelist": ("eagle3_whitelist",),
+    "target architectures": ("target_architectures",), "drafter loader": ("drafter_loader",),
+    "drafter classes": ("eagle3_drafters",), "drafter renames": ("drafter_architecture_rename",),
+    "draft dtype": ("draft_dtype",), "final layer capture": ("final_layer_capture",), "methods": ("methods",),
+    "method packages": ("method_packages",),
+    "release validation": ("spec_validation",),  # the CLI builder, SpeculativeConfig and the engine-side build, walked
+    "launch options": ("cli_arguments",),  # lmdeploy/cli/utils.py's --speculative-* flags
+    "launch flags": ("cli_flags", "speculative_backend"),  # and --backend pytorch: TurboMind drops the drafter
+    "method selection": ("cli_flags",),  # --speculative-algorithm's choices
+    "speculative tree": (),  # a chain (DRAFT_SHAPE): no tree rules
+    "method runners": (),  # no runner to choose: the PyTorch engine's proposer per method (the `methods` fact's workers)
+}
+
+# method family (compat/methods) -> its names (--speculative-algorithm, the SPEC_PROPOSERS registry of
+# lmdeploy/pytorch/spec_decode/proposers/), each from the first pinned release whose choices have it
+METHOD_NAMES = {
+    "eagle": (Name("eagle", since="0.11.0"),),
+    "eagle3": (Name("eagle3", since="0.11.0"),),
+    "mtp": (Name("deepseek_mtp", since="0.11.0"), Name("qwen3_5_mtp", since="0.12.3"), Name("hy3_mtp", since="0.16.0")),
+    "dflash": (Name("dflash", since="0.18.0"),),
+}

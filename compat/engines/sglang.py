@@ -138,3 +138,43 @@ IMAGE_DOCS = "https://docs.sglang.ai/get_started/install.html"
 
 PROBES = "compat.probes.sglang"
 PATCHES = "compat.patches.sglang"
+
+# --- what the checks need and how it names the methods (issue 39) ---
+from compat.method_name import Name  # noqa: E402  (the method names' type; the fields above need nothing)
+
+# term of compat/fact_vocabulary.py -> the probe facts providing it; () where this unit's fields answer it
+FACTS = {
+    "layer ids": ("aux_layer_ids",), "eagle3 targets": ("eagle3_targets",), "target whitelist": ("eagle3_whitelist",),
+    "target architectures": ("target_architectures",), "drafter loader": ("drafter_loader",),
+    "drafter classes": ("eagle3_drafters",), "drafter renames": ("drafter_architecture_rename",),
+    "draft dtype": ("draft_dtype",), "final layer capture": ("final_layer_capture",), "methods": ("methods",),
+    "method packages": ("method_packages",), "release validation": ("spec_validation",),
+    "launch options": ("cli_arguments",),  # one --speculative-* flag each, ServerArgs' fields
+    "launch flags": ("cli_flags",),
+    "method selection": ("cli_flags",),  # --speculative-algorithm's choices
+    "draft attention": (),  # the target's unless an option of the draft says otherwise (DRAFT_SETTINGS_FROM)
+    "draft quantization": ("draft_quantization",),
+    "draft parallelism": (),  # the target's tensor parallelism (DRAFT_SETTINGS_FROM = "target")
+    "speculative tree": ("speculative_tree_rules", "cli_arguments"),
+    "speculators translation": ("speculators_format",),
+    "block layer ids": ("block_targets",),  # set_dflash_layers_to_capture
+    "method runners": (),  # one runner
+    "method targets": ("target_architectures",),  # the capture hooks are read from the report; MTP by NextN class
+    "weights check": (),  # its loaders do not refuse unloaded tensors
+}
+
+# method family (compat/methods) -> its names here (--speculative-algorithm), each with its version gate
+METHOD_NAMES = {
+    "dflash": (Name("DFLASH", since="0.5.11"),),
+    "eagle3": (Name("EAGLE3", since="0.4.4.post2"),),
+    "uno": (Name("UNO", since="0.5.20"),),
+    "draft_model": (Name("STANDALONE", since="0.5.2"),),
+    # EAGLE runs NEXTN (DeepSeek's MTP heads) through the same worker
+    "eagle": (Name("EAGLE", serves=("mtp",), note="also runs MTP/NextN drafts (NEXTN is an alias of it)"),),
+    "ngram": (Name("NGRAM", since="0.5.3"),),
+    "dspark": (Name("DSPARK", since="0.5.16"),),
+    # NEXTN: an alias of EAGLE in every release (a ServerArgs rewrite, a registered alias in 0.5.4.post2-0.5.7, a
+    # reserved alias from 0.5.13); EAGLE/NEXTN promoted to FROZEN_KV_MTP for a Gemma4 assistant draft (0.5.12 on)
+    "mtp": (Name("NEXTN", alias_of="EAGLE", serves=("eagle",), note="DeepSeek's NextN heads, run by the EAGLE worker"),
+            Name("FROZEN_KV_MTP", since="0.5.12", note="a Gemma4 assistant draft; EAGLE/NEXTN are promoted to it")),
+}

@@ -200,3 +200,55 @@ IMAGE_DOCS = "https://docs.vllm.ai/en/stable/deployment/docker.html"
 
 PROBES = "compat.probes.vllm"
 PATCHES = "compat.patches.vllm"
+
+# --- what the checks need and how it names the methods (issue 39) ---
+from compat.method_name import Name  # noqa: E402  (the method names' type; the fields above need nothing)
+
+# term of compat/fact_vocabulary.py -> the probe facts providing it; () where this unit's fields answer it
+FACTS = {
+    "layer ids": ("aux_layer_ids",), "eagle3 targets": ("eagle3_targets",), "target whitelist": ("eagle3_whitelist",),
+    "target architectures": ("target_architectures",), "drafter loader": ("drafter_loader",),
+    "drafter classes": ("eagle3_drafters",), "drafter renames": ("drafter_architecture_rename",),
+    "draft dtype": ("draft_dtype",), "final layer capture": ("final_layer_capture",), "methods": ("methods",),
+    "method packages": ("method_packages",), "release validation": ("spec_validation",),
+    "launch options": ("cli_arguments", "speculative_config"),  # --speculative-config's keys are SpeculativeConfig's
+    "launch flags": ("speculative_config", "cli_flags"),
+    "method selection": ("speculative_config", "method_autodetection"),  # guessed from the drafter when not given
+    "draft attention": (),  # the draft runs its own attention (DRAFT_SETTINGS_FROM = "draft")
+    "draft quantization": (),  # its own config's
+    "draft parallelism": ("draft_parallel_rules",),
+    "speculative tree": (),  # a chain (DRAFT_SHAPE): no tree rules
+    "speculators translation": ("speculators_format", "speculators_carried"),
+    "block layer ids": ("aux_layer_ids",),  # the runners feed a block drafter the ids they read
+    "method runners": ("model_runners",),
+    "method targets": ("eagle3_targets", "drafter_architecture_rename"),  # SupportsEagle3; MTP by hf_config_override
+    "weights check": ("weights_check",),
+}
+
+_MTP = {  # the MTP model types and the release each arrives in (compat reads vLLM from 0.10.0), each run as "mtp"
+    "deepseek_mtp": None, "ernie_mtp": "0.10.2", "qwen3_next_mtp": "0.10.2", "mimo_mtp": "0.11.0",
+    "longcat_flash_mtp": "0.11.0", "glm4_moe_mtp": "0.11.1", "pangu_ultra_moe_mtp": "0.11.1", "exaone_moe_mtp": "0.14.0",
+    "glm4_moe_lite_mtp": "0.15.0", "step3p5_mtp": "0.15.1", "glm_ocr_mtp": "0.16.0", "nemotron_h_mtp": "0.17.0",
+    "qwen3_5_mtp": "0.17.0", "exaone4_5_mtp": "0.20.0", "hy_v3_mtp": "0.20.0", "mimo_v2_mtp": "0.21.0",
+    "gemma4_mtp": "0.21.0", "minimax_m3_mtp": "0.24.0", "bailing_hybrid_mtp": "0.25.0", "inkling_mtp": "0.26.0",
+    "kimi_k3_mtp": "0.27.0", "dots3_note_mtp": "0.28.0", "bailing_hybrid_v3_mtp": "0.28.0", "qwen4_exp_mtp": "0.29.0",
+    "hy_v4_mtp": "0.29.0", "glm5_next_mtp": "0.30.0", "step5_mtp": "0.33.0", "nemotron3_5_transcribe_mtp": "0.34.0",
+}
+# method family (compat/methods) -> its names here, each with its version gate (the method names of SpeculativeConfig)
+METHOD_NAMES = {
+    "dflash": (Name("dflash", since="0.20.0"),),
+    "medusa": (Name("medusa", until="0.32.0"), Name("mlp_speculator", until="0.32.0")),
+    "suffix": (Name("suffix", since="0.11.1"),),
+    "eagle3": (Name("eagle3"),
+               Name("extract_hidden_states", since="0.17.0", drafts=False,
+                    note="dumps the target's aux hidden states (to train an EAGLE-3 drafter); drafts nothing")),
+    "draft_model": (Name("draft_model"),),
+    "eagle": (Name("eagle"),),
+    "ngram": (Name("ngram"), Name("ngram_gpu", since="0.18.0", note="the GPU n-gram proposer")),
+    "dspark": (Name("dspark", since="0.25.0"),),
+    "custom": (Name("custom_class", since="0.22.0", until="0.33.0"),),
+    # each model type rewritten to "mtp" before it runs (speculative.py: `if self.method in get_args(MTPModelTypes)`)
+    "mtp": (Name("mtp", since="0.11.0"), *(Name(name, since=since, note='runs as "mtp"') for name, since in _MTP.items())),
+    "peagle": (Name("eagle3", since="0.22.0", until="0.33.0", shared=True,
+                    note='with "parallel_drafting": true and a P-EAGLE drafter'),),
+}

@@ -3,8 +3,8 @@ instead of answering with another engine's assumptions.
 
 Modelled: LMDeploy's report has its own probe keys (probes/lmdeploy/: since the second wave of issue 39 also
 drafter_loader, eagle3_drafters, target_architectures, cli_arguments, final_layer_capture, draft_dtype,
-eagle3_whitelist, method_packages, but no speculators_format); the checks' `needs` name vLLM's and SGLang's facts
-per engine.
+eagle3_whitelist, method_packages, but no speculators_format); the checks' `needs` are terms of the shared
+vocabulary (compat/fact_vocabulary.py), and compat/engines/lmdeploy.py's FACTS says which of them its facts provide.
 """
 
 from __future__ import annotations
@@ -20,21 +20,41 @@ def lmdeploy_ctx():
     return Ctx({**report("sglang"), "engine": "lmdeploy", "version": "0.18.0"}, tgt, drafter(tgt=tgt), Options())
 
 
-def test_a_check_named_per_engine_without_this_engine_cannot_tell():
-    # needs={"vllm": ("speculators_format", ...), "sglang": ("speculators_format",)}: no LMDeploy probe reads any of them
+def test_a_check_needing_a_term_this_engine_does_not_provide_cannot_tell_naming_the_term():
+    # "speculators translation": no LMDeploy probe reads a speculators-format translation, so its FACTS leaves it out
     result = get_check("drafter-translation")(lmdeploy_ctx())
-    assert result.verdict == WARN and result.unread and result.detail.endswith("which compat does not read from LMDeploy yet")
-    # an engine a per-engine check names nothing for, but whose probes read some of its facts, runs as before
-    # (speculative-tree names SGLang's facts only: vLLM drafts a chain, and passes)
-    assert not get_check("speculative-tree").unread_facts("vllm")
+    assert result.verdict == WARN and result.unread
+    assert result.detail == ("cannot tell: this check reads speculators translation, which compat does not read from "
+                             "LMDeploy yet")
+    # a term an engine answers from its unit's fields (no probe fact): vLLM drafts a chain, so it has no tree rules
+    assert not get_check("speculative-tree").unread_facts("vllm") and get_check("speculative-tree").needed_facts("vllm") == ()
+    # the draft takes the target's engine config on LMDeploy: no check models it yet, so these cannot tell
+    for check in ("draft-quantization", "draft-tensor-parallel", "draft-attention-backend"):
+        assert get_check(check).unread_facts("lmdeploy"), check
 
 
-def test_a_check_whose_fact_this_engine_has_no_probe_for_cannot_tell():
+def test_a_check_needs_terms_the_engines_map_to_their_own_probe_keys():
+    draft_tp = get_check("draft-tensor-parallel")
+    assert draft_tp.needs == ("draft parallelism", "launch options")
+    assert draft_tp.needed_facts("vllm") == ("draft_parallel_rules", "cli_arguments", "speculative_config")
+    assert draft_tp.needed_facts("sglang") == ("cli_arguments",)  # the target's parallelism: no rule fact
+
+
+def test_a_check_naming_a_fact_outside_the_vocabulary_is_refused():
+    import pytest
+
+    from compat.checks import check
+
+    with pytest.raises(ValueError, match=r"^check x: needs \['aux_layer_ids'\], not terms of compat/fact_vocabulary.py"):
+        check("x", "x", order=1, needs=("aux_layer_ids",))
+
+
+def test_a_check_whose_term_this_engine_leaves_out_cannot_tell():
     from compat.checks import Check
 
-    never = Check("never-read", "a check of a fact no probe reads", 1, ("no_such_fact",), (), lambda ctx: Result(PASS, "ran"))
+    never = Check("never-read", "a check of a term no engine provides", 1, ("weights check",), (), lambda ctx: Result(PASS, "ran"))
     result = never(lmdeploy_ctx())
-    assert result.verdict == WARN and result.unread and "no_such_fact" in result.detail
+    assert result.verdict == WARN and result.unread and "weights check" in result.detail
 
 
 def test_the_checks_of_the_facts_the_second_wave_reads_run_on_lmdeploy():
@@ -46,7 +66,7 @@ def test_the_checks_of_the_facts_the_second_wave_reads_run_on_lmdeploy():
 def test_a_check_whose_facts_are_read_runs():
     assert not get_check("layer-ids")(lmdeploy_ctx()).unread  # aux_layer_ids, eagle3_targets: LMDeploy's probes read them
     assert not get_check("launch-command")(make_ctx("sglang")).unread  # SGLang's own facts: unchanged
-    assert not get_check("launch-command")(lmdeploy_ctx()).unread  # cli_flags: LMDeploy's probes read it
+    assert not get_check("launch-command")(lmdeploy_ctx()).unread  # "launch flags": cli_flags, speculative_backend
 
 
 def test_the_verdict_is_not_works_while_a_check_is_unread():

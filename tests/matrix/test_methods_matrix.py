@@ -1,5 +1,5 @@
-"""Every release's methods against the method files' version gates (methods/*.py): a gate that says a release has a
-name must agree with the release's own code, on every release of both engines; and each release's methods are
+"""Every release's methods against the engines' version gates (METHOD_NAMES in compat/engines/ENGINE.py): a gate that
+says a release has a name must agree with the release's own code, on every release of each engine; and each release's methods are
 listed, family by family, with no name compat does not know and no summary that finds none."""
 
 import pytest
@@ -39,6 +39,13 @@ def test_sglang_method_gates_match_the_release(sglang_report, sglang_version):
     assert UNKNOWN not in {r.family for r in rows}
     mtp = next(r for r in rows if r.family == "mtp")
     assert any(n.name == "NEXTN" and n.runs_as == "EAGLE" for n in mtp.names)
+
+
+@pytest.mark.parametrize("version", __import__("pinned").versions("lmdeploy"))
+def test_lmdeploy_method_gates_match_the_release(report_of, version):
+    """LMDeploy's --speculative-algorithm choices (0.10.0: none) against compat/engines/lmdeploy.py's gates."""
+    fact = report_of("lmdeploy", version)["methods"]
+    assert set(fact.get("accepted") or []) == _gated("lmdeploy", version)
 
 
 def test_sglang_block_key_of_dspark(sglang_report, sglang_version):

@@ -4,8 +4,8 @@ command line as a user runs it, and its page in a real headless Chromium (cdp.py
 What the cells must say is LMDeploy's source (network: 0.16.0 and 0.17.0, read from their wheels): a SpecForge drafter
 (`LlamaForCausalLMEagle3`) for a Llama target needs the conversion to LMDeploy's layout (its config builder renames
 only `LlamaForCausalLM`); Kimi-K2.5's EAGLE-3 arrives in 0.17.0 (configurations/kimi_k2.py, InternLM/lmdeploy#4846);
-a Qwen3 target's class captures no EAGLE-3 layers; a method compat knows no LMDeploy name for (DFlash) is "can't tell",
-never "no". Each check links the line of LMDeploy's repository at the release's tag. LMDeploy needs CUDA: nothing runs.
+a Qwen3 target's class captures no EAGLE-3 layers; DFlash, an LMDeploy name from 0.18.0 (compat/engines/lmdeploy.py
+METHOD_NAMES), is "no" on 0.17.0 with the release that has it named. Each check links the line of LMDeploy's repository at the release's tag. LMDeploy needs CUDA: nothing runs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from cdp import Browser, chromium_binary
 from cli_helpers import compat
 
-from compat.doctor.diagnose import DOES_NOT_WORK, NEEDS_CONVERT, UNCHECKED
+from compat.doctor.diagnose import DOES_NOT_WORK, NEEDS_CONVERT
 
 pytestmark = pytest.mark.network
 RANGE = ">=0.16.0,<=0.17.0"
@@ -49,7 +49,8 @@ def test_the_cells_say_what_lmdeploys_source_does(cells):
     assert cells["0.17.0", "kimi-k2.5/specforge"]["verdict"] == NEEDS_CONVERT
     assert "target-interface" in cells["0.17.0", "qwen3/specforge"]["failing"]
     dflash = cells["0.17.0", "qwen3/specforge-dflash"]
-    assert dflash["verdict"] == UNCHECKED and "knows no name LMDeploy gives DFlash" in dflash["checks"][0]["detail"]
+    named = next(c for c in dflash["checks"] if c["check"] == "method-name")  # 0.17.0 has no dflash: 0.18.0 does
+    assert dflash["verdict"] == DOES_NOT_WORK and dflash["failing"] == ["method-name"] and "0.18.0" in named["detail"], named["detail"]
     links = [c["evidence"] for c in llama["checks"] if c.get("evidence")]
     assert links and all(EVIDENCE.match(link).group("v") == "0.17.0" for link in links)
 
