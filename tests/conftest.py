@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -24,8 +25,21 @@ import parts  # noqa: E402
 import pinned  # noqa: E402
 
 STRESS_SKIP = "a stress campaign: run with COMPAT_STRESS=1"
+# pytest-xdist (tools/test.sh runs two workers): tests sharing a session's costly part run on one worker, so it
+# starts once (the engine server of tests/engine, the sshd and Ray cluster of tests/fleet); a file's tests stay
+# together (its module fixtures are built once); the rest is shared out.
+SHARED_PARTS = {"engine": "engine", "fleet": "fleet", "peers": "peers"}
 
 
+def pytest_configure(config):
+    """A run started in the background (`pytest &` from a shell without job control) inherits SIGINT ignored, and
+    every process the tests start would too: the ctrl-c tests would then prove nothing. Take the signal back."""
+    config.addinivalue_line("markers", "xdist_group(name): the tests one pytest-xdist worker runs together")
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "pinned_release" in getattr(item, "fixturenames", ()) or item.get_closest_marker("matrix"):
@@ -33,6 +47,8 @@ def pytest_collection_modifyitems(config, items):
         for part in parts.PARTS:
             if set(part.fixtures) & set(getattr(item, "fixturenames", ())):
                 item.add_marker(getattr(pytest.mark, part.marker))
+    for item in items:  # read by pytest-xdist's --dist loadgroup; without it, a marker that changes nothing
+        item.add_marker(pytest.mark.xdist_group(_worker_group(item)))
     if os.environ.get("COMPAT_STRESS") != "1":
         skip = pytest.mark.skip(reason=STRESS_SKIP)
         for item in items:
@@ -41,6 +57,14 @@ def pytest_collection_modifyitems(config, items):
     census = os.environ.get("COMPAT_MARKER_CENSUS")
     if census:  # tests/test_parts.py: what each marker selects, from a collection in a child process
         Path(census).write_text(json.dumps(parts.marker_census(items)))
+
+
+def _worker_group(item) -> str:
+    """The tests one worker runs together: those of a shared part's folder, else those of one file."""
+    path = Path(str(item.fspath)).resolve()
+    here = Path(__file__).resolve().parent
+    relative = path.relative_to(here) if path.is_relative_to(here) else path
+    return SHARED_PARTS.get(relative.parts[0], relative.as_posix())
 
 
 def pytest_collection_finish(session):

@@ -132,7 +132,7 @@ def test_the_test_command_sets_up_only_what_the_selected_tests_need():
     It builds no engine venv now; without arguments (.ci/run: the whole suite) it sets up every part."""
     cli = _plan("tests/cli")
     assert ".ci/engine-venv" not in cli and ".ci/peers-venv" not in cli and "openssh-server" not in cli, cli
-    assert f"would run: {sys.executable} -m pytest tests/cli" in cli
+    assert f"would run: {sys.executable} -m pytest -n 2 --dist loadgroup tests/cli" in cli
     engine = _plan("tests/engine/test_plugin_manifest_engine.py")
     assert "would run: bash .ci/engine-venv\n" in engine and ".ci/peers-venv" not in engine, engine
     full = _plan()

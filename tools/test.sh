@@ -54,5 +54,9 @@ if [ ${#packages[@]} -gt 0 ]; then
 fi
 
 say "the tests"
-if [ "${TEST_SH_PLAN:-}" = 1 ]; then echo "would run: $PYTHON -m pytest $*" >&2; exit 0; fi
-exec "$PYTHON" -m pytest "$@"
+# two workers (pytest-xdist, in the test extra): most tests wait on a child process, so two share 2 cores well;
+# COMPAT_TEST_WORKERS=0 runs in one process (tests/conftest.py keeps each shared part on one worker)
+workers=(-n "${COMPAT_TEST_WORKERS:-2}" --dist loadgroup)
+[ "${COMPAT_TEST_WORKERS:-2}" = 0 ] && workers=()
+if [ "${TEST_SH_PLAN:-}" = 1 ]; then echo "would run: $PYTHON -m pytest ${workers[*]} $*" >&2; exit 0; fi
+exec "$PYTHON" -m pytest "${workers[@]}" "$@"
