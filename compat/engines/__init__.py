@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -149,6 +149,8 @@ def _named_after_its_file(rule: Rule) -> None:
                             f"an engine after its package (NAME = IMPORT_NAME = {rule['IMPORT_NAME']!r})")
 
 
+MAPPINGS = ("FACTS", "METHOD_NAMES")  # the fields an Engine keeps as dicts (the other dicts become pairs)
+
 # the values a field takes (the code branches on them, never on an engine's name)
 CHOICES = {"SPEC_FORM": ("config", "flags"), "DRAFT_SETTINGS_FROM": ("draft", "target", "target_engine_config"),
            "DRAFT_SHAPE": ("chain", "tree"), "TARGET_GATE": ("interface", "capture_hook", "config_builder"),
@@ -181,6 +183,9 @@ def _checked(rule: Rule) -> None:
         if rule[name] not in allowed:
             raise ContractError("engine", rule.module.__name__, name, f"is {rule[name]!r}: expected one of "
                                 f"{', '.join(repr(a) for a in allowed)}")
+    if rule["SPEC_FORM"] == "flags" and not rule["DRAFTER_OPTIONS"]:  # the line compat writes names the drafter
+        raise ContractError("engine", rule.module.__name__, "DRAFTER_OPTIONS", "is empty: an engine whose speculative "
+                            "settings are flags (SPEC_FORM \"flags\") names the drafter with one of them")
 
 
 FOLDER = Folder(__name__, CONTRACT, check=_checked)
@@ -248,13 +253,14 @@ class Engine:
     probes: str | None
     patches: str | None
     # what the checks need and how it names the methods (issue 39)
-    facts: dict[str, tuple[str, ...]]
-    method_names: dict[str, tuple[Name, ...]]
+    # read as mappings; kept out of the hash (a unit is hashed, a dict cannot be) and of equality (its name decides)
+    facts: dict[str, tuple[str, ...]] = field(hash=False, compare=False)
+    method_names: dict[str, tuple[Name, ...]] = field(hash=False, compare=False)
 
     @classmethod
     def from_rule(cls, rule: Rule) -> Engine:
-        values: dict[str, Any] = {name.lower(): tuple(value.items()) if isinstance(value, dict) else value
-                                  for name, value in rule.values.items()}
+        values: dict[str, Any] = {name.lower(): tuple(value.items()) if isinstance(value, dict) and name not in MAPPINGS
+                                  else value for name, value in rule.values.items()}
         return cls(**values)
 
     def __str__(self) -> str:

@@ -140,6 +140,7 @@ def test_a_unit_on_the_path_is_an_engine(extra_folder):
     (_unit("trtllm", IMPORT_NAME="tensorrt_llm"), "IMPORT_NAME"),
     (_unit("trtllm", SPEC_FORM=None), "SPEC_FORM"),
     (_unit("trtllm", SPEC_FORM="yaml"), "SPEC_FORM"),
+    (_unit("trtllm", SPEC_FORM="flags"), "DRAFTER_OPTIONS"),  # a flags line compat writes must name the drafter
     (_unit("trtllm", SERVER_ACCEPTANCE="logs"), "SERVER_ACCEPTANCE")])
 def test_a_unit_that_breaks_the_contract_is_named(extra_folder, source, field):
     (extra_folder / "trtllm.py").write_text(textwrap.dedent(source))
@@ -229,6 +230,7 @@ def test_a_third_engine_takes_the_branches_it_declares(extra_folder):
 
     (extra_folder / "trtllm.py").write_text(_unit("trtllm", ORDER=30, LAUNCH_COMMANDS=(("trtllm-serve", "serve"),),
                                                   SPEC_FORM="flags", MODEL_OPTION="--model", TARGET_OPTIONS=("--model",),
+                                                  DRAFTER_OPTIONS=("--speculative-draft-model",),
                                                   SPEC_SETTING_OPTIONS={"method": "--speculative-algorithm"},
                                                   SPEC_OPTION_PREFIX="--speculative-"))
     speculation = Speculation(speculating=True, method="EAGLE3", draft_model="/d", num_speculative_tokens=3)
