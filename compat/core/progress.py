@@ -11,8 +11,7 @@ a line every few seconds into a log (compat/core/console.py), nothing under -q o
     progress.end(completed=True)                       # the batch is over (False: it stopped on an error)
 
 `each(progress, items, label)` reports an iteration: it yields the items, telling the reporter of each.
-compat/verify/server/run.py's `Progress` is this protocol without `item` and `end` (a reporter of this one is one of
-that one's).
+`compat verify --server` reports its requests through it too (compat/verify/server/progress.py).
 """
 
 from __future__ import annotations

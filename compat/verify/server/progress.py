@@ -48,12 +48,18 @@ class ServerProgress:
         elif self.enabled:
             self._line(f"{label}: {total}")
 
-    def advance(self) -> None:
-        self._done += 1
+    def item(self, name: str) -> None:
+        pass  # a request is not named: the bar counts them
+
+    def advance(self, n: int = 1) -> None:
+        self._done += n
         if self._bar is not None and self._task is not None:
             self._bar.advance(self._task)
         elif self.enabled and self._total and (self._done == self._total or self._done % max(1, self._total // 10) == 0):
             self._line(f"{self._done}/{self._total} done")
+
+    def end(self, completed: bool) -> None:
+        pass  # the bar goes with the run (__exit__)
 
     def _line(self, text: str) -> None:
         print(f"verify: [{time.monotonic() - self.started:5.1f} s] {text}", file=sys.stderr, flush=True)

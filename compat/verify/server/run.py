@@ -15,10 +15,10 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Protocol
 
 from compat import engines
 from compat.core.errors import EXIT_CHECK_FAILED, CompatError
+from compat.core.progress import QUIET, Progress
 from compat.verify.server.counters import Snapshot, info_path, positions_exposed, snapshot, traffic
 from compat.verify.server.detect import Identity, Speculation, identify, served_models, sglang_speculation, vllm_speculation
 from compat.verify.server.facts import ReleaseFacts, read_release_facts
@@ -34,23 +34,6 @@ DEFAULT_REQUEST_TIMEOUT = 300.0
 
 class RequestsFailed(CompatError):
     exit_code = EXIT_CHECK_FAILED
-
-
-class Progress(Protocol):
-    def status(self, text: str) -> None: ...
-    def start(self, label: str, total: int) -> None: ...
-    def advance(self) -> None: ...
-
-
-class _Quiet:
-    def status(self, text: str) -> None:
-        pass
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -112,7 +95,7 @@ class Measurement:
 
 
 def measure(run: ServerRun, progress: Progress | None = None) -> Measurement:
-    progress = progress or _Quiet()
+    progress = progress or QUIET
     t0 = time.monotonic()
     client = run.client(run.url)
     progress.status(f"asking {client.base_url} what it is")

