@@ -50,6 +50,10 @@ from behaviour_scenarios import build_inputs, cached_releases, describe, scenari
 TIMEOUT = 900
 SECONDS_KEY = re.compile(r"(^|_)(seconds|elapsed|duration)$")
 SECONDS_TEXT = re.compile(r"\b(in|took) \d+\.\d+ s\b")  # "probed in 0.42 s", "exit 1 in 3.10 s" (-v)
+# what a run stamps with its time: the preflight's log (verify-logs/preflight-20261208-031030-5838.log) and how long
+# its build took in doctor's text ("(<PY>, 21 s)"); normalised when recorded and again when compared
+STAMPS = ((re.compile(r"preflight-\d{8}-\d{6}-\d+\.log"), "preflight-<STAMP>.log"),
+          (re.compile(r", \d+ s\)"), ", <SECONDS> s)"))
 EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 
 
@@ -72,7 +76,7 @@ class Normaliser:
             text = text.replace(real, placeholder)
         if self.home not in ("", "/"):
             text = re.sub(re.escape(self.home) + r"(?=/|\b|$)", "~", text)
-        return SECONDS_TEXT.sub(r"\1 <SECONDS> s", text)
+        return unstamped(SECONDS_TEXT.sub(r"\1 <SECONDS> s", text))
 
     def value(self, value, key: str = ""):
         if isinstance(value, dict):
@@ -205,13 +209,25 @@ def record(args: argparse.Namespace) -> int:
 META_COMPARED = ("releases", "spread", "spread_missing_from_cache", "scenarios")
 
 
+def unstamped(value):
+    """`value` with the time stamps of STAMPS replaced (recordings made before they were normalised compare too)."""
+    if isinstance(value, dict):
+        return {k: unstamped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unstamped(v) for v in value]
+    if isinstance(value, str):
+        for pattern, placeholder in STAMPS:
+            value = pattern.sub(placeholder, value)
+    return value
+
+
 def load(path: str) -> tuple[dict, dict[str, dict]]:
     meta, rows = {}, {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            row = json.loads(line)
+            row = unstamped(json.loads(line))
             if row.get("id") == "_meta":
                 meta = row
             elif row["id"] in rows:
