@@ -26,8 +26,10 @@ vllm-eagle3.md sections 2-5, sglang-eagle3.md sections 2-5.
 
 from __future__ import annotations
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # packaging is imported when an entry is matched: the engine units import this module on start-up
+    from packaging.version import Version
 
 DEEPSEEK_FAMILY = ("deepseek", "kimi_k2", "kimi_k25", "kimik25")
 KIMI = ("kimi_k2", "kimi_k25", "kimik25")
@@ -59,6 +61,8 @@ def __getattr__(name: str) -> tuple[dict, ...]:
 
 
 def _public(version: str) -> Version | None:
+    from packaging.version import InvalidVersion, Version
+
     try:
         return Version(Version(version).public)
     except (InvalidVersion, TypeError):
@@ -70,6 +74,8 @@ def applies(entry: dict, engine: str, version: str | None, model_types: list[str
     these model types / architectures?"""
     if entry["engine"] != engine or entry.get("platform", platform) != platform:
         return False
+    from packaging.specifiers import SpecifierSet
+
     parsed = _public(version) if version else None
     if parsed is None or not SpecifierSet(entry["versions"]).contains(parsed, prereleases=True):
         return False

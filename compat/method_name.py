@@ -8,8 +8,10 @@ files both use it, and neither imports the other for it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:  # packaging is imported when a gate is read: the engine units declare Names on every start-up
+    from packaging.version import Version
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Name:
 
     def accepted_in(self, version: str | Version | None) -> bool | None:
         """Whether a release accepts it by this gate (None: the version cannot be read)."""
+        from packaging.version import InvalidVersion, Version
+
         try:
             v = Version(str(version)) if not isinstance(version, Version) else version
         except InvalidVersion:

@@ -31,10 +31,24 @@ STRESS_SKIP = "a stress campaign: run with COMPAT_STRESS=1"
 SHARED_PARTS = {"engine": "engine", "fleet": "fleet", "peers": "peers"}
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist: the terminal width the controller had, for the worker (which sets its own COLUMNS otherwise)."""
+    node.workerinput["compat_columns"] = os.environ.get("COLUMNS")
+
+
 def pytest_configure(config):
     """A run started in the background (`pytest &` from a shell without job control) inherits SIGINT ignored, and
     every process the tests start would too: the ctrl-c tests would then prove nothing. Take the signal back."""
     config.addinivalue_line("markers", "xdist_group(name): the tests one pytest-xdist worker runs together")
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a pytest-xdist worker: the commands the tests start see the controller's width
+        columns = worker.get("compat_columns")
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+            os.environ.pop("LINES", None)
+        else:
+            os.environ["COLUMNS"] = columns
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -133,7 +133,7 @@ def test_doctors_help_names_each_engines_option_for_the_draft_tokens(monkeypatch
 
     monkeypatch.setenv("COLUMNS", "400")  # argparse wraps at the terminal's width: one line per option
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit, match="^0$"):
         cli.main(["doctor", "--help"])
     text = " ".join(out.getvalue().split())
     assert "(vLLM num_speculative_tokens; SGLang --speculative-num-steps; LMDeploy --speculative-num-draft-tokens)" in text
