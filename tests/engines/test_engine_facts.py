@@ -39,18 +39,6 @@ def test_method_names_are_the_engines():
     assert get_method("uno").engine_names("vllm") == () and "lmdeploy" not in get_method("uno").names
 
 
-@pytest.fixture
-def extra_folder(tmp_path):
-    folder = tmp_path / "more_engines"
-    folder.mkdir()
-    engines.__path__.append(str(folder))
-    yield folder
-    engines.__path__.remove(str(folder))
-    import sys
-
-    sys.modules.pop("compat.engines.trtllm", None)
-
-
 _UNIT = """NAME = "trtllm"; DISPLAY_NAME = "T"; IMPORT_NAME = "trtllm"; DISTRIBUTIONS = ("trtllm",); INDEX_NAME = "trtllm"
 VERSION_FILES = ("trtllm/version.py",); REPOSITORY = "https://example.invalid/t"; VERSION_IN_LOG = r"v(\\d+)"
 SERVER_OWNED_BY = "t"; METRICS_PREFIX = "t:"; DEFAULT_RELEASES = ">=1.0"; SPEC_FORM = "config"; LAYER_IDS_FED_BY = "runners"

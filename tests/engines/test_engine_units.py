@@ -101,21 +101,6 @@ def test_where_the_rules_of_each_engine_live():
     assert engines.get("sglang").plugin_entry_point is None
 
 
-@pytest.fixture
-def extra_folder(tmp_path):
-    """A folder on compat.engines' path, as a plugin adds one; removed after the test."""
-    folder = tmp_path / "more_engines"
-    folder.mkdir()
-    engines.__path__.append(str(folder))
-    yield folder
-    engines.__path__.remove(str(folder))
-    import sys
-
-    for name in [m for m in sys.modules if m.startswith("compat.engines.") and m.rpartition(".")[2] in
-                 {p.stem for p in folder.glob("*.py")}]:
-        del sys.modules[name]
-
-
 def _unit(name: str, **changes: object) -> str:
     fields = dict(NAME=name, DISPLAY_NAME=name.upper(), IMPORT_NAME=name, DISTRIBUTIONS=(name,), INDEX_NAME=name,
                   VERSION_FILES=(f"{name}/version.py",), REPOSITORY=f"https://example.invalid/{name}",

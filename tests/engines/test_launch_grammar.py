@@ -6,25 +6,11 @@ LMDeploy's line is read as its release's source reads it."""
 
 from __future__ import annotations
 
-import sys
 
 import pytest
 
 from compat import engines
 from compat.launch_line import LineEdit, fixed_words, read_line
-
-
-@pytest.fixture
-def extra_folder(tmp_path):
-    """A folder on compat.engines' path, as a plugin adds one; removed (with its modules) after the test."""
-    folder = tmp_path / "more_engines"
-    folder.mkdir()
-    engines.__path__.append(str(folder))
-    yield folder
-    engines.__path__.remove(str(folder))
-    for name in [m for m in sys.modules if m.startswith("compat.engines.") and
-                 m.rpartition(".")[2] in {p.stem for p in folder.glob("*.py")}]:
-        del sys.modules[name]
 
 
 def _unit(name: str, **fields: object) -> str:
