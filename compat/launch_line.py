@@ -19,7 +19,6 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from functools import cached_property
-from collections.abc import Iterator
 from typing import Any
 
 from compat import engines
@@ -412,19 +411,3 @@ def _set(words: list[str], edit: LineEdit) -> list[str]:
         return [*words[:hit], f"{words[hit].partition('=')[0]}={edit.value}", *words[hit + 1:]]
     has_value = hit + 1 < len(words) and not is_option(words[hit + 1])
     return [*words[:hit + 1], *value, *words[hit + 1 + (1 if has_value else 0):]]
-
-
-
-class _ConfigOptions:
-    """Every unit's SPEC_CONFIG_OPTIONS, read when asked (a unit added later counts): `option in VLLM_SPEC_CONFIG`."""
-
-    def __contains__(self, option: object) -> bool:
-        return any(option in unit.spec_config_options for unit in engines.all_engines())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([option for unit in engines.all_engines() for option in unit.spec_config_options])
-
-
-# the table this module held before the launch grammar moved into the engine units, kept for
-# compat/manifests/checking.py's import until it reads the units (SPEC_CONFIG_OPTIONS) itself
-VLLM_SPEC_CONFIG = _ConfigOptions()

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from compat import engines
 from compat.core.errors import CompatError
-from compat.launch_line import VLLM_SPEC_CONFIG, LaunchLine, read_line
+from compat.launch_line import LaunchLine, read_line
 from compat.manifests.model import Problem, Serving, Where
 from compat.manifests.words import entry_index
 from compat.sources import EngineSpec
@@ -103,9 +104,10 @@ def arg_word(serving: Serving, line: LaunchLine, index: int) -> Where:
 
 def spec_where(serving: Serving, line: LaunchLine) -> Where | None:
     """Where the speculative settings are written (the --speculative-config value, --speculative-* flags)."""
+    config_options = engines.get(line.engine).spec_config_options  # the line's engine's --speculative-config spellings
     for i, word in enumerate(line.args):
         name = word.partition("=")[0]
-        if name in VLLM_SPEC_CONFIG or name.startswith("--speculative"):
+        if name in config_options or name.startswith("--speculative"):
             return arg_word(serving, line, i + 1 if "=" not in word and i + 1 < len(line.args) else i)
     return None
 
